@@ -1,0 +1,37 @@
+"""Where croft keeps things: the per-user home, a project's state folder, packaged data, the job label."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["croft_home", "data_path", "job_label", "state_dir"]
+
+DEFAULT_LABEL = "dev.croft.tick"
+
+
+def croft_home() -> Path:
+    """``CROFT_HOME`` or ``~/.croft``: the registry and the per-user tick log live here."""
+    override = os.environ.get("CROFT_HOME")
+    return Path(override).expanduser() if override else Path.home() / ".croft"
+
+
+def job_label() -> str:
+    """The OS job's label; tests set CROFT_JOB_LABEL so they never touch a real user's job."""
+    return os.environ.get("CROFT_JOB_LABEL") or DEFAULT_LABEL
+
+
+def state_dir(root: Path, configured: str | None = None) -> Path:
+    """The project's state folder (``.croft`` unless croft.json's ``stateDir`` moves it)."""
+    if not configured:
+        return root / ".croft"
+    path = Path(configured).expanduser()
+    return path if path.is_absolute() else root / path
+
+
+def data_path(*parts: str) -> Path:
+    """A file shipped with croft (docs/, launchd/, systemd/): inside the wheel, or the source checkout."""
+    packaged = Path(__file__).resolve().parent.parent / "_data"
+    if packaged.is_dir():
+        return packaged.joinpath(*parts)
+    return Path(__file__).resolve().parents[2].joinpath(*parts)

@@ -1,0 +1,146 @@
+"""Problems and the one error root every part of croft raises.
+
+    CroftError                      carries one Problem (code, message, hint, fix, ...)
+    ├── project family   CONFIG_INVALID, ASSET_INVALID, NAME_CONFLICT, NAME_INVALID, SCHEDULE_INVALID,
+    │                    SQL_NOT_SELECT, SQL_NOT_ONE_STATEMENT, SQL_ERROR, SECRET_MISSING, NOT_A_PROJECT,
+    │                    CYCLE, UNKNOWN_ASSET, PROJECT_EXISTS, CLOCK_INVALID        -> exit 2, never retried
+    ├── run family       HTTP_ERROR, TIMEOUT, RUN_CRASHED, CHECK_FAILED, ASSET_CODE_ERROR, DB_BUSY,
+    │                    ASSET_BUSY, INTERRUPTED, CURSOR_INVALID, ROW_INVALID, INPUT_NOT_BUILT -> exit 1/3/4/130
+    └── state family     HISTORY_TOO_NEW, HISTORY_CORRUPT, INTERNAL_ERROR           -> exit 2 / 1
+
+A Problem is data, so the same value can be printed, stored in runs.sqlite and posted to a webhook.
+Whether it may be retried is decided where the foreign error is translated (``retryable``), never by
+reading message text later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+__all__ = ["CODES", "CroftError", "Problem", "exit_code_for", "problem"]
+
+Severity = Literal["error", "warning", "info"]
+
+# code -> (family, exit code). The family decides whether a step failure is the project's fault
+# (fix the files) or the run's (maybe try again).
+CODES: dict[str, tuple[str, int]] = {
+    "CONFIG_INVALID": ("project", 2),
+    "NOT_A_PROJECT": ("project", 2),
+    "PROJECT_EXISTS": ("project", 2),
+    "ASSET_INVALID": ("project", 2),
+    "NAME_INVALID": ("project", 2),
+    "NAME_CONFLICT": ("project", 2),
+    "SCHEDULE_INVALID": ("project", 2),
+    "SQL_NOT_SELECT": ("project", 2),
+    "SQL_NOT_ONE_STATEMENT": ("project", 2),
+    "SQL_ERROR": ("project", 2),
+    "SECRET_MISSING": ("project", 2),
+    "CYCLE": ("project", 2),
+    "UNKNOWN_ASSET": ("project", 2),
+    "CLOCK_INVALID": ("project", 2),
+    "USAGE": ("project", 2),
+    "HTTP_ERROR": ("run", 1),
+    "TIMEOUT": ("run", 1),
+    "RUN_CRASHED": ("run", 1),
+    "ASSET_CODE_ERROR": ("run", 1),
+    "CURSOR_INVALID": ("run", 1),
+    "ROW_INVALID": ("run", 1),
+    "INPUT_NOT_BUILT": ("run", 1),
+    "INPUT_FAILED": ("run", 1),
+    "CHECK_FAILED": ("run", 3),
+    "DB_BUSY": ("run", 4),
+    "ASSET_BUSY": ("run", 4),
+    "SCHEDULE_HELD": ("run", 4),
+    "INTERRUPTED": ("run", 130),
+    "HISTORY_TOO_NEW": ("state", 2),
+    "HISTORY_CORRUPT": ("state", 2),
+    "INTERNAL_ERROR": ("state", 1),
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that is wrong (or worth a word), in the shape every envelope and history row uses."""
+
+    code: str
+    message: str
+    hint: str
+    severity: Severity = "error"
+    fix: dict[str, Any] | None = None
+    suggestion: str | None = None
+    details: dict[str, Any] | None = None
+    retryable: bool = False
+    asset: str | None = None
+    file: str | None = None
+    line: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "hint": self.hint,
+        }
+        for key in ("fix", "suggestion", "details", "asset", "file", "line"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.retryable:
+            out["retryable"] = True
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Problem:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def with_(self, **changes: Any) -> Problem:
+        return replace(self, **changes)
+
+
+def problem(code: str, message: str, hint: str, **extra: Any) -> Problem:
+    assert code in CODES, f"unregistered problem code {code}"
+    return Problem(code=code, message=message, hint=hint, **extra)
+
+
+@dataclass
+class CroftError(Exception):
+    """The only exception croft raises on purpose; the CLI turns it into an envelope."""
+
+    problem: Problem
+    extra: list[Problem] = field(default_factory=list)
+
+    def __init__(self, code_or_problem: str | Problem, message: str = "", hint: str = "", **extra: Any):
+        if isinstance(code_or_problem, Problem):
+            self.problem = code_or_problem
+        else:
+            self.problem = problem(code_or_problem, message, hint, **extra)
+        self.extra = []
+        super().__init__(self.problem.message)
+
+    @property
+    def code(self) -> str:
+        return self.problem.code
+
+    @property
+    def retryable(self) -> bool:
+        return self.problem.retryable
+
+    def __str__(self) -> str:
+        return f"{self.problem.code}: {self.problem.message}"
+
+
+def exit_code_for(problems: list[Problem]) -> int:
+    """Exit code for a set of errors: interrupts win, checks-only is 3, any run failure is 1, else the max."""
+    errors = [p for p in problems if p.severity == "error"]
+    if not errors:
+        return 0
+    exits = [CODES.get(p.code, ("state", 1))[1] for p in errors]
+    if 130 in exits:
+        return 130
+    if all(p.code == "CHECK_FAILED" for p in errors):
+        return 3
+    if 1 in exits:
+        return 1
+    return max(exits)
