@@ -1,0 +1,1 @@
+"""The run engine: plan, execute, write into the warehouse, check."""
