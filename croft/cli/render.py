@@ -16,7 +16,7 @@ import click
 from croft.core.problems import CroftError, Problem
 from croft.core.result import Result, dumps
 
-__all__ = ["emit", "json_option", "problem_lines", "run_command"]
+__all__ = ["emit", "json_option", "problem_lines", "respond", "run_command"]
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON envelope on stdout.")
 
@@ -52,17 +52,31 @@ def emit(result: Result, as_json: bool, human: Callable[[Result], str] | None = 
     sys.exit(result.exit_code)
 
 
+def respond(
+    as_json: bool,
+    human: Callable[[Result], str] | None,
+    work: Callable[..., Result],
+    *args: Any,
+    **kwargs: Any,
+) -> None:
+    """Call one core function and print its Result; CroftError becomes an envelope, never a traceback."""
+    try:
+        result = work(*args, **kwargs)
+    except CroftError as exc:
+        result = Result(problems=[exc.problem, *exc.extra])
+    emit(result, as_json, human)
+
+
 def run_command(
-    work: Callable[..., Result], human: Callable[[Result], str] | None = None
-) -> Callable[..., None]:
-    """Wrap a command body: CroftError becomes an envelope with its problem, never a traceback."""
+    human: Callable[[Result], str] | None = None,
+) -> Callable[[Callable[..., Result]], Callable[..., None]]:
+    """Decorator for a command body that returns a Result: adds the ``as_json`` handling."""
 
-    @functools.wraps(work)
-    def wrapper(*args: Any, as_json: bool = False, **kwargs: Any) -> None:
-        try:
-            result = work(*args, **kwargs)
-        except CroftError as exc:
-            result = Result(problems=[exc.problem, *exc.extra])
-        emit(result, as_json, human)
+    def decorate(work: Callable[..., Result]) -> Callable[..., None]:
+        @functools.wraps(work)
+        def wrapper(*args: Any, as_json: bool = False, **kwargs: Any) -> None:
+            respond(as_json, human, work, *args, **kwargs)
 
-    return wrapper
+        return wrapper
+
+    return decorate

@@ -5,7 +5,7 @@
     │                    SQL_NOT_SELECT, SQL_NOT_ONE_STATEMENT, SQL_ERROR, SECRET_MISSING, NOT_A_PROJECT,
     │                    CYCLE, UNKNOWN_ASSET, PROJECT_EXISTS, CLOCK_INVALID        -> exit 2, never retried
     ├── run family       HTTP_ERROR, TIMEOUT, RUN_CRASHED, CHECK_FAILED, ASSET_CODE_ERROR, DB_BUSY,
-    │                    ASSET_BUSY, INTERRUPTED, CURSOR_INVALID, ROW_INVALID, INPUT_NOT_BUILT -> exit 1/3/4/130
+    │                    ASSET_BUSY, INTERRUPTED, CURSOR_INVALID, ROW_INVALID   -> exit 1/3/4/130
     └── state family     HISTORY_TOO_NEW, HISTORY_CORRUPT, INTERNAL_ERROR           -> exit 2 / 1
 
 A Problem is data, so the same value can be printed, stored in runs.sqlite and posted to a webhook.
