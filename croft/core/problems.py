@@ -3,6 +3,7 @@
     CroftError                      carries one Problem (code, message, hint, fix, ...)
     ├── project family   CONFIG_INVALID, ASSET_INVALID, NAME_CONFLICT, NAME_INVALID, SCHEDULE_INVALID,
     │                    SQL_NOT_SELECT, SQL_NOT_ONE_STATEMENT, SQL_ERROR, SECRET_MISSING, NOT_A_PROJECT,
+    │                    INCREMENTAL_WITHOUT_KEY, HEADER_UNKNOWN_KEY,
     │                    CYCLE, UNKNOWN_ASSET, PROJECT_EXISTS, CLOCK_INVALID        -> exit 2, never retried
     ├── run family       HTTP_ERROR, TIMEOUT, RUN_CRASHED, CHECK_FAILED, ASSET_CODE_ERROR, DB_BUSY,
     │                    ASSET_BUSY, INTERRUPTED, CURSOR_INVALID, ROW_INVALID   -> exit 1/3/4/130
@@ -35,6 +36,8 @@ CODES: dict[str, tuple[str, int]] = {
     "SQL_NOT_SELECT": ("project", 2),
     "SQL_NOT_ONE_STATEMENT": ("project", 2),
     "SQL_ERROR": ("project", 2),
+    "INCREMENTAL_WITHOUT_KEY": ("project", 2),
+    "HEADER_UNKNOWN_KEY": ("project", 2),
     "SECRET_MISSING": ("project", 2),
     "CYCLE": ("project", 2),
     "UNKNOWN_ASSET": ("project", 2),
