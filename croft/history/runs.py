@@ -1,0 +1,335 @@
+"""Runs and their steps in runs.sqlite: written when they start, finished only while still running.
+
+Every attempt gets its row before its code runs, so a crash leaves evidence that reconcile can settle.
+A finish only changes a row that is still ``running``: once reconcile has called a run crashed, a late
+finish from a process that was merely slow cannot overwrite that verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+from datetime import datetime
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+from croft.core.clock import now, parse_instant, to_iso
+from croft.core.identity import ProcessIdentity
+from croft.core.problems import CroftError, Problem
+from croft.history.db import immediate, translate_sqlite_errors
+
+__all__ = [
+    "FAILED_STATUSES",
+    "RUN_STATUSES",
+    "STEP_STATUSES",
+    "create_run",
+    "finish_run",
+    "finish_step",
+    "get_run",
+    "last_ok_step",
+    "latest_step",
+    "list_runs",
+    "list_steps",
+    "mark_crashed",
+    "new_run_id",
+    "record_skipped_step",
+    "running_runs",
+    "start_step",
+    "update_run_summary",
+]
+
+RUN_STATUSES = ("running", "succeeded", "failed", "crashed", "interrupted")
+STEP_STATUSES = ("running", "ok", "failed", "skipped", "unchanged", "interrupted", "crashed")
+# "--failed" means went wrong on its own; an interrupt is a person's choice, not a failure.
+FAILED_STATUSES = ("failed", "crashed")
+# A step that ran its code and left its table as it should be.
+OK_STEP_STATUSES = ("ok", "unchanged")
+
+_ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+_ID_TRIES = 50
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _error_json(error: Problem | dict[str, Any] | None) -> str | None:
+    if error is None:
+        return None
+    return _dumps(error.to_dict() if isinstance(error, Problem) else error)
+
+
+def _since_iso(since: datetime | str | None) -> str | None:
+    """Normalise a lower bound to stored ISO-UTC text, so string comparison is time comparison."""
+    if since is None:
+        return None
+    return to_iso(since if isinstance(since, datetime) else parse_instant(since))
+
+
+def _run_dict(row: sqlite3.Row) -> dict[str, Any]:
+    out = dict(row)
+    out["human"] = bool(out["human"])
+    out["argv"] = _loads(out["argv"])
+    out["summary"] = _loads(out["summary"])
+    return out
+
+
+def _step_dict(row: sqlite3.Row) -> dict[str, Any]:
+    out = dict(row)
+    out["error"] = _loads(out["error"])
+    return out
+
+
+def new_run_id(now: datetime, tz: str, conn: sqlite3.Connection) -> str:
+    """``r_MMDD_HHMM_xxxx``: the minute in the project's zone and 4 random base-36 characters, unused here."""
+    local = now.astimezone(ZoneInfo(tz))
+    prefix = f"r_{local:%m%d_%H%M}_"
+    with translate_sqlite_errors("choosing a run id"):
+        for _ in range(_ID_TRIES):
+            candidate = prefix + "".join(secrets.choice(_ID_ALPHABET) for _ in range(4))
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (candidate,)).fetchone() is None:
+                return candidate
+    raise CroftError(
+        "INTERNAL_ERROR",
+        f"could not find an unused run id starting {prefix} after {_ID_TRIES} tries",
+        "Wait a minute and run again; the run id changes every minute.",
+    )
+
+
+def create_run(
+    conn: sqlite3.Connection,
+    *,
+    run_id: str,
+    trigger: Literal["manual", "schedule"] | str,
+    human: bool,
+    argv: list[str],
+    who: ProcessIdentity,
+) -> None:
+    """Record a run as ``running`` from now, with the identity reconcile will test for liveness."""
+    with immediate(conn, f"recording the start of run {run_id}"):
+        conn.execute(
+            "INSERT INTO runs (id, trigger, human, argv, pid, proc_start, boot_id, started_at, status)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running')",
+            (run_id, trigger, int(human), _dumps(list(argv)), who.pid, who.start, who.boot, to_iso(now())),
+        )
+
+
+def finish_run(conn: sqlite3.Connection, run_id: str, status: str, summary: dict[str, Any]) -> bool:
+    """End a run that is still running; returns False (and changes nothing) when it had already ended."""
+    assert status in RUN_STATUSES and status != "running", f"not a final run status: {status}"
+    with immediate(conn, f"recording the end of run {run_id}"):
+        cursor = conn.execute(
+            "UPDATE runs SET status = ?, finished_at = ?, summary = ? WHERE id = ? AND status = 'running'",
+            (status, to_iso(now()), _dumps(summary), run_id),
+        )
+        return cursor.rowcount == 1
+
+
+def update_run_summary(conn: sqlite3.Connection, run_id: str, summary: dict[str, Any]) -> None:
+    """Progress while the run works; ignored once it has ended, so it never replaces the final summary."""
+    with immediate(conn, f"recording the progress of run {run_id}"):
+        conn.execute(
+            "UPDATE runs SET summary = ? WHERE id = ? AND status = 'running'", (_dumps(summary), run_id)
+        )
+
+
+def start_step(
+    conn: sqlite3.Connection,
+    *,
+    run_id: str,
+    asset: str,
+    attempt: int,
+    reason: str,
+    code_hash: str | None,
+    log_path: str | None,
+) -> None:
+    """Record an attempt as running before its code starts (attempts count from 1)."""
+    assert attempt >= 1, "attempt 0 is reserved for skipped steps"
+    with immediate(conn, f"recording the start of {asset} (attempt {attempt})"):
+        conn.execute(
+            "INSERT INTO steps (run_id, asset, attempt, status, reason, started_at, code_hash, log_path)"
+            " VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
+            (run_id, asset, attempt, reason, to_iso(now()), code_hash, log_path),
+        )
+
+
+def record_skipped_step(
+    conn: sqlite3.Connection, *, run_id: str, asset: str, reason: str, error: Problem | None
+) -> None:
+    """A step that never ran its code (its input failed, or it is held): attempt 0, status skipped."""
+    stamp = to_iso(now())
+    with immediate(conn, f"recording that {asset} was skipped"):
+        conn.execute(
+            "INSERT INTO steps (run_id, asset, attempt, status, reason, started_at, finished_at, error)"
+            " VALUES (?, ?, 0, 'skipped', ?, ?, ?, ?)",
+            (run_id, asset, reason, stamp, stamp, _error_json(error)),
+        )
+
+
+def finish_step(
+    conn: sqlite3.Connection,
+    *,
+    run_id: str,
+    asset: str,
+    attempt: int,
+    status: str,
+    rows_in: int = 0,
+    added: int = 0,
+    updated: int = 0,
+    unchanged: int = 0,
+    deleted: int = 0,
+    error: Problem | None = None,
+) -> bool:
+    """End an attempt that is still running; returns whether it changed anything."""
+    assert status in STEP_STATUSES and status not in ("running", "skipped"), f"not a final status: {status}"
+    with immediate(conn, f"recording the end of {asset} (attempt {attempt})"):
+        cursor = conn.execute(
+            "UPDATE steps SET status = ?, finished_at = ?, rows_in = ?, added = ?, updated = ?,"
+            " unchanged = ?, deleted = ?, error = ?"
+            " WHERE run_id = ? AND asset = ? AND attempt = ? AND status = 'running'",
+            (
+                status,
+                to_iso(now()),
+                rows_in,
+                added,
+                updated,
+                unchanged,
+                deleted,
+                _error_json(error),
+                run_id,
+                asset,
+                attempt,
+            ),
+        )
+        return cursor.rowcount == 1
+
+
+@translate_sqlite_errors("reading a run")
+def get_run(conn: sqlite3.Connection, run_id_or_prefix: str) -> dict[str, Any] | None:
+    """The run with this id, or the one run whose id starts with it; USAGE when a prefix is ambiguous."""
+    row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id_or_prefix,)).fetchone()
+    if row is not None:
+        return _run_dict(row)
+    # substr, not LIKE: run ids contain '_', which LIKE would take as a wildcard.
+    rows = conn.execute(
+        "SELECT * FROM runs WHERE substr(id, 1, ?) = ? ORDER BY started_at DESC, rowid DESC LIMIT 6",
+        (len(run_id_or_prefix), run_id_or_prefix),
+    ).fetchall()
+    if not rows:
+        return None
+    if len(rows) > 1:
+        shown = ", ".join(r["id"] for r in rows[:5]) + (", …" if len(rows) > 5 else "")
+        raise CroftError(
+            "USAGE",
+            f"run id {run_id_or_prefix!r} matches more than one run ({shown})",
+            "Give more characters of the run id; `croft logs --runs` lists them.",
+        )
+    return _run_dict(rows[0])
+
+
+@translate_sqlite_errors("listing runs")
+def list_runs(
+    conn: sqlite3.Connection,
+    *,
+    asset: str | None = None,
+    failed: bool = False,
+    since: datetime | str | None = None,
+    limit: int = 20,
+) -> list[dict[str, Any]]:
+    """Runs, newest first; ``asset`` keeps runs with a step of it, ``failed`` the failed or crashed ones."""
+    where: list[str] = []
+    args: list[Any] = []
+    if asset is not None:
+        where.append("EXISTS (SELECT 1 FROM steps WHERE steps.run_id = runs.id AND steps.asset = ?)")
+        args.append(asset)
+    if failed:
+        where.append(f"status IN ({', '.join('?' for _ in FAILED_STATUSES)})")
+        args.extend(FAILED_STATUSES)
+    if since is not None:
+        where.append("started_at >= ?")
+        args.append(_since_iso(since))
+    sql = "SELECT * FROM runs"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY started_at DESC, rowid DESC LIMIT ?"
+    return [_run_dict(r) for r in conn.execute(sql, [*args, limit])]
+
+
+@translate_sqlite_errors("listing steps")
+def list_steps(
+    conn: sqlite3.Connection,
+    *,
+    asset: str | None = None,
+    failed: bool = False,
+    since: datetime | str | None = None,
+    run_id: str | None = None,
+    limit: int = 50,
+) -> list[dict[str, Any]]:
+    """Step rows (one per attempt), newest first."""
+    where: list[str] = []
+    args: list[Any] = []
+    if asset is not None:
+        where.append("asset = ?")
+        args.append(asset)
+    if run_id is not None:
+        where.append("run_id = ?")
+        args.append(run_id)
+    if failed:
+        where.append(f"status IN ({', '.join('?' for _ in FAILED_STATUSES)})")
+        args.extend(FAILED_STATUSES)
+    if since is not None:
+        where.append("started_at >= ?")
+        args.append(_since_iso(since))
+    sql = "SELECT * FROM steps"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY started_at DESC, attempt DESC, rowid DESC LIMIT ?"
+    return [_step_dict(r) for r in conn.execute(sql, [*args, limit])]
+
+
+@translate_sqlite_errors("reading the latest step")
+def latest_step(conn: sqlite3.Connection, asset: str) -> dict[str, Any] | None:
+    """The asset's most recent step row of any status (skipped ones included)."""
+    row = conn.execute(
+        "SELECT * FROM steps WHERE asset = ? ORDER BY started_at DESC, attempt DESC, rowid DESC LIMIT 1",
+        (asset,),
+    ).fetchone()
+    return None if row is None else _step_dict(row)
+
+
+@translate_sqlite_errors("reading the last successful step")
+def last_ok_step(conn: sqlite3.Connection, asset: str) -> dict[str, Any] | None:
+    """The asset's most recent step that ran and ended well (``ok`` or ``unchanged``)."""
+    row = conn.execute(
+        "SELECT * FROM steps WHERE asset = ? AND status IN (?, ?)"
+        " ORDER BY started_at DESC, attempt DESC, rowid DESC LIMIT 1",
+        (asset, *OK_STEP_STATUSES),
+    ).fetchone()
+    return None if row is None else _step_dict(row)
+
+
+@translate_sqlite_errors("listing running runs")
+def running_runs(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Runs recorded as running, oldest first (reconcile checks each one's process)."""
+    rows = conn.execute("SELECT * FROM runs WHERE status = 'running' ORDER BY started_at, rowid").fetchall()
+    return [_run_dict(r) for r in rows]
+
+
+def mark_crashed(conn: sqlite3.Connection, run_id: str, problem: Problem) -> None:
+    """Reconcile's verdict on a run whose process is gone: it and its running steps become crashed."""
+    stamp = to_iso(now())
+    with immediate(conn, f"marking run {run_id} as crashed"):
+        conn.execute(
+            "UPDATE runs SET status = 'crashed', finished_at = ? WHERE id = ? AND status = 'running'",
+            (stamp, run_id),
+        )
+        conn.execute(
+            "UPDATE steps SET status = 'crashed', finished_at = ?, error = ?"
+            " WHERE run_id = ? AND status = 'running'",
+            (stamp, _error_json(problem), run_id),
+        )
