@@ -455,3 +455,44 @@ def test_httpx_is_imported_only_by_the_http_module_and_the_webhook() -> None:
     webhook = {name for name in importers if re.fullmatch(r"schedule/(notify|webhook)\w*\.py", name)}
     assert "engine/http.py" in importers
     assert importers - webhook == {"engine/http.py"}
+
+
+def test_retry_after_as_an_http_date_waits_until_then(
+    server: TestServer, rec: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CROFT_NOW", "2026-03-08T09:00:00Z")
+    later = "Sun, 08 Mar 2026 09:00:30 GMT"
+    server.route("GET", "/items", server.sequence([(503, {"Retry-After": later}, b""), (200, {}, [])]))
+    with client(rec) as http:
+        http.get(server.url("/items"))
+    assert rec.sleeps == [30.0]
+
+
+# -- the test server itself (other suites rely on it) ----------------------------------------------
+
+
+def test_server_answers_unknown_routes_with_404_and_logs_them(server: TestServer) -> None:
+    response = httpx.post(server.url("/nowhere?a=1&a=2"), content=b"hello")
+    assert response.status_code == 404
+    assert response.json()["error"] == "no route"
+    (seen,) = server.requests
+    assert (seen.method, seen.path, seen.body) == ("POST", "/nowhere", b"hello")
+    assert seen.query == {"a": ["1", "2"]}
+
+
+def test_server_sequence_repeats_its_last_reply(server: TestServer) -> None:
+    server.route("GET", "/s", server.sequence([(500, {}, "first"), (200, {"X-Kind": "last"}, "last")]))
+    answers = [httpx.get(server.url("/s")) for _ in range(3)]
+    assert [(r.status_code, r.text) for r in answers] == [(500, "first"), (200, "last"), (200, "last")]
+    assert answers[-1].headers["x-kind"] == "last"
+    assert answers[-1].headers["content-type"] == "text/plain; charset=utf-8"
+
+
+def test_server_turns_a_raising_handler_into_500_and_keeps_the_error() -> None:
+    def broken(*_: object) -> tuple[int, dict[str, str], object]:
+        raise ValueError("handler bug")
+
+    with serve() as running:
+        running.route("GET", "/b", broken)
+        assert httpx.get(running.url("/b")).status_code == 500
+        assert [type(e) for e in running.errors] == [ValueError]
