@@ -103,6 +103,24 @@ def test_an_older_file_gets_only_the_migrations_it_lacks(opened):
     assert [m["version"] for m in applied(conn)] == [1, 2]
 
 
+def test_a_migration_another_process_applied_meanwhile_is_not_applied_again(tmp_path, opened, monkeypatch):
+    late = db.connect(tmp_path / "runs.sqlite")
+    opened.append(late)
+    open_history(tmp_path).close()  # the other process wins the race
+    # `late` had already seen every migration as pending before it took the write lock.
+    monkeypatch.setattr(db, "pending", lambda conn, steps: list(steps))
+    assert migrate(late) == []
+    assert [m["version"] for m in applied(late)] == [1, 2]
+
+
+def test_listing_migrations_only_reads(tmp_path, opened):
+    open_history(tmp_path).close()
+    conn = sqlite3.connect(f"file:{tmp_path / 'runs.sqlite'}?mode=ro", uri=True)
+    opened.append(conn)
+    assert pending(conn) == []
+    assert [m["name"] for m in applied(conn)] == ["m001_core_tables", "m002_settings"]
+
+
 def m003_broken(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE half_done (x)")
     conn.execute("INSERT INTO no_such_table VALUES (1)")
