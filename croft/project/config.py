@@ -1,0 +1,264 @@
+"""Finding a project's root and reading ``croft.json`` into a validated, immutable Config.
+
+Every refusal is ``CONFIG_INVALID`` naming the file and the key, with a hint and, where croft can guess the
+intended value (a misspelt key or zone), a ``suggestion``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from croft.core.paths import state_dir as _state_dir
+from croft.core.problems import CroftError, Problem, problem
+from croft.project.env import read_dotenv
+
+if TYPE_CHECKING:
+    from croft.core.redact import Redactor
+
+__all__ = [
+    "CONFIG_FILE",
+    "DEFAULT_DATABASE",
+    "Config",
+    "Project",
+    "check_timezone",
+    "find_root",
+    "load_config",
+    "load_project",
+]
+
+CONFIG_FILE = "croft.json"
+DEFAULT_DATABASE = "warehouse.sqlite"
+TOP_KEYS = ("$schema", "database", "notify", "stateDir", "timezone")
+NOTIFY_KEYS = ("desktop", "ping", "secret", "webhook")
+EXAMPLE = '{"timezone": "Europe/London"}'
+
+
+@dataclass(frozen=True)
+class Config:
+    """croft.json after validation; paths are absolute, defaults filled in, ``raw`` is the file as parsed."""
+
+    timezone: str
+    database: Path
+    state_dir: Path
+    notify_desktop: bool = True
+    notify_webhook: str | None = None
+    notify_ping: str | None = None
+    notify_secret: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Project:
+    """A loaded project. ``env`` and ``redactor`` read ``.env`` on first use, so a tick that needs no secret
+    never opens it."""
+
+    root: Path
+    config: Config
+
+    @cached_property
+    def dotenv(self) -> dict[str, str]:
+        """The pairs written in ``<root>/.env`` (not the shell's)."""
+        return read_dotenv(self.root / ".env")
+
+    @cached_property
+    def env(self) -> dict[str, str]:
+        """The names ``.env`` defines, with the shell's value winning over the file's."""
+        return {name: os.environ.get(name, value) for name, value in self.dotenv.items()}
+
+    @cached_property
+    def redactor(self) -> Redactor:
+        """Hides the values of the names ``.env`` defines, as code sees them (shell wins); nothing else."""
+        from croft.core.redact import Redactor
+
+        return Redactor(self.env)
+
+    @property
+    def assets_dir(self) -> Path:
+        return self.root / "assets"
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The nearest folder at or above ``start`` (default: the working directory) holding ``croft.json``."""
+    here = Path(start if start is not None else Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_FILE).is_file():
+            return folder
+    raise CroftError(
+        "NOT_A_PROJECT",
+        f"{here} is not inside a croft project (no {CONFIG_FILE} here or in any parent folder)",
+        "run `croft init` to make this folder a project, or cd into one",
+        fix={"command": "croft init"},
+    )
+
+
+def load_project(start: Path | None = None) -> Project:
+    root = find_root(start)
+    return Project(root=root, config=load_config(root))
+
+
+def load_config(root: Path) -> Config:
+    """Read and validate ``<root>/croft.json``; raises CONFIG_INVALID with every problem."""
+    path = Path(root) / CONFIG_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CroftError(
+            "NOT_A_PROJECT",
+            f"{root} has no {CONFIG_FILE}",
+            "run `croft init` to make this folder a project",
+            fix={"command": "croft init"},
+        ) from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise CroftError(
+            _bad(
+                path,
+                None,
+                f"{CONFIG_FILE} is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})",
+                "croft.json is plain JSON: double-quoted keys and strings, no comments, no trailing commas",
+                line=err.lineno,
+            )
+        ) from None
+    problems = validate(raw, path)
+    if problems:
+        error = CroftError(problems[0])
+        error.extra = problems[1:]
+        raise error
+    root = Path(root)
+    notify = raw.get("notify") or {}
+    database = Path(raw.get("database") or DEFAULT_DATABASE).expanduser()
+    return Config(
+        timezone=raw["timezone"],
+        database=database if database.is_absolute() else root / database,
+        state_dir=_state_dir(root, raw.get("stateDir")),
+        notify_desktop=notify.get("desktop", True),
+        notify_webhook=notify.get("webhook"),
+        notify_ping=notify.get("ping"),
+        notify_secret=notify.get("secret"),
+        raw=raw,
+    )
+
+
+def validate(raw: Any, path: Path) -> list[Problem]:
+    """Every problem with parsed croft.json content, in file order of importance (shape, keys, values)."""
+    if not isinstance(raw, dict):
+        return [_bad(path, None, f"{CONFIG_FILE} must hold a JSON object", f"a complete config is {EXAMPLE}")]
+    problems = [_unknown(path, key, TOP_KEYS) for key in raw if key not in TOP_KEYS]
+    if "timezone" not in raw:
+        problems.append(
+            _bad(
+                path,
+                "timezone",
+                f'{CONFIG_FILE} has no "timezone"; schedules and dates need one',
+                f"add the IANA zone the schedules are meant in, e.g. {EXAMPLE}",
+            )
+        )
+    else:
+        zone_problem = check_timezone(raw["timezone"])
+        if zone_problem:
+            message, hint, suggestion = zone_problem
+            problems.append(_bad(path, "timezone", message, hint, suggestion=suggestion))
+    if "database" in raw and (not isinstance(raw["database"], str) or not raw["database"].strip()):
+        problems.append(
+            _bad(path, "database", '"database" must be a file name', f'the default is "{DEFAULT_DATABASE}"')
+        )
+    if "stateDir" in raw and (not isinstance(raw["stateDir"], str) or not raw["stateDir"].strip()):
+        problems.append(_bad(path, "stateDir", '"stateDir" must be a folder path', 'the default is ".croft"'))
+    problems.extend(_notify_problems(raw.get("notify"), path))
+    return problems
+
+
+def check_timezone(value: Any) -> tuple[str, str, str | None] | None:
+    """None for a real IANA zone, else (message, hint, suggestion). The zone list is only read on failure."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    hint = 'use a name from the tz database, such as "Europe/London" or "America/New_York"'
+    if not isinstance(value, str) or not value.strip():
+        return (f'"timezone" must be an IANA zone name, not {json.dumps(value)}', hint, None)
+    try:
+        ZoneInfo(value)
+        return None
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        pass
+    suggestion = _closest_zone(value)
+    if suggestion:
+        hint = f'did you mean "{suggestion}"?'
+    return (f'"timezone" is "{value}", which is not an IANA time zone', hint, suggestion)
+
+
+def _closest_zone(value: str) -> str | None:
+    from zoneinfo import available_timezones
+
+    zones = sorted(available_timezones())
+    by_fold = {zone.casefold(): zone for zone in zones}
+    if value.strip().casefold() in by_fold:
+        return by_fold[value.strip().casefold()]
+    folded = value.strip().replace(" ", "_").casefold()
+    match = difflib.get_close_matches(folded, list(by_fold), n=1, cutoff=0.6)
+    if not match:  # "London" alone: match on the city part
+        cities = {zone.rsplit("/", 1)[-1].casefold(): zone for zone in zones}
+        match = difflib.get_close_matches(folded.rsplit("/", 1)[-1], list(cities), n=1, cutoff=0.75)
+        return cities[match[0]] if match else None
+    return by_fold[match[0]]
+
+
+def _notify_problems(notify: Any, path: Path) -> list[Problem]:
+    if notify is None:
+        return []
+    if not isinstance(notify, dict):
+        return [_bad(path, "notify", '"notify" must be an object', '{"desktop": true, "webhook": null}')]
+    problems = [
+        _unknown(path, f"notify.{key}", [f"notify.{k}" for k in NOTIFY_KEYS])
+        for key in notify
+        if key not in NOTIFY_KEYS
+    ]
+    if "desktop" in notify and not isinstance(notify["desktop"], bool):
+        problems.append(
+            _bad(path, "notify.desktop", '"notify.desktop" must be true or false', "the default is true")
+        )
+    for key in ("webhook", "ping"):
+        value = notify.get(key)
+        if value is not None and not (isinstance(value, str) and value.startswith(("http://", "https://"))):
+            problems.append(
+                _bad(
+                    path,
+                    f"notify.{key}",
+                    f'"notify.{key}" must be an http(s) URL or null',
+                    f'for example "https://example.com/croft-{key}"',
+                )
+            )
+    secret = notify.get("secret")
+    if secret is not None and (not isinstance(secret, str) or not secret):
+        problems.append(
+            _bad(
+                path,
+                "notify.secret",
+                '"notify.secret" must be a string or null',
+                "it signs webhook payloads (HMAC-SHA256)",
+            )
+        )
+    return problems
+
+
+def _unknown(path: Path, key: str, known: tuple[str, ...] | list[str]) -> Problem:
+    by_fold = {k.casefold().replace("_", ""): k for k in known}
+    folded = key.casefold().replace("_", "")
+    guess = by_fold.get(folded)
+    if guess is None:
+        close = difflib.get_close_matches(folded, list(by_fold), n=1, cutoff=0.6)
+        guess = by_fold[close[0]] if close else None
+    listed = ", ".join(k for k in sorted(known) if k != "$schema")
+    hint = (f'did you mean "{guess}"? ' if guess else "") + f"known keys: {listed}"
+    return _bad(path, key, f'{CONFIG_FILE} has an unknown key "{key}"', hint, suggestion=guess)
+
+
+def _bad(path: Path, key: str | None, message: str, hint: str, **extra: Any) -> Problem:
+    details = {"file": str(path), "key": key}
+    return problem("CONFIG_INVALID", message, hint, file=str(path), details=details, **extra)

@@ -1,0 +1,66 @@
+"""Reading a project's ``.env``: croft reads it itself, because a scheduled tick starts far from the project.
+
+Values are secrets: nothing here prints, logs or puts a value into an error message.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+__all__ = ["parse_dotenv", "read_dotenv"]
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "$": "$"}
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    """``KEY=VALUE`` pairs of ``path`` (missing file: none). Lines that are not assignments are skipped."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return {}
+    return parse_dotenv(text)
+
+
+def parse_dotenv(text: str) -> dict[str, str]:
+    """Pairs in dotenv text: ``export `` prefixes, quotes, ``#`` comments; a name's last assignment wins."""
+    values: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :].lstrip()
+        name, sep, rest = line.partition("=")
+        name = name.strip()
+        if not sep or not _NAME.fullmatch(name):
+            continue
+        values[name] = _value(rest.strip())
+    return values
+
+
+def _value(rest: str) -> str:
+    """One value: single quotes are literal, double quotes take escapes, bare values drop `` #...``."""
+    if rest[:1] == "'":
+        end = rest.find("'", 1)
+        return rest[1:end] if end > 0 else rest[1:]
+    if rest[:1] == '"':
+        out: list[str] = []
+        i = 1
+        while i < len(rest):
+            ch = rest[i]
+            if ch == "\\" and i + 1 < len(rest):
+                nxt = rest[i + 1]
+                out.append(_ESCAPES.get(nxt, "\\" + nxt))
+                i += 2
+                continue
+            if ch == '"':
+                break
+            out.append(ch)
+            i += 1
+        return "".join(out)
+    comment = re.search(r"\s#", rest)
+    if comment:
+        rest = rest[: comment.start()]
+    return rest.strip()

@@ -1,0 +1,460 @@
+"""Static facts of a SQL asset: its ``-- name: value`` header, its one SELECT, and the tables it reads.
+
+Inputs come from SQLite itself: the SELECT is compiled (``EXPLAIN``, so it never runs) on an empty in-memory
+database under an authorizer. Tables it names do not exist there, so each "no such table" error adds a stub
+table and the compile is tried again; missing columns are added to the stubs the same way. SQLite looks up
+every table of a statement before it resolves any column, so the stubs are exactly the tables the statement
+reads; CTE names never become stubs. The authorizer refuses anything but reading, which catches writes hidden
+in a ``WITH``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from croft.core.problems import Problem, problem
+from croft.project.facts import AssetFacts
+
+__all__ = [
+    "HEADER_NAMES",
+    "Token",
+    "normalize_sql",
+    "read_sql_facts",
+    "split_header",
+    "sql_inputs",
+    "tokenize",
+]
+
+HEADER_NAMES = ("check", "description", "key")
+REPEATABLE = frozenset({"check"})
+MAX_ROUNDS = 200
+STUB_COLUMN = "_croft_stub"
+READ_ONLY_ACTIONS = frozenset(
+    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+)
+DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
+# Authorizer action codes (they share numbers with result codes, so no reverse lookup of sqlite3 names).
+ACTION_NAMES = {
+    1: "create an index", 2: "create a table", 3: "create a temp index", 4: "create a temp table",
+    5: "create a temp trigger", 6: "create a temp view", 7: "create a trigger", 8: "create a view",
+    9: "delete from", 10: "drop an index", 11: "drop a table", 12: "drop a temp index",
+    13: "drop a temp table",
+    14: "drop a temp trigger", 15: "drop a temp view", 16: "drop a trigger", 17: "drop a view",
+    18: "insert into", 19: "run a pragma", 22: "begin or end a transaction", 23: "update", 24: "attach",
+    25: "detach", 26: "alter", 27: "reindex", 28: "analyze", 29: "create a virtual table",
+    30: "drop a virtual table", 32: "use a savepoint",
+}  # fmt: skip
+# Words after which a name in FROM/JOIN is not an alias.
+_NOT_ALIAS = frozenset({
+    "on", "using", "where", "join", "left", "right", "inner", "outer", "cross", "natural", "full", "group",
+    "order", "limit", "union", "except", "intersect", "window", "having", "indexed", "not", "select", "from",
+})  # fmt: skip
+_HEADER_LINE = re.compile(r"--\s*([a-z][a-z_]*)\s*:(.*)")
+_TOKEN = re.compile(
+    r"""
+     (?P<ws>\s+)
+    |(?P<comment>--[^\n]*|/\*.*?(?:\*/|\Z))
+    |(?P<string>'(?:[^']|'')*'?)
+    |(?P<blob>[xX]'[0-9a-fA-F]*'?)
+    |(?P<qident>"(?:[^"]|"")*"?|`(?:[^`]|``)*`?|\[[^\]]*\]?)
+    |(?P<number>0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+    |(?P<param>[?:@$][A-Za-z0-9_]*)
+    |(?P<word>[^\W\d]\w*\$?)
+    |(?P<op>\|\||<<|>>|<=|>=|==|!=|<>|->>|->|[-+*/%<>=~&|(),;.])
+    |(?P<other>.)
+    """,
+    re.S | re.X,
+)
+_CLOSERS = {"'": "'", '"': '"', "`": "`", "[": "]"}
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # ws, comment, string, blob, qident, number, param, word, op, other
+    text: str
+    start: int
+
+    @property
+    def lower(self) -> str:
+        return self.text.lower()
+
+
+class SqlTextError(ValueError):
+    """Text that is not SQL at the token level (an unterminated string, comment or quoted name)."""
+
+    def __init__(self, message: str, start: int):
+        super().__init__(message)
+        self.start = start
+
+
+def tokenize(sql: str) -> list[Token]:
+    """Every token of ``sql``, comments and whitespace included; raises SqlTextError for unterminated ones."""
+    tokens = []
+    for match in _TOKEN.finditer(sql):
+        kind = match.lastgroup or "other"
+        text = match.group()
+        if kind == "comment" and text.startswith("/*") and not text.endswith("*/"):
+            raise SqlTextError("a /* comment is never closed", match.start())
+        if kind in ("string", "qident", "blob"):
+            opener = text[1] if kind == "blob" else text[0]
+            if len(text) < (3 if kind == "blob" else 2) or not text.endswith(_CLOSERS[opener]):
+                raise SqlTextError(
+                    f"a quoted {'name' if kind == 'qident' else 'string'} is never closed", match.start()
+                )
+        tokens.append(Token(kind, text, match.start()))
+    return tokens
+
+
+def significant(tokens: Sequence[Token]) -> list[Token]:
+    return [t for t in tokens if t.kind not in ("ws", "comment")]
+
+
+def normalize_sql(sql: str) -> str:
+    """One spelling: no comments, single spaces, words and quoted names lowercased, literals kept."""
+    out = []
+    for token in significant(tokenize(sql)):
+        if token.kind == "word" or token.kind == "blob":
+            out.append(token.lower)
+        elif token.kind == "qident":
+            out.append('"' + _unquote(token.text).lower().replace('"', '""') + '"')
+        else:
+            out.append(token.text)
+    while out and out[-1] == ";":
+        out.pop()
+    return " ".join(out)
+
+
+def _unquote(text: str) -> str:
+    if text[0] == "[":
+        return text[1:-1]
+    quote = text[0]
+    return text[1:-1].replace(quote * 2, quote)
+
+
+def split_header(text: str) -> tuple[list[tuple[str, str, int]], int]:
+    """``([(name, value, line), ...], first body line index)``: the ``-- name: value`` lines before the SQL.
+
+    Plain comments and blank lines may sit among them; the header ends at the first line of SQL.
+    """
+    entries = []
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if not stripped.startswith("--"):
+            return entries, index
+        match = _HEADER_LINE.fullmatch(stripped)
+        if match:
+            entries.append((match.group(1), match.group(2).strip(), index + 1))
+    return entries, len(lines)
+
+
+def read_sql_facts(
+    path: Path, name: str, rel: str, known_columns: Mapping[str, Sequence[str]] | None = None
+) -> AssetFacts:
+    """Facts of ``assets/**/<name>.sql``; static errors become problems on the returned facts."""
+    problems: list[Problem] = []
+
+    def add(code: str, message: str, hint: str, line: int | None, **extra: Any) -> None:
+        where = f"{rel} line {line}" if line else rel
+        problems.append(problem(code, f"{where}: {message}", hint, asset=name, file=rel, line=line, **extra))
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        add(
+            "ASSET_INVALID",
+            f"cannot be read as UTF-8 text ({type(err).__name__})",
+            "save the file as UTF-8",
+            None,
+        )
+        return AssetFacts(name=name, kind="sql", path=path, rel=rel, problems=tuple(problems))
+    entries, body_index = split_header(text)
+    header = _read_header(entries, add)
+    body_line = body_index + 1
+    body_text = "\n".join(text.splitlines()[body_index:])
+    statement, inputs = None, ()
+    try:
+        statement = _one_select(body_text, body_line, add)
+    except SqlTextError as err:
+        add(
+            "SQL_ERROR",
+            f"{err}",
+            "close it, or remove the stray quote",
+            body_line + body_text.count("\n", 0, err.start),
+        )
+    if statement is not None:
+        found, error = sql_inputs(statement, known_columns)
+        inputs = found
+        if error:
+            code, message = error
+            hint = (
+                "a SQL asset only reads: one SELECT over other assets' tables"
+                if code == "SQL_NOT_SELECT"
+                else "fix the SQL; `croft preview` shows the result once it compiles"
+            )
+            add(code, message, hint, body_line)
+    return AssetFacts(
+        name=name,
+        kind="sql",
+        path=path,
+        rel=rel,
+        inputs=inputs,
+        key=header.get("key", ()),
+        checks=header.get("check", ()),
+        description=header.get("description"),
+        sql=statement,
+        problems=tuple(problems),
+    )
+
+
+def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any]:
+    header: dict[str, Any] = {}
+    for name, value, line in entries:
+        if name not in HEADER_NAMES:
+            close = difflib.get_close_matches(name, HEADER_NAMES, n=1, cutoff=0.5)
+            hint = (
+                (f"did you mean `-- {close[0]}:`? " if close else "")
+                + "header lines: "
+                + ", ".join(f"-- {h}:" for h in HEADER_NAMES)
+            )
+            add(
+                "HEADER_UNKNOWN_KEY",
+                f"unknown header line `-- {name}:`",
+                hint,
+                line,
+                suggestion=f"-- {close[0]}: {value}" if close else None,
+            )
+            continue
+        if not value:
+            add(
+                "ASSET_INVALID",
+                f"`-- {name}:` has no value",
+                f"write it as `-- {name}: ...` or remove the line",
+                line,
+            )
+            continue
+        if name in REPEATABLE:
+            header[name] = (*header.get(name, ()), value)
+        elif name in header:
+            add("ASSET_INVALID", f"`-- {name}:` is given twice", f"keep one `-- {name}:` line", line)
+        elif name == "key":
+            header["key"] = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+        else:
+            header[name] = value
+    return header
+
+
+def _one_select(body: str, first_line: int, add: Any) -> str | None:
+    """The text of the one statement in ``body`` (no trailing ``;``), or None after recording why not."""
+    tokens = tokenize(body)
+    statements: list[list[Token]] = [[]]
+    for token in significant(tokens):
+        if token.kind == "op" and token.text == ";":
+            statements.append([])
+        else:
+            statements[-1].append(token)
+    statements = [s for s in statements if s]
+    if not statements:
+        add(
+            "SQL_NOT_SELECT",
+            "has no SELECT after its header",
+            "add one SELECT over other assets' tables",
+            first_line,
+        )
+        return None
+    if len(statements) > 1:
+        second = statements[1][0]
+        add(
+            "SQL_NOT_ONE_STATEMENT",
+            f"holds {len(statements)} statements; a SQL asset is exactly one SELECT",
+            "keep one SELECT (use WITH ... AS (...) for steps) and put other tables in their own files",
+            first_line + body.count("\n", 0, second.start),
+        )
+        return None
+    statement = statements[0]
+    if statement[0].lower not in ("select", "with", "values"):
+        add(
+            "SQL_NOT_SELECT",
+            f"starts with {statement[0].text.upper()}; a SQL asset is one SELECT",
+            "croft writes the table itself: write only the SELECT that produces its rows",
+            first_line + body.count("\n", 0, statement[0].start),
+        )
+        return None
+    return body[statement[0].start : statement[-1].start + len(statement[-1].text)]
+
+
+def sql_inputs(
+    select: str, known_columns: Mapping[str, Sequence[str]] | None = None
+) -> tuple[tuple[str, ...], tuple[str, str] | None]:
+    """``(tables the SELECT reads, (code, message) or None)`` by compiling it against stub tables.
+
+    ``known_columns`` (real schemas from the warehouse) seeds the stubs, so fewer rounds are needed. A column
+    croft cannot place is not an error here: the tables are already known by then, and the real compile at run
+    time reports it against the real schema.
+    """
+    known = {k.lower(): list(v) for k, v in (known_columns or {}).items()}
+    stubs: dict[str, list[str]] = {}
+    functions: set[str] = set()
+    placed: dict[str, int] = {}  # unqualified column -> index of the last stub it was put in
+    aliases = _aliases(select)
+    seen_states: set[str] = set()
+    reads: set[str] = set()
+    error: tuple[str, str] | None = None
+    for _ in range(MAX_ROUNDS):
+        state = repr((sorted(stubs.items()), sorted(functions)))
+        if state in seen_states:
+            break
+        seen_states.add(state)
+        message, denied, round_reads = _compile(select, stubs, functions)
+        reads |= round_reads
+        if message is None:
+            break
+        if denied:
+            error = ("SQL_NOT_SELECT", f"may only read, but asks to {denied[0]}")
+            break
+        table = re.fullmatch(r"no such table: (?:(main|temp)\.)?(.+)", message)
+        column = re.fullmatch(r"no such column: (?:(.+)\.)?([^.]+)", message)
+        ambiguous = re.fullmatch(r"ambiguous column name: (?:.+\.)?([^.]+)", message)
+        using = re.fullmatch(r"cannot join using column (.+) - column not present in both tables", message)
+        function = re.fullmatch(r"no such function: (.+)", message)
+        if table and "." not in table.group(2):
+            name = table.group(2).lower()
+            stubs[name] = list(dict.fromkeys(known.get(name) or [STUB_COLUMN]))
+        elif table:
+            error = ("SQL_ERROR", f"reads {table.group(2)}, which is not a table croft can see ({message})")
+            break
+        elif function:
+            functions.add(function.group(1).lower())
+        elif column and stubs:
+            _place_column(column.group(1), column.group(2), stubs, placed, aliases)
+        elif ambiguous and ambiguous.group(1).lower() in placed:
+            _move_column(ambiguous.group(1).lower(), stubs, placed)
+        elif using:
+            for cols in stubs.values():
+                if using.group(1).lower() not in (c.lower() for c in cols):
+                    cols.append(using.group(1))
+        elif column or ambiguous:
+            break
+        else:
+            error = ("SQL_ERROR", f"SQLite cannot compile it: {message}")
+            break
+    names = {n for n in (set(stubs) | reads) if not n.startswith("sqlite_")}
+    return tuple(sorted(names)), error
+
+
+def _compile(
+    select: str, stubs: dict[str, list[str]], functions: set[str]
+) -> tuple[str | None, list[str], set[str]]:
+    """Compile (never run) ``select`` against ``stubs``: (error or None, denied actions, tables read)."""
+    denied: list[str] = []
+    reads: set[str] = set()
+
+    def authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _src: str | None) -> int:
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
+            denied.append(f"call {arg2}()")
+            return sqlite3.SQLITE_DENY
+        if action not in READ_ONLY_ACTIONS:
+            denied.append(" ".join(x for x in (ACTION_NAMES.get(action, f"action {action}"), arg1) if x))
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_READ and arg1:
+            reads.add(arg1.lower())
+        return sqlite3.SQLITE_OK
+
+    conn = sqlite3.connect(":memory:")
+    try:
+        for table, columns in stubs.items():
+            conn.execute(f"CREATE TABLE {_quote(table)} ({', '.join(_quote(c) for c in columns)})")
+        for name in functions:
+            conn.create_function(name, -1, _stub_function)
+        conn.set_authorizer(authorize)
+        try:
+            conn.execute("EXPLAIN " + select)
+        except sqlite3.Error as err:
+            return str(err), denied, reads
+        except sqlite3.Warning as err:  # "You can only execute one statement at a time."
+            return str(err), denied, reads
+        return None, denied, reads
+    finally:
+        conn.close()
+
+
+def _stub_function(*_args: Any) -> None:
+    return None
+
+
+def _place_column(
+    qualifier: str | None,
+    column: str,
+    stubs: dict[str, list[str]],
+    placed: dict[str, int],
+    aliases: dict[str, str],
+) -> None:
+    """Add a missing column to the stub it most likely belongs to."""
+    if qualifier:
+        target = qualifier.lower()
+        target = target if target in stubs else aliases.get(target, target)
+        owners = [target] if target in stubs else list(stubs)
+        for owner in owners:
+            if column.lower() not in (c.lower() for c in stubs[owner]):
+                stubs[owner].append(column)
+        return
+    # Unqualified: first try the first stub, then each next one (a scope that does not see the first).
+    names = list(stubs)
+    index = placed.get(column.lower(), -1) + 1
+    while index < len(names) and column.lower() in (c.lower() for c in stubs[names[index]]):
+        index += 1
+    if index < len(names):
+        stubs[names[index]].append(column)
+        placed[column.lower()] = index
+
+
+def _move_column(column: str, stubs: dict[str, list[str]], placed: dict[str, int]) -> None:
+    """The last placement made a name ambiguous: take it back out and try the next stub instead."""
+    names = list(stubs)
+    index = placed[column]
+    if index < len(names):
+        stubs[names[index]] = [c for c in stubs[names[index]] if c.lower() != column]
+    if index + 1 < len(names):
+        stubs[names[index + 1]].append(column)
+    placed[column] = index + 1
+
+
+def _aliases(select: str) -> dict[str, str]:
+    """``alias -> table`` for ``FROM t a`` / ``JOIN t AS a`` (a best guess from tokens; only steers stubs)."""
+    try:
+        tokens = significant(tokenize(select))
+    except SqlTextError:
+        return {}
+    out: dict[str, str] = {}
+    for i, token in enumerate(tokens[:-1]):
+        if token.lower not in ("from", "join") and token.text != ",":
+            continue
+        j = i + 1
+        if tokens[j].kind not in ("word", "qident"):
+            continue
+        table = _ident(tokens[j])
+        if j + 2 < len(tokens) and tokens[j + 1].text == ".":
+            j += 2
+            table = _ident(tokens[j])
+        j += 1
+        if j < len(tokens) and tokens[j].lower == "as":
+            j += 1
+        if j < len(tokens) and tokens[j].kind in ("word", "qident") and tokens[j].lower not in _NOT_ALIAS:
+            out[_ident(tokens[j])] = table
+    return out
+
+
+def _ident(token: Token) -> str:
+    return (_unquote(token.text) if token.kind == "qident" else token.text).lower()
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,50 @@
+"""Shared fixtures: each test gets its own CROFT_HOME and job label, and can lay out a project in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MakeProject = Callable[..., Path]
+
+
+@pytest.fixture(autouse=True)
+def _croft_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No test may touch the user's ~/.croft or real OS job: point both somewhere private."""
+    home = tmp_path_factory.mktemp("croft-home")
+    monkeypatch.setenv("CROFT_HOME", str(home))
+    monkeypatch.setenv("CROFT_JOB_LABEL", "dev.croft.test")
+    return home
+
+
+@pytest.fixture
+def make_project(tmp_path: Path) -> MakeProject:
+    """``make_project({"assets/orders.sql": "...", ...}, timezone="Europe/London", **config) -> root``.
+
+    Files are dedented; ``config`` adds croft.json keys; ``root`` picks a folder (default: tmp_path/"proj").
+    """
+
+    def make(
+        files: dict[str, str] | None = None,
+        *,
+        timezone: str | None = "Europe/London",
+        root: Path | None = None,
+        **config: Any,
+    ) -> Path:
+        folder = root or tmp_path / "proj"
+        folder.mkdir(parents=True, exist_ok=True)
+        data = ({"timezone": timezone} if timezone is not None else {}) | config
+        (folder / "croft.json").write_text(json.dumps(data, indent=2) + "\n")
+        (folder / "assets").mkdir(exist_ok=True)
+        for rel, text in (files or {}).items():
+            path = folder / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text).lstrip("\n"))
+        return folder
+
+    return make
