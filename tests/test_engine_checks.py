@@ -1,0 +1,192 @@
+"""Check parsing, evaluation and the read-only sandbox for user SQL (no warehouse: a bare table)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+
+import pytest
+
+from croft.core.problems import CroftError
+from croft.engine import checks as checks_module
+from croft.engine.checks import (
+    Expression,
+    MinRows,
+    NotNull,
+    Unique,
+    implied_checks,
+    parse_check,
+    parse_checks,
+    read_only,
+    run_checks,
+)
+
+NEW = "2026-06-24T10:00:00.000001Z"
+OLD = "2026-06-23T10:00:00.000000Z"
+
+
+@pytest.fixture
+def conn() -> Iterator[sqlite3.Connection]:
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    db.execute(
+        'CREATE TABLE orders (id INTEGER, amount REAL, status TEXT, "_loaded_at" TEXT, "_row_hash" TEXT)'
+    )
+    db.executemany(
+        "INSERT INTO orders VALUES (?, ?, ?, ?, 'h')",
+        [(1, 10.0, "paid", OLD), (2, -5.0, "paid", OLD), (3, 7.0, None, NEW), (4, None, "open", NEW)],
+    )
+    db.execute("CREATE TABLE customers (id INTEGER)")
+    yield db
+    db.close()
+
+
+COLUMNS = ["id", "amount", "status"]
+
+
+def check(conn: sqlite3.Connection, *texts: str) -> None:
+    run_checks(conn, "orders", parse_checks(texts), stamp=NEW, columns=COLUMNS, asset="orders")
+
+
+def test_public_names_are_sorted_and_exist() -> None:
+    assert checks_module.__all__ == sorted(checks_module.__all__)
+    assert all(hasattr(checks_module, name) for name in checks_module.__all__)
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("unique(id)", Unique(text="unique(id)", columns=("id",))),
+        (" UNIQUE ( a , b ) ", Unique(text="UNIQUE ( a , b )", columns=("a", "b"))),
+        ("not_null(a, b)", NotNull(text="not_null(a, b)", columns=("a", "b"))),
+        ("min_rows(10)", MinRows(text="min_rows(10)", count=10)),
+        ("amount >= 0", Expression(text="amount >= 0", sql="amount >= 0")),
+        ("status IN ('a;b', 'c')", Expression(text="status IN ('a;b', 'c')", sql="status IN ('a;b', 'c')")),
+        (
+            "note != 'it''s -- fine'",
+            Expression(text="note != 'it''s -- fine'", sql="note != 'it''s -- fine'"),
+        ),
+    ],
+)
+def test_checks_parse_into_their_kind(text: str, parsed: object) -> None:
+    assert parse_check(text) == parsed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("1=1); DROP TABLE orders; --", id="statement-injection"),
+        pytest.param("amount > 0; DELETE FROM orders", id="second-statement"),
+        pytest.param("amount > 0 -- and more", id="comment"),
+        pytest.param("amount > 0 /* hidden */", id="block-comment"),
+        pytest.param("amount > 0) OR (1", id="closes-the-wrapper"),
+        pytest.param("(amount > 0", id="unbalanced"),
+        pytest.param("status = 'open", id="unclosed-quote"),
+        pytest.param("unique(id, 2x)", id="bad-column-name"),
+        pytest.param("   ", id="empty"),
+    ],
+)
+def test_check_text_that_is_not_one_expression_is_refused(text: str) -> None:
+    with pytest.raises(CroftError) as caught:
+        parse_check(text)
+    assert caught.value.code == "ASSET_INVALID"
+    assert caught.value.problem.details == {"check": text.strip() or text}
+
+
+def test_a_key_implies_unique_and_not_null() -> None:
+    assert [c.text for c in implied_checks(("a", "b"))] == ["unique(a, b)", "not_null(a, b)"]
+    assert implied_checks(()) == []
+
+
+def test_passing_checks_raise_nothing(conn: sqlite3.Connection) -> None:
+    check(conn, "unique(id)", "not_null(id)", "min_rows(4)", "id > 0", "amount >= 0")  # -5 is an old row
+
+
+def test_expression_checks_only_see_rows_of_this_write_and_null_passes(conn: sqlite3.Connection) -> None:
+    check(conn, "amount >= 0")  # row 2 (-5) is old; row 4 (NULL) passes
+
+
+def test_a_failing_expression_reports_count_and_sample(conn: sqlite3.Connection) -> None:
+    with pytest.raises(CroftError) as caught:
+        check(conn, "amount > 8")
+    assert caught.value.code == "CHECK_FAILED"
+    assert caught.value.problem.details == {
+        "check": "amount > 8",
+        "failing": 1,
+        "sample": [{"id": 3, "amount": 7.0, "status": None}],
+    }
+
+
+def test_not_null_looks_at_new_rows(conn: sqlite3.Connection) -> None:
+    with pytest.raises(CroftError) as caught:
+        check(conn, "not_null(status)")
+    assert caught.value.problem.details["failing"] == 1
+    assert caught.value.problem.details["sample"] == [{"id": 3, "amount": 7.0, "status": None}]
+
+
+def test_unique_looks_at_the_whole_table(conn: sqlite3.Connection) -> None:
+    conn.execute("INSERT INTO orders VALUES (1, 1.0, 'x', ?, 'h')", (NEW,))
+    with pytest.raises(CroftError) as caught:
+        check(conn, "unique(id)")
+    details = caught.value.problem.details
+    assert details == {"check": "unique(id)", "failing": 2, "sample": [{"id": 1, "count": 2}]}
+
+
+def test_min_rows_counts_the_whole_table(conn: sqlite3.Connection) -> None:
+    with pytest.raises(CroftError) as caught:
+        check(conn, "min_rows(6)")
+    assert caught.value.problem.details["failing"] == 2
+
+
+def test_every_failure_is_reported_first_one_as_the_problem(conn: sqlite3.Connection) -> None:
+    with pytest.raises(CroftError) as caught:
+        check(conn, "min_rows(100)", "amount > 100")
+    assert caught.value.problem.details["check"] == "min_rows(100)"
+    assert [p.details["check"] for p in caught.value.extra] == ["amount > 100"]
+
+
+def test_a_check_naming_a_missing_column_fails_instead_of_passing(conn: sqlite3.Connection) -> None:
+    with pytest.raises(CroftError) as caught:
+        check(conn, "not_null(customer_id)")
+    assert caught.value.code == "CHECK_FAILED"
+    assert "customer_id" in caught.value.problem.message
+
+
+def test_checks_may_look_up_other_tables(conn: sqlite3.Connection) -> None:
+    conn.execute("INSERT INTO customers VALUES (3)")
+    with pytest.raises(CroftError) as caught:
+        check(conn, "id IN (SELECT id FROM customers)")
+    assert caught.value.problem.details["sample"] == [{"id": 4, "amount": None, "status": "open"}]
+
+
+def test_an_expression_sqlite_rejects_is_sql_error(conn: sqlite3.Connection) -> None:
+    with pytest.raises(CroftError) as caught:
+        check(conn, "no_such_function(id)")
+    assert caught.value.code == "SQL_ERROR"
+    assert caught.value.problem.details["check"] == "no_such_function(id)"
+
+
+def test_read_only_refuses_writes_ddl_attach_and_pragma(conn: sqlite3.Connection) -> None:
+    for statement in (
+        "DELETE FROM orders",
+        "UPDATE orders SET amount = 0",
+        "INSERT INTO customers VALUES (9)",
+        "DROP TABLE customers",
+        "CREATE TABLE x (a)",
+        "ATTACH ':memory:' AS other",
+        "PRAGMA user_version = 7",
+        "SELECT load_extension('x')",
+    ):
+        with read_only(conn), pytest.raises(sqlite3.DatabaseError, match="not authorized"):
+            conn.execute(statement)
+    assert conn.execute("SELECT COUNT(*) FROM orders").fetchone() == (4,)
+    assert conn.execute("PRAGMA user_version").fetchone() == (0,)  # the guard is gone after the block
+
+
+def test_read_only_reports_the_tables_a_select_reads_but_not_ctes(conn: sqlite3.Connection) -> None:
+    reads: set[str] = set()
+    with read_only(conn, reads):
+        conn.execute(
+            "WITH paid AS (SELECT * FROM orders WHERE status = 'paid') "
+            "SELECT paid.* FROM paid JOIN customers ON customers.id = paid.id"
+        ).fetchall()
+    assert reads == {"orders", "customers"}
