@@ -267,7 +267,7 @@ def _one_select(body: str, first_line: int, add: Any) -> str | None:
             "SQL_NOT_SELECT",
             "has no SELECT after its header",
             "add one SELECT over other assets' tables",
-            first_line,
+            None,
         )
         return None
     if len(statements) > 1:
@@ -296,14 +296,14 @@ def sql_inputs(
 ) -> tuple[tuple[str, ...], tuple[str, str] | None]:
     """``(tables the SELECT reads, (code, message) or None)`` by compiling it against stub tables.
 
-    ``known_columns`` (real schemas from the warehouse) seeds the stubs, so fewer rounds are needed. A column
-    croft cannot place is not an error here: the tables are already known by then, and the real compile at run
-    time reports it against the real schema.
+    ``known_columns`` (real schemas from the warehouse) seeds the stubs, so fewer guesses are needed. Where a
+    column had to be guessed into a stub, a compile error that remains is not reported: the tables are known
+    by then, and the real compile at run time reports it against the real schema.
     """
     known = {k.lower(): list(v) for k, v in (known_columns or {}).items()}
     stubs: dict[str, list[str]] = {}
     functions: set[str] = set()
-    placed: dict[str, int] = {}  # unqualified column -> index of the last stub it was put in
+    guesses = _Guesses(stubs)
     aliases = _aliases(select)
     seen_states: set[str] = set()
     reads: set[str] = set()
@@ -320,34 +320,90 @@ def sql_inputs(
         if denied:
             error = ("SQL_NOT_SELECT", f"may only read, but asks to {denied[0]}")
             break
-        table = re.fullmatch(r"no such table: (?:(main|temp)\.)?(.+)", message)
+        table = re.fullmatch(r"no such table: (?:(?i:main|temp)\.)?(.+)", message)
         column = re.fullmatch(r"no such column: (?:(.+)\.)?([^.]+)", message)
         ambiguous = re.fullmatch(r"ambiguous column name: (?:.+\.)?([^.]+)", message)
         using = re.fullmatch(r"cannot join using column (.+) - column not present in both tables", message)
         function = re.fullmatch(r"no such function: (.+)", message)
-        if table and "." not in table.group(2):
-            name = table.group(2).lower()
+        if table and "." not in table.group(1):
+            name = table.group(1).lower()
             stubs[name] = list(dict.fromkeys(known.get(name) or [STUB_COLUMN]))
         elif table:
-            error = ("SQL_ERROR", f"reads {table.group(2)}, which is not a table croft can see ({message})")
+            error = ("SQL_ERROR", f"reads {table.group(1)}, which is not a table croft can see ({message})")
             break
         elif function:
             functions.add(function.group(1).lower())
-        elif column and stubs:
-            _place_column(column.group(1), column.group(2), stubs, placed, aliases)
-        elif ambiguous and ambiguous.group(1).lower() in placed:
-            _move_column(ambiguous.group(1).lower(), stubs, placed)
         elif using:
-            for cols in stubs.values():
-                if using.group(1).lower() not in (c.lower() for c in cols):
-                    cols.append(using.group(1))
-        elif column or ambiguous:
-            break
+            for columns in stubs.values():
+                _add(columns, using.group(1))
+        elif column and column.group(1):
+            _place_qualified(column.group(1), column.group(2), stubs, aliases)
+        elif column:
+            if not guesses.add(column.group(2)):
+                break
+        elif ambiguous:
+            if not guesses.move(ambiguous.group(1)):
+                break
+        elif guesses.ever:  # perhaps a wrong guess (an outer column inside an aggregate): try another
+            if not guesses.move():
+                break
         else:
             error = ("SQL_ERROR", f"SQLite cannot compile it: {message}")
             break
     names = {n for n in (set(stubs) | reads) if not n.startswith("sqlite_")}
     return tuple(sorted(names)), error
+
+
+class _Guesses:
+    """Where unqualified missing columns were put. Stubs are tried last-found first (inner scopes see
+    outer tables, not the reverse); "no such column" again adds the column to the next stub too, while an
+    ambiguity or another error moves the latest guess on."""
+
+    def __init__(self, stubs: dict[str, list[str]]):
+        self.stubs = stubs
+        self.where: dict[str, list[str]] = {}
+        self.order: list[str] = []
+        self.ever = False
+
+    def _after(self, table: str | None, column: str) -> str | None:
+        names = list(reversed(self.stubs))
+        start = names.index(table) + 1 if table in names else 0
+        return next((n for n in names[start:] if not _has(self.stubs[n], column)), None)
+
+    def add(self, column: str) -> bool:
+        key = column.lower()
+        taken = self.where.setdefault(key, [])
+        target = self._after(taken[-1] if taken else None, column)
+        if target is None:
+            return False
+        self.stubs[target].append(column)
+        taken.append(target)
+        self.order.append(key)
+        self.ever = True
+        return True
+
+    def move(self, column: str | None = None) -> bool:
+        key = column.lower() if column else (self.order[-1] if self.order else None)
+        if key is None or not self.where.get(key):
+            return False
+        current = self.where[key].pop()
+        self.stubs[current] = [c for c in self.stubs[current] if c.lower() != key]
+        target = self._after(current, key)
+        if target is not None:
+            self.stubs[target].append(key)
+            self.where[key].append(target)
+        elif not self.where[key]:
+            self.order = [k for k in self.order if k != key]
+        return True
+
+
+def _has(columns: list[str], column: str) -> bool:
+    return column.lower() in (c.lower() for c in columns)
+
+
+def _add(columns: list[str], column: str) -> None:
+    if not _has(columns, column):
+        columns.append(column)
 
 
 def _compile(
@@ -390,41 +446,14 @@ def _stub_function(*_args: Any) -> None:
     return None
 
 
-def _place_column(
-    qualifier: str | None,
-    column: str,
-    stubs: dict[str, list[str]],
-    placed: dict[str, int],
-    aliases: dict[str, str],
+def _place_qualified(
+    qualifier: str, column: str, stubs: dict[str, list[str]], aliases: dict[str, str]
 ) -> None:
-    """Add a missing column to the stub it most likely belongs to."""
-    if qualifier:
-        target = qualifier.lower()
-        target = target if target in stubs else aliases.get(target, target)
-        owners = [target] if target in stubs else list(stubs)
-        for owner in owners:
-            if column.lower() not in (c.lower() for c in stubs[owner]):
-                stubs[owner].append(column)
-        return
-    # Unqualified: first try the first stub, then each next one (a scope that does not see the first).
-    names = list(stubs)
-    index = placed.get(column.lower(), -1) + 1
-    while index < len(names) and column.lower() in (c.lower() for c in stubs[names[index]]):
-        index += 1
-    if index < len(names):
-        stubs[names[index]].append(column)
-        placed[column.lower()] = index
-
-
-def _move_column(column: str, stubs: dict[str, list[str]], placed: dict[str, int]) -> None:
-    """The last placement made a name ambiguous: take it back out and try the next stub instead."""
-    names = list(stubs)
-    index = placed[column]
-    if index < len(names):
-        stubs[names[index]] = [c for c in stubs[names[index]] if c.lower() != column]
-    if index + 1 < len(names):
-        stubs[names[index + 1]].append(column)
-    placed[column] = index + 1
+    """``x.col`` is missing: add it to table ``x``, to the table alias ``x`` names, or else to every stub."""
+    target = qualifier.lower()
+    target = target if target in stubs else aliases.get(target, target)
+    for owner in [target] if target in stubs else list(stubs):
+        _add(stubs[owner], column)
 
 
 def _aliases(select: str) -> dict[str, str]:
