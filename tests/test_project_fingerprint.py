@@ -139,7 +139,8 @@ def test_a_lib_comment_edit_does_not_change_the_hash(shop):
 def test_import_closure_follows_every_import_form(make_project):
     root = make_project(
         {
-            "assets/a.py": "import lib.one\nfrom lib import two\nfrom lib.pkg.three import x\nimport httpx, json",
+            "assets/a.py": "import lib.one\nfrom lib import two\nfrom lib.pkg.three import x\n"
+            "import httpx, os\nfrom croft import ingest\n",
             "lib/one.py": "from . import four\n",
             "lib/two.py": "",
             "lib/pkg/__init__.py": "",
