@@ -209,6 +209,7 @@ class _Stage:
         self.conn.execute(f'CREATE TEMP TABLE "_croft_stage" ({SEQ} INTEGER PRIMARY KEY, "_row_hash" TEXT)')
         for name in known_columns:
             self._by_lower.setdefault(name.lower(), name)
+        self.declare(self.plan.key)  # so keyed SQL works even when the load has no row
 
     def declare(self, names: Sequence[str]) -> None:
         """Columns a SQL transform's SELECT returns, known even when it returns no row."""
@@ -422,21 +423,28 @@ class Warehouse:
     state, version, columns), so another engine could stand behind it later.
     """
 
-    def __init__(self, path: Path | str):
+    def __init__(self, path: Path | str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS):
         self.path = Path(path)
+        self.busy_timeout_ms = busy_timeout_ms
         with self._translate(None, "opening the warehouse"):
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=busy_timeout_ms / 1000)
+            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self.conn.execute("PRAGMA journal_mode = WAL")
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                for ddl in _BOOKKEEPING:
-                    self.conn.execute(ddl)
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
+            if not self._has_bookkeeping():  # only a new warehouse takes the write lock on open
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for ddl in _BOOKKEEPING:
+                        self.conn.execute(ddl)
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    self.conn.execute("ROLLBACK")
+                    raise
+
+    def _has_bookkeeping(self) -> bool:
+        names = {"_croft_assets", "_croft_inputs", "_croft_writes"}
+        query = f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ({', '.join('?' * 3)})"
+        return self.conn.execute(query, sorted(names)).fetchone()[0] == len(names)
 
     def close(self) -> None:
         self.conn.close()
@@ -896,11 +904,18 @@ class Warehouse:
         try:
             yield
         except sqlite3.Error as exc:
-            raise _problem_for(exc, asset, what, self.path, user_sql=user_sql) from exc
+            waited = self.busy_timeout_ms
+            raise _problem_for(exc, asset, what, self.path, user_sql=user_sql, waited_ms=waited) from exc
 
 
 def _problem_for(
-    exc: sqlite3.Error, asset: str | None, what: str, path: Path, *, user_sql: bool
+    exc: sqlite3.Error,
+    asset: str | None,
+    what: str,
+    path: Path,
+    *,
+    user_sql: bool = False,
+    waited_ms: int = BUSY_TIMEOUT_MS,
 ) -> CroftError:
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
     where = {"asset": asset} if asset else {}
@@ -908,7 +923,7 @@ def _problem_for(
     if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
         return CroftError(
             "DB_BUSY",
-            f"{what}: {path.name} stayed locked by another writer for more than {BUSY_TIMEOUT_MS // 1000} s.",
+            f"{what}: {path.name} stayed locked by another writer for more than {waited_ms / 1000:g} s.",
             "Another croft run (or a program with the warehouse open) is writing; try again in a moment.",
             retryable=True,
             details=details,
