@@ -441,6 +441,7 @@ def clear_caches() -> None:
     """Forget parsed crons and zones (benchmarks measure a zone's first use)."""
     _parse_cached.cache_clear()
     _zone_named.cache_clear()
+    _irregular_day.cache_clear()
     ZoneInfo.clear_cache()
 
 
@@ -520,36 +521,40 @@ def _wall(minute_of_day: int) -> str:
     return f"{minute_of_day // 60:02d}:{minute_of_day % 60:02d}"
 
 
-def _irregular_day(spec: CronSpec, tz: tzinfo, day: date) -> list[Fire]:
+@lru_cache(maxsize=512)
+def _irregular_day(spec: CronSpec, tz: tzinfo, day: date) -> tuple[Fire, ...]:
     """A day with a DST change: resolve each wall time on its own, then merge fires at the same instant."""
     start = datetime(day.year, day.month, day.day)
-    found: dict[datetime, list[tuple[str, int]]] = {}
+    plain: set[datetime] = set()
+    special: dict[datetime, dict[str, list[int]]] = {}
     gap_end: datetime | None = None
     for t in spec.times:
         wall = start + timedelta(minutes=t)
-        first = wall.replace(tzinfo=tz).astimezone(UTC)
-        second = wall.replace(tzinfo=tz, fold=1).astimezone(UTC)
-        if first == second:
-            found.setdefault(first, []).append(("once", t))
-        elif first < second:  # repeated: fold=0 is the earlier pass
-            found.setdefault(first, []).append(("repeat_both" if spec.is_interval else "repeat_first", t))
+        offset, offset_fold = tz.utcoffset(wall), tz.utcoffset(wall.replace(fold=1))
+        assert offset is not None and offset_fold is not None
+        first = (wall - offset).replace(tzinfo=UTC)
+        if offset == offset_fold:
+            plain.add(first)
+            continue
+        second = (wall - offset_fold).replace(tzinfo=UTC)
+        if first < second:  # repeated: fold=0 is the earlier pass
+            kind = "repeat_both" if spec.is_interval else "repeat_first"
+            special.setdefault(first, {}).setdefault(kind, []).append(t)
             if spec.is_interval:
-                found.setdefault(second, []).append(("repeat_both", t))
+                special.setdefault(second, {}).setdefault(kind, []).append(t)
         else:  # in a gap, fold=0 uses the old offset and lands after the gap
             if gap_end is None or not second < gap_end <= first:
                 gap_end = _gap_end(tz, second, first)
-            found.setdefault(gap_end, []).append(("gap", t))
+            special.setdefault(gap_end, {}).setdefault("gap", []).append(t)
     fires = []
-    for instant in sorted(found):
-        kinds = found[instant]
+    for instant in sorted(plain | special.keys()):
         note = None
-        for kind in ("gap", "repeat_first", "repeat_both"):
-            walls = tuple(_wall(t) for k, t in kinds if k == kind)
-            if walls:
-                note = DstNote(kind, day, walls)  # type: ignore[arg-type]
-                break
+        kinds = special.get(instant)
+        if kinds:
+            kind = next(k for k in ("gap", "repeat_first", "repeat_both") if k in kinds)
+            note = DstNote(kind, day, tuple(_wall(t) for t in kinds[kind]))  # type: ignore[arg-type]
         fires.append(Fire(instant, note))
-    return fires
+    return tuple(fires)
 
 
 def _day_fires_after(spec: CronSpec, tz: tzinfo, day: date, after: datetime, limit: int) -> list[Fire]:
