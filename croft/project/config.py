@@ -6,7 +6,6 @@ intended value (a misspelt key or zone), a ``suggestion``.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from dataclasses import dataclass, field
@@ -194,6 +193,7 @@ def check_timezone(value: Any) -> tuple[str, str, str | None] | None:
 
 
 def _closest_zone(value: str) -> str | None:
+    import difflib
     from zoneinfo import available_timezones
 
     zones = sorted(available_timezones())
@@ -248,6 +248,8 @@ def _notify_problems(notify: Any, path: Path) -> list[Problem]:
 
 
 def _unknown(path: Path, key: str, known: tuple[str, ...] | list[str]) -> Problem:
+    import difflib  # only on the error path: config loading is on the every-minute tick path
+
     by_fold = {k.casefold().replace("_", ""): k for k in known}
     folded = key.casefold().replace("_", "")
     guess = by_fold.get(folded)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.metadata
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -76,6 +75,8 @@ def file_key(project: Project, facts: AssetFacts) -> str:
 
 def package_version(dist: str) -> str | None:
     """The installed version of distribution ``dist``, or None when it is not installed."""
+    import importlib.metadata  # slow to import; only hashing (not the file key) needs it
+
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
@@ -266,6 +267,8 @@ def _is_stdlib(name: str) -> bool:
 
 def _distributions_of(module: str) -> Sequence[str]:
     """Distributions providing top-level ``module``; the (slow) mapping is read once per ``sys.path``."""
+    import importlib.metadata
+
     key = tuple(sys.path)
     mapping = _DISTS_CACHE.get(key)
     if mapping is None:
