@@ -352,7 +352,7 @@ def check_cron(text: str) -> CronSpec | Problem:
             return _build(tokens)
         except _Bad as bad:
             fixed = _repaired(bad.repair)
-            suggestion = " ".join(fixed) if fixed else None
+            suggestion = _build(fixed).text if fixed else None
             hint = f'did you mean "{suggestion}"? ({bad.hint})' if suggestion else bad.hint
             return _problem(bad.message.replace("{q}", f"schedule {quoted}", 1), hint, suggestion)
     if len(tokens) in (6, 7):
@@ -385,7 +385,7 @@ def _without_extra_fields(quoted: str, tokens: list[str]) -> Problem | None:
         fixed = _repaired(candidate)
         if fixed is None:
             continue
-        suggestion = " ".join(fixed)
+        suggestion = _build(fixed).text
         rest = ", and fix the rest" if fixed != candidate else ""
         return _problem(
             f"schedule {quoted} has {len(tokens)} fields; {why}", f"{how}: {suggestion}{rest}", suggestion
@@ -608,7 +608,7 @@ def fires_with_notes(cron: str | CronSpec, tz: str | tzinfo, after: datetime, n:
             # Fires of one day precede the next day's; one more day covers a DST change at midnight.
             last_day = len(found) >= n
             day += _DAY
-    except OverflowError:  # walked past year 9999
+    except (OverflowError, ValueError):  # walked past year 9999
         pass
     return [found[at] for at in sorted(found)][:n]
 
@@ -649,6 +649,6 @@ def latest_fire_at_or_before(cron: str | CronSpec, tz: str | tzinfo, now: dateti
                     best = latest if best is None else max(best, latest)
                     found_on = found_on or day
             day -= _DAY
-    except OverflowError:
+    except (OverflowError, ValueError):  # walked back past year 1
         pass
     return best
