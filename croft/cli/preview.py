@@ -1,0 +1,46 @@
+"""``croft preview ASSET``."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from croft.cli.project_option import load, project_option
+from croft.cli.render import json_option, run_command
+from croft.core.result import Result
+
+
+def _human(result: Result) -> str:
+    lines = []
+    for step in result.data.get("steps", []):
+        rows = step.get("rows") or {}
+        lines.append(f"preview of {step['asset']}: {step['status']}")
+        if rows:
+            lines.append(
+                f"  a real run would add {rows['added']}, update {rows['updated']}, delete {rows['deleted']}"
+                f" and keep {rows['unchanged']} rows"
+            )
+        for row in step.get("sample", [])[:10]:
+            lines.append("  " + json.dumps(row, default=str))
+        if step.get("error"):
+            lines.append(f"  {step['error']['code']}: {step['error']['message']}")
+    lines.append("nothing was written")
+    return "\n".join(lines)
+
+
+@click.command("preview")
+@click.argument("asset")
+@project_option
+@json_option
+@run_command(_human)
+def command(asset: str, project_dir: str | None) -> Result:
+    """Run ASSET without committing: show its rows and what a real run would change.
+
+    The cursor does not move. A preview that succeeds approves the code for the scheduler, as a run does.
+    """
+    from croft.engine.runner import RunOptions, run_assets
+
+    return run_assets(
+        load(project_dir), RunOptions(selectors=[asset], only=True, preview=True, argv=["preview", asset])
+    )

@@ -1,0 +1,49 @@
+"""``croft run [ASSET...] [--only]``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from croft.cli.project_option import load, project_option
+from croft.cli.render import json_option, run_command
+from croft.core.result import Result
+
+
+def _human(result: Result) -> str:
+    data = result.data
+    if not data.get("runId"):
+        return ""
+    lines = [f"run {data['runId']}: {data['status']}"]
+    for step in data.get("steps", []):
+        rows = step.get("rows") or {}
+        counts = (
+            f" +{rows.get('added', 0)} ~{rows.get('updated', 0)} -{rows.get('deleted', 0)}"
+            f" ={rows.get('unchanged', 0)}"
+            if rows
+            else ""
+        )
+        tail = f" ({step['reason']})" if step["status"] == "skipped" else ""
+        error = step.get("error")
+        if error:
+            tail = f" {error['code']}: {error['message']}"
+        lines.append(f"  {step['asset']:<24} {step['status']:<11}{counts}{tail}")
+    return "\n".join(lines)
+
+
+@click.command("run")
+@click.argument("assets", nargs=-1)
+@click.option("--only", is_flag=True, help="Run just the named assets, not the stale transforms downstream.")
+@project_option
+@json_option
+@run_command(_human)
+def command(assets: tuple[str, ...], only: bool, project_dir: str | None) -> Result:
+    """Run every ingest and the stale transforms, or the named ASSETS and the stale transforms downstream.
+
+    A run started by a person approves the code it ran for the scheduler.
+    """
+    from croft.engine.runner import RunOptions, run_assets
+
+    options = RunOptions(selectors=list(assets), only=only, argv=["run", *sys.argv[2:]])
+    return run_assets(load(project_dir), options)

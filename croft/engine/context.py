@@ -1,0 +1,110 @@
+"""What asset code gets as ``ctx``: the HTTP client, the cursor, its declared secrets, a log, input rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from croft.core.clock import now, to_iso
+from croft.core.problems import CroftError
+from croft.core.redact import Redactor
+
+__all__ = ["IngestContext", "StepLog", "TransformContext"]
+
+
+class StepLog:
+    """The step's log file; every line is redacted before it is written."""
+
+    def __init__(self, path: Path, redactor: Redactor):
+        self.path = path
+        self._redactor = redactor
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = path.open("a", encoding="utf-8")
+
+    def __call__(self, *parts: Any) -> None:
+        text = " ".join(str(p) for p in parts)
+        for line in text.splitlines() or [""]:
+            self._handle.write(f"{to_iso(now())} {self._redactor.text(line)}\n")
+        self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+class _Base:
+    def __init__(self, *, asset: str, run_id: str, log: StepLog, preview: bool):
+        self.asset = asset
+        self.run_id = run_id
+        self.preview = preview
+        self._log = log
+
+    def log(self, *parts: Any) -> None:
+        """Write to this step's log (``croft logs ASSET``); secrets are redacted."""
+        self._log(*parts)
+
+
+class IngestContext(_Base):
+    def __init__(
+        self,
+        *,
+        asset: str,
+        run_id: str,
+        log: StepLog,
+        preview: bool,
+        http: Any,
+        since: Any,
+        declared: tuple[str, ...],
+        env: Mapping[str, str],
+    ):
+        super().__init__(asset=asset, run_id=run_id, log=log, preview=preview)
+        self.http = http
+        self.since = since
+        self._declared = declared
+        self._env = env
+
+    def secret(self, name: str) -> str:
+        """A secret the asset declared in ``secrets=[...]``; anything else is refused."""
+        if name not in self._declared:
+            raise CroftError(
+                "SECRET_MISSING",
+                f"{self.asset} asked for secret {name}, which it does not declare",
+                f'Add it to the decorator: @ingest(secrets=["{name}"], ...), and put {name}=... in .env.',
+                asset=self.asset,
+            )
+        value = self._env.get(name)
+        if not value:
+            raise CroftError(
+                "SECRET_MISSING",
+                f"{self.asset} needs secret {name}, which is neither in .env nor in the environment",
+                f"Add a line {name}=... to the project's .env (it is git-ignored and never leaves this machine).",
+                asset=self.asset,
+            )
+        return value
+
+
+class TransformContext(_Base):
+    def __init__(
+        self,
+        *,
+        asset: str,
+        run_id: str,
+        log: StepLog,
+        preview: bool,
+        inputs: tuple[str, ...],
+        read: Callable[[str], Iterator[dict[str, Any]]],
+    ):
+        super().__init__(asset=asset, run_id=run_id, log=log, preview=preview)
+        self._inputs = inputs
+        self._read = read
+
+    def rows(self, name: str) -> Iterator[dict[str, Any]]:
+        """Every row of a declared input, as dicts of its columns."""
+        if name not in self._inputs:
+            raise CroftError(
+                "ASSET_INVALID",
+                f"{self.asset} read {name}, which is not among its inputs {list(self._inputs)}",
+                f'Declare it: @transform(inputs=[..., "{name}"]) so croft orders and refreshes it correctly.',
+                asset=self.asset,
+            )
+        return self._read(name)

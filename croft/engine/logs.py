@@ -1,0 +1,98 @@
+"""``croft logs``: the history of attempts, newest first, or one run's whole report by its id prefix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from croft.core.clock import parse_instant, to_iso
+from croft.core.problems import CroftError
+from croft.core.result import Result
+from croft.history import runs
+from croft.history.db import open_history
+from croft.project.config import Project
+
+__all__ = ["show_logs"]
+
+TAIL_LINES = 200
+
+
+def _tail(path: str | None, redact: Any) -> tuple[list[str], bool]:
+    if not path or not Path(path).is_file():
+        return [], False
+    lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    return [redact(line) for line in lines[-TAIL_LINES:]], len(lines) > TAIL_LINES
+
+
+def _step(step: dict[str, Any], redact: Any, with_lines: bool, trigger: str | None = None) -> dict[str, Any]:
+    out = {
+        "runId": step["run_id"],
+        "trigger": trigger,
+        "asset": step["asset"],
+        "attempt": step["attempt"],
+        "status": step["status"],
+        "reason": step["reason"],
+        "startedAt": step["started_at"],
+        "finishedAt": step["finished_at"],
+        "rows": {k: step.get(k) for k in ("rows_in", "added", "updated", "unchanged", "deleted")},
+        "error": step.get("error"),
+        "log": step.get("log_path"),
+    }
+    if with_lines:
+        out["lines"], out["truncated"] = _tail(step.get("log_path"), redact)
+    return out
+
+
+def _run(run: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "runId": run["id"],
+        "trigger": run["trigger"],
+        "human": bool(run["human"]),
+        "status": run["status"],
+        "startedAt": run["started_at"],
+        "finishedAt": run["finished_at"],
+        "argv": run["argv"],
+    }
+
+
+def show_logs(
+    project: Project, target: str | None, *, failed: bool, runs_only: bool, since: str | None
+) -> Result:
+    redact = project.redactor.text
+    since_iso = None
+    if since:
+        try:
+            since_iso = to_iso(parse_instant(since))
+        except ValueError as exc:
+            raise CroftError(
+                "USAGE", f"--since {since!r}: {exc}", "Give an ISO time such as 2026-11-30T08:00Z."
+            ) from None
+    conn = open_history(project.config.state_dir)
+    try:
+        if target and target.startswith("r_"):
+            run = runs.get_run(conn, target)
+            if run is None:
+                raise CroftError(
+                    "USAGE", f"no run id starts with {target!r}", "`croft logs --runs` lists runs."
+                )
+            steps = runs.list_steps(conn, run_id=run["id"], limit=1000)
+            data = {
+                "mode": "run",
+                "run": {**_run(run), "summary": run.get("summary")},
+                "steps": [_step(s, redact, True) for s in steps],
+            }
+            return Result(data=project.redactor.obj(data), ok=True)
+        asset = target
+        if runs_only:
+            found = runs.list_runs(conn, asset=asset, failed=failed, since=since_iso, limit=20)
+            out = []
+            for run in found:
+                steps = runs.list_steps(conn, run_id=run["id"], limit=1000)
+                out.append({**_run(run), "steps": [_step(s, redact, False) for s in steps]})
+            return Result(data=project.redactor.obj({"mode": "runs", "runs": out}), ok=True)
+        steps = runs.list_steps(conn, asset=asset, failed=failed, since=since_iso, limit=50)
+        triggers = {s["run_id"]: (runs.get_run(conn, s["run_id"]) or {}).get("trigger") for s in steps}
+        data = {"mode": "steps", "steps": [_step(s, redact, True, triggers[s["run_id"]]) for s in steps]}
+        return Result(data=project.redactor.obj(data), ok=True)
+    finally:
+        conn.close()

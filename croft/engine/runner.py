@@ -1,0 +1,434 @@
+"""A run: plan the assets, take their leases, run each step with retries, and record every attempt.
+
+Every attempt is a ``steps`` row written when it starts, so a crash leaves evidence. A step's rows, cursor
+and bookkeeping commit together in the warehouse or not at all; the history rows around them say what
+happened. Steps whose input failed are skipped with the reason. Retryable failures get more attempts
+after ``CROFT_RETRY_DELAYS``; deterministic ones do not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from croft.core.clock import now
+from croft.core.identity import current
+from croft.core.problems import CroftError, Problem, problem
+from croft.core.result import Next, Result
+from croft.engine.catalog import mirror
+from croft.engine.context import StepLog
+from croft.engine.reconcile import reconcile
+from croft.engine.settings import lease_wait_seconds, retry_delays
+from croft.engine.staleness import stale_reasons
+from croft.engine.steps import StepInput, execute
+from croft.history import catalog, leases, runs, state
+from croft.history.db import open_history
+from croft.project.config import Project
+from croft.project.discovery import discover
+from croft.project.facts import AssetFacts
+from croft.project.fingerprint import code_hash
+from croft.project.graph import Graph
+
+__all__ = ["RunOptions", "run_assets"]
+
+MAX_RETRY_AFTER_S = 300.0
+
+
+@dataclass
+class RunOptions:
+    selectors: list[str] = field(default_factory=list)
+    only: bool = False
+    trigger: str = "manual"
+    human: bool = True
+    argv: list[str] = field(default_factory=list)
+    preview: bool = False
+
+
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM reached the run."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _unknown(name: str, known: list[str]) -> CroftError:
+    close = difflib.get_close_matches(name, known, n=1)
+    return CroftError(
+        "UNKNOWN_ASSET",
+        f"there is no asset named {name!r}",
+        f"Did you mean {close[0]!r}?" if close else "`croft validate` lists every asset.",
+        suggestion=close[0] if close else None,
+        fix={
+            "kind": "command",
+            "description": "run the asset croft thinks you meant",
+            "command": f"croft run {close[0]}",
+        }
+        if close
+        else None,
+    )
+
+
+@dataclass
+class _Plan:
+    requested: list[str]
+    candidates: set[str]
+    order: list[str]
+    cyclic: set[str]
+
+
+def plan(facts: dict[str, AssetFacts], options: RunOptions) -> _Plan:
+    graph = Graph({name: f.inputs for name, f in facts.items()})
+    order, stuck = graph.order()
+    if options.selectors:
+        for name in options.selectors:
+            if name not in facts:
+                raise _unknown(name, sorted(facts))
+        requested = list(dict.fromkeys(options.selectors))
+        candidates = set() if options.only else graph.downstream(requested)
+    else:
+        requested = [n for n, f in facts.items() if f.kind == "ingest" or _errors(f)]
+        candidates = {n for n, f in facts.items() if f.kind != "ingest"}
+    wanted = set(requested) | candidates
+    return _Plan(
+        requested, candidates - set(requested), [n for n in order + stuck if n in wanted], set(stuck)
+    )
+
+
+def _errors(facts: AssetFacts) -> list[Problem]:
+    return [p for p in facts.problems if p.severity == "error"]
+
+
+class _Run:
+    def __init__(self, project: Project, options: RunOptions):
+        from croft.engine.warehouse import Warehouse
+
+        self.project = project
+        self.options = options
+        self.redactor = project.redactor
+        self.conn = open_history(project.config.state_dir)
+        self.warehouse = Warehouse(project.config.database)
+        self.facts, self.discovery_problems = discover(project)
+        self.kinds = {name: f.kind for name, f in self.facts.items()}
+        self.results: dict[str, dict[str, Any]] = {}
+        self.problems: list[Problem] = []
+
+    def close(self) -> None:
+        self.warehouse.close()
+        self.conn.close()
+
+    # -- leases -------------------------------------------------------------------------------------
+    def _take_leases(self, run_id: str, assets: list[str]) -> list[Any]:
+        deadline = time.monotonic() + lease_wait_seconds()
+        who = current()
+        while True:
+            held = leases.acquire(self.conn, assets, run_id, who)
+            if not held or time.monotonic() >= deadline:
+                return held
+            time.sleep(0.2)
+
+    # -- one asset ----------------------------------------------------------------------------------
+    def _input_blocker(self, name: str) -> str | None:
+        for source in self.facts[name].inputs:
+            before = self.results.get(source)
+            if before and before["status"] in ("failed", "interrupted", "crashed"):
+                return f"input {source} failed ({self.run_id})"
+            if before and before["status"] == "skipped" and before.get("skippedBecause"):
+                return f"input {source} was skipped: {before['skippedBecause']}"
+        return None
+
+    def _stale(self, name: str) -> list[str]:
+        facts = self.facts[name]
+        entries = catalog.all_entries(self.conn)
+        reasons = stale_reasons(
+            facts.kind,
+            entries.get(name),
+            self._hash(facts),
+            {i: entries.get(i) for i in facts.inputs if i in self.facts},
+        )
+        return [r.text() for r in reasons]
+
+    def _hash(self, facts: AssetFacts) -> str | None:
+        try:
+            return code_hash(self.project, facts)
+        except CroftError:
+            return None
+
+    def _skip(self, name: str, because: str, record: bool = True) -> None:
+        if record:
+            runs.record_skipped_step(self.conn, run_id=self.run_id, asset=name, reason=because, error=None)
+        self.results[name] = {
+            "asset": name,
+            "status": "skipped",
+            "reason": because,
+            "skippedBecause": because,
+            "attempt": 0,
+        }
+
+    def _step(self, name: str, reason: str) -> None:
+        facts = self.facts[name]
+        errors = _errors(facts)
+        delays = retry_delays()
+        max_attempts = 1 + (0 if errors or self.options.preview else max(0, facts.retries))
+        for attempt in range(1, max_attempts + 1):
+            log_path = self.project.config.state_dir / "logs" / self.run_id / f"{name}.log"
+            digest = self._hash(facts)
+            runs.start_step(
+                self.conn,
+                run_id=self.run_id,
+                asset=name,
+                attempt=attempt,
+                reason=reason,
+                code_hash=digest,
+                log_path=str(log_path),
+            )
+            log = StepLog(log_path, self.redactor)
+            started = time.monotonic()
+            outcome: dict[str, Any] = {
+                "asset": name,
+                "reason": reason,
+                "attempt": attempt,
+                "maxAttempts": max_attempts,
+                "logsCommand": f"croft logs {name}",
+            }
+            try:
+                if errors:
+                    raise CroftError(errors[0])
+                done = execute(
+                    StepInput(
+                        self.project,
+                        facts,
+                        self.run_id,
+                        attempt,
+                        digest,
+                        log,
+                        self.warehouse,
+                        preview=self.options.preview,
+                    )
+                )
+            except KeyboardInterrupt:
+                log("interrupted")
+                log.close()
+                stop = problem(
+                    "INTERRUPTED",
+                    f"the run was interrupted while {name} was running",
+                    f"Nothing of {name}'s attempt was committed; run it again with `croft run {name}`.",
+                    asset=name,
+                )
+                runs.finish_step(
+                    self.conn,
+                    run_id=self.run_id,
+                    asset=name,
+                    attempt=attempt,
+                    status="interrupted",
+                    error=stop,
+                )
+                self.results[name] = {**outcome, "status": "interrupted", "error": stop.to_dict()}
+                self.problems.append(stop)
+                raise Interrupted from None
+            except CroftError as exc:
+                failure = exc.problem.with_(asset=name, message=self.redactor.text(exc.problem.message))
+                failure = Problem.from_dict(self.redactor.obj(failure.to_dict()))
+                log(f"failed: {failure.code}: {failure.message}")
+                log.close()
+                runs.finish_step(
+                    self.conn, run_id=self.run_id, asset=name, attempt=attempt, status="failed", error=failure
+                )
+                outcome.update(
+                    status="failed",
+                    error=failure.to_dict(),
+                    durationMs=int((time.monotonic() - started) * 1000),
+                )
+                if failure.retryable and attempt < max_attempts:
+                    wait = delays[min(attempt - 1, len(delays) - 1)]
+                    retry_after = ((failure.details or {}).get("retryAfterMs") or 0) / 1000
+                    wait = max(wait, min(retry_after, MAX_RETRY_AFTER_S))
+                    log(f"retrying in {wait:g} s (attempt {attempt + 1} of {max_attempts})")
+                    time.sleep(wait)
+                    continue
+                self.results[name] = outcome
+                self.problems.append(failure.with_(details={**(failure.details or {}), "runId": self.run_id}))
+                return
+            status = "ok" if done["changed"] or self.options.preview else "unchanged"
+            log(f"{status}: +{done['added']} ~{done['updated']} -{done['deleted']} ={done['unchanged']}")
+            log.close()
+            runs.finish_step(
+                self.conn,
+                run_id=self.run_id,
+                asset=name,
+                attempt=attempt,
+                status=status,
+                rows_in=done["rowsIn"],
+                added=done["added"],
+                updated=done["updated"],
+                unchanged=done["unchanged"],
+                deleted=done["deleted"],
+            )
+            if not self.options.preview:
+                mirror(self.conn, self.warehouse, {name: facts.kind})
+            if self.options.human and digest:
+                state.put_schedule_state(self.conn, name, approved_code_hash=digest)
+            rows = done.pop("rows", None)
+            outcome.update(
+                status=status,
+                durationMs=int((time.monotonic() - started) * 1000),
+                rows={
+                    ("in" if k == "rowsIn" else k): done[k]
+                    for k in ("rowsIn", "added", "updated", "unchanged", "deleted")
+                },
+            )
+            if done.get("cursorAfter") is not None or done.get("since") is not None:
+                outcome["cursor"] = {
+                    "before": done["cursorBefore"],
+                    "after": done["cursorAfter"],
+                    "sinceUsed": done.get("since"),
+                }
+            if "requests" in done:
+                outcome["requests"] = done["requests"]
+            if self.options.preview and rows is not None:
+                outcome["sample"] = self.redactor.obj(rows[:10])
+            self.results[name] = outcome
+            return
+
+    # -- the whole run ------------------------------------------------------------------------------
+    def go(self) -> Result:
+        reconcile(
+            self.conn,
+            lambda assets: mirror(
+                self.conn, self.warehouse, {a: self.kinds[a] for a in assets if a in self.kinds}
+            ),
+        )
+        self.problems.extend(p for p in self.discovery_problems if p.severity == "error")
+        the_plan = plan(self.facts, self.options)
+        self.run_id = runs.new_run_id(now(), self.project.config.timezone, self.conn)
+        runs.create_run(
+            self.conn,
+            run_id=self.run_id,
+            trigger=self.options.trigger,
+            human=self.options.human,
+            argv=self.options.argv,
+            who=current(),
+        )
+        held = self._take_leases(self.run_id, the_plan.order)
+        if held:
+            return self._busy(held)
+        status = "succeeded"
+        try:
+            with _sigterm_as_interrupt():
+                for name in the_plan.order:
+                    self._one(name, the_plan)
+        except (Interrupted, KeyboardInterrupt):
+            status = "interrupted"
+        finally:
+            leases.release(self.conn, self.run_id)
+        if status != "interrupted" and any(r["status"] == "failed" for r in self.results.values()):
+            status = "failed"
+        return self._finish(status)
+
+    def _one(self, name: str, the_plan: _Plan) -> None:
+        if name in the_plan.cyclic:
+            self.facts[name] = _with_problem(
+                self.facts[name],
+                problem(
+                    "CYCLE",
+                    f"{name} is on or after a cycle of inputs",
+                    "Remove one of the reads that closes the loop.",
+                    asset=name,
+                ),
+            )
+            self._step(name, "requested")
+            return
+        blocker = self._input_blocker(name)
+        if blocker:
+            self._skip(name, blocker)
+            return
+        facts = self.facts[name]
+        if facts.kind != "ingest":
+            entries = catalog.all_entries(self.conn)
+            unbuilt = [i for i in facts.inputs if i in self.facts and i not in entries]
+            if unbuilt and not self.options.preview:
+                self._skip(name, f"input {unbuilt[0]} has never been built")
+                return
+        if name in the_plan.requested:
+            self._step(name, "requested")
+            return
+        reasons = self._stale(name)
+        if not reasons:
+            self.results[name] = {"asset": name, "status": "skipped", "reason": "up to date", "attempt": 0}
+            return
+        self._step(name, "; ".join(reasons))
+
+    def _busy(self, held: list[Any]) -> Result:
+        first = held[0]
+        busy = problem(
+            "ASSET_BUSY",
+            f"{first.asset} is being written by run {first.run_id} (pid {first.who.pid}, since {first.since})",
+            "Wait for that run to finish (`croft logs --runs`), then run again.",
+            asset=first.asset,
+            details={
+                "holders": [
+                    {"asset": h.asset, "runId": h.run_id, "pid": h.who.pid, "since": h.since} for h in held
+                ]
+            },
+        )
+        self.problems.append(busy)
+        return self._finish("failed")
+
+    def _finish(self, status: str) -> Result:
+        steps = [self.results[name] for name in self.results]
+        data = {"runId": self.run_id, "status": status, "steps": steps}
+        if self.options.preview:
+            data["preview"] = True
+        nexts = [
+            Next(f"croft logs {s['asset']} --failed", "see why it failed")
+            for s in steps
+            if s["status"] == "failed"
+        ]
+        result = Result(
+            data=self.redactor.obj(data), problems=self.problems, next=nexts, ok=status == "succeeded"
+        )
+        if status == "interrupted":
+            result.exit = 130
+        elif status == "failed":
+            result.exit = _exit_for(self.problems)
+        summary = {**result.envelope(), "exit": result.exit_code}
+        runs.finish_run(self.conn, self.run_id, status, self.redactor.obj(summary))
+        return result
+
+
+def _exit_for(problems: list[Problem]) -> int:
+    from croft.core.problems import exit_code_for
+
+    return exit_code_for(problems) or 1
+
+
+def _with_problem(facts: AssetFacts, extra: Problem) -> AssetFacts:
+    from dataclasses import replace
+
+    return replace(facts, problems=(*facts.problems, extra))
+
+
+def run_assets(project: Project, options: RunOptions) -> Result:
+    run = _Run(project, options)
+    try:
+        return run.go()
+    finally:
+        run.close()

@@ -1,0 +1,77 @@
+"""``croft status``: every asset's kind, rows, last load, freshness and last result, from runs.sqlite only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from croft.core.problems import CroftError
+from croft.core.result import Next, Result
+from croft.engine.reconcile import reconcile
+from croft.engine.staleness import stale_reasons
+from croft.history import catalog, runs, state
+from croft.history.db import open_history
+from croft.project.config import Project
+from croft.project.discovery import discover
+from croft.project.fingerprint import code_hash
+
+__all__ = ["project_status"]
+
+
+def project_status(project: Project) -> Result:
+    facts, problems = discover(project)
+    conn = open_history(project.config.state_dir)
+    try:
+        reconcile(conn)
+        entries = catalog.all_entries(conn)
+        assets: list[dict[str, Any]] = []
+        for name, f in facts.items():
+            try:
+                digest: str | None = code_hash(project, f)
+            except CroftError:
+                digest = None
+            entry = entries.get(name)
+            reasons = stale_reasons(
+                f.kind, entry, digest, {i: entries.get(i) for i in f.inputs if i in facts}
+            )
+            last = runs.latest_step(conn, name)
+            sched = state.get_schedule_state(conn, name) or {}
+            approved = sched.get("approved_code_hash")
+            assets.append(
+                {
+                    "asset": name,
+                    "kind": f.kind,
+                    "file": f.rel,
+                    "rows": entry.get("rows") if entry else None,
+                    "lastLoadedAt": entry.get("lastLoadedAt") if entry else None,
+                    "stale": bool(reasons),
+                    "staleReasons": [r.to_dict() for r in reasons],
+                    "approved": bool(digest and approved == digest),
+                    "lastRun": _last(last),
+                    "problems": [p.to_dict() for p in f.problems],
+                }
+            )
+        running = [
+            {"runId": r["id"], "pid": r["pid"], "since": r["started_at"]} for r in runs.running_runs(conn)
+        ]
+    finally:
+        conn.close()
+    nexts = []
+    if any(a["stale"] for a in assets):
+        nexts.append(Next("croft run", "build what is stale"))
+    failed = [a["asset"] for a in assets if a["lastRun"] and a["lastRun"]["status"] in ("failed", "crashed")]
+    nexts += [Next(f"croft logs {name} --failed", "see why its last run failed") for name in failed]
+    return Result(data={"assets": assets, "running": running}, problems=problems, next=nexts, ok=True)
+
+
+def _last(step: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not step:
+        return None
+    error = step.get("error") or {}
+    return {
+        "runId": step["run_id"],
+        "at": step.get("finished_at") or step["started_at"],
+        "status": step["status"],
+        "attempt": step["attempt"],
+        "code": error.get("code"),
+        "message": error.get("message"),
+    }

@@ -1,0 +1,190 @@
+"""Run one asset once: load its code, extract, and write (or, for a preview, write and roll back).
+
+The write itself (modes, diffs, cursor, checks) belongs to the warehouse; this module wires asset code,
+its ctx and the warehouse together and reports what happened as a plain dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from croft.core.clock import now
+from croft.core.problems import CroftError
+from croft.engine.context import IngestContext, StepLog, TransformContext
+from croft.engine.extract import Extraction
+from croft.engine.loader import code_error, load_asset_function
+from croft.project.config import Project
+from croft.project.facts import AssetFacts
+
+__all__ = ["StepInput", "execute", "write_mode"]
+
+
+@dataclass
+class StepInput:
+    project: Project
+    facts: AssetFacts
+    run_id: str
+    attempt: int
+    code_hash: str | None
+    log: StepLog
+    warehouse: Any
+    preview: bool = False
+
+
+def write_mode(facts: AssetFacts) -> str:
+    """replace without a key; replace-by-key with one; merge with key + incremental; append only when asked."""
+    if facts.write:
+        return facts.write
+    if facts.key and facts.incremental:
+        return "merge"
+    return "replace"
+
+
+def execute(step: StepInput) -> dict[str, Any]:
+    if step.facts.kind == "ingest":
+        return _ingest(step)
+    if step.facts.kind == "sql":
+        return _sql(step)
+    return _python_transform(step)
+
+
+def _check_secrets(step: StepInput) -> None:
+    env = step.project.env
+    missing = [name for name in step.facts.secrets if not env.get(name)]
+    if missing:
+        names = ", ".join(missing)
+        raise CroftError(
+            "SECRET_MISSING",
+            f"{step.facts.name} declares secret(s) {names}, missing from .env and the environment",
+            f"Add {missing[0]}=... to {step.project.root / '.env'} (git-ignored; values are never printed).",
+            asset=step.facts.name,
+            details={"missing": missing},
+        )
+
+
+def _ingest(step: StepInput) -> dict[str, Any]:
+    from croft.engine.cursor import since_for
+    from croft.engine.http import HttpClient
+
+    facts = step.facts
+    _check_secrets(step)
+    state = step.warehouse.state(facts.name) or {}
+    incremental = facts.incremental or {}
+    since = (
+        since_for(
+            state.get("cursor_value"),
+            incremental,
+            keyed=bool(facts.key),
+            cursor_type=state.get("cursor_type"),
+        )
+        if incremental
+        else None
+    )
+    func = load_asset_function(step.project.root, facts.name, facts.path)
+    extraction = Extraction(facts.name, facts.timeout_s)
+    with HttpClient(redactor=step.project.redactor, log=step.log, on_progress=extraction.progress) as http:
+        ctx = IngestContext(
+            asset=facts.name,
+            run_id=step.run_id,
+            log=step.log,
+            preview=step.preview,
+            http=http,
+            since=since,
+            declared=facts.secrets,
+            env=step.project.env,
+        )
+        step.log(f"{facts.name}: fetching" + (f" since {since}" if since is not None else " (first run)"))
+        rows = extraction.run(
+            lambda: func(ctx), lambda exc: code_error(exc, facts.name, step.project.root, "fetching rows")
+        )
+        requests = http.requests
+    step.log(f"{facts.name}: {len(rows)} rows from {requests} requests; writing")
+    result = step.warehouse.write_ingest(
+        facts.name,
+        rows,
+        mode=write_mode(facts),
+        key=list(facts.key),
+        cursor_field=incremental.get("field"),
+        cursor_unit=incremental.get("unit"),
+        checks=list(facts.checks),
+        run_id=step.run_id,
+        attempt=step.attempt,
+        code_hash=step.code_hash,
+        now=now(),
+        commit=not step.preview,
+    )
+    return {**_counts(result), "requests": requests, "since": since, "rows": rows}
+
+
+def _sql(step: StepInput) -> dict[str, Any]:
+    facts = step.facts
+    assert facts.sql is not None
+    result = step.warehouse.write_transform_sql(
+        facts.name,
+        facts.sql,
+        key=list(facts.key),
+        checks=list(facts.checks),
+        inputs=list(facts.inputs),
+        run_id=step.run_id,
+        attempt=step.attempt,
+        code_hash=step.code_hash,
+        now=now(),
+        commit=not step.preview,
+    )
+    return _counts(result)
+
+
+def _python_transform(step: StepInput) -> dict[str, Any]:
+    facts = step.facts
+    func = load_asset_function(step.project.root, facts.name, facts.path)
+    reader_path: Path = step.warehouse.path
+
+    def read(name: str) -> Any:
+        from croft.engine.warehouse import Warehouse
+
+        reader = Warehouse(reader_path)
+        try:
+            yield from reader.read_rows(name)
+        finally:
+            reader.close()
+
+    ctx = TransformContext(
+        asset=facts.name,
+        run_id=step.run_id,
+        log=step.log,
+        preview=step.preview,
+        inputs=facts.inputs,
+        read=read,
+    )
+    extraction = Extraction(facts.name, facts.timeout_s)
+    rows = extraction.run(
+        lambda: func(ctx), lambda exc: code_error(exc, facts.name, step.project.root, "building rows")
+    )
+    result = step.warehouse.write_transform_rows(
+        facts.name,
+        rows,
+        key=list(facts.key),
+        checks=list(facts.checks),
+        inputs=list(facts.inputs),
+        run_id=step.run_id,
+        attempt=step.attempt,
+        code_hash=step.code_hash,
+        now=now(),
+        commit=not step.preview,
+    )
+    return {**_counts(result), "rows": rows}
+
+
+def _counts(result: Any) -> dict[str, Any]:
+    return {
+        "rowsIn": result.rows_in,
+        "added": result.added,
+        "updated": result.updated,
+        "unchanged": result.unchanged,
+        "deleted": result.deleted,
+        "cursorBefore": result.cursor_before,
+        "cursorAfter": result.cursor_after,
+        "changed": result.changed,
+    }

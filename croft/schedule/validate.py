@@ -1,0 +1,95 @@
+"""``croft validate``: the static check of a whole project, schedules included, without running asset code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from croft.core.clock import now
+from croft.core.problems import CroftError, Problem
+from croft.core.result import Next, Result
+from croft.project.config import Project
+from croft.project.discovery import discover
+from croft.project.fingerprint import code_hash
+from croft.project.graph import Graph
+from croft.schedule.cron import next_fires
+from croft.schedule.phrase import parse_schedule
+
+__all__ = ["validate_project"]
+
+
+def _schedule(
+    text: str, zone: str, asset: str, line: int | None, rel: str
+) -> tuple[dict[str, Any], Problem | None]:
+    parsed = parse_schedule(text)
+    if isinstance(parsed, Problem):
+        return {"text": text, "cron": None, "next": []}, parsed.with_(asset=asset, file=rel, line=line)
+    fires = next_fires(parsed.cron, zone, now(), 3)
+    return {
+        "text": parsed.text,
+        "cron": parsed.cron,
+        "next": [f.astimezone(_zone(zone)).isoformat() for f in fires],
+    }, None
+
+
+def _zone(name: str) -> Any:
+    from zoneinfo import ZoneInfo
+
+    return ZoneInfo(name)
+
+
+def validate_project(project: Project) -> Result:
+    facts, problems = discover(project)
+    problems = list(problems)
+    graph = Graph({name: f.inputs for name, f in facts.items()})
+    order, stuck = graph.order()
+    for name in stuck:
+        problems.append(
+            Problem(
+                "CYCLE",
+                f"{name} is on or after a cycle of inputs",
+                "Remove one of the reads that closes the loop.",
+                asset=name,
+            )
+        )
+    assets = []
+    for name, f in facts.items():
+        problems.extend(f.problems)
+        for missing in graph.missing[name]:
+            problems.append(
+                Problem(
+                    "ASSET_INVALID",
+                    f"{name} reads {missing}, which is not an asset of this project",
+                    f"Add assets/{missing}.py or assets/{missing}.sql, or fix the name in {f.rel}.",
+                    asset=name,
+                    file=f.rel,
+                )
+            )
+        item: dict[str, Any] = {
+            "name": name,
+            "kind": f.kind,
+            "file": f.rel,
+            "inputs": list(f.inputs),
+            "key": list(f.key),
+        }
+        try:
+            item["codeHash"] = code_hash(project, f)
+        except CroftError as exc:
+            problems.append(exc.problem)
+        if f.schedule is not None:
+            item["schedule"], bad = _schedule(
+                f.schedule, project.config.timezone, name, f.schedule_line, f.rel
+            )
+            if bad:
+                problems.append(bad)
+        assets.append(item)
+    ok = not any(p.severity == "error" for p in problems)
+    nexts = (
+        [Next("croft run", "build every asset; a run by a person approves its code for the scheduler")]
+        if ok
+        else []
+    )
+    return Result(
+        data={"timezone": project.config.timezone, "order": order + stuck, "assets": assets},
+        problems=problems,
+        next=nexts,
+    )
