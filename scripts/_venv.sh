@@ -1,5 +1,6 @@
 # Shared by scripts/demo, scripts/test and scripts/bench: make .venv (once) and install croft into it.
-# Usage: . scripts/_venv.sh [EXTRAS]   (EXTRAS e.g. "dev")
+# Usage: . scripts/_venv.sh EXTRAS   (EXTRAS e.g. "dev", or "" for none: always pass it, since a sourced
+# script otherwise sees its caller's arguments)
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${CROFT_VENV:-$ROOT/.venv}"
 PY="${PYTHON:-python3}"
