@@ -40,6 +40,7 @@ __all__ = [
     "next_fire",
     "next_fires",
     "parse_cron",
+    "whole_number",
     "zone",
 ]
 
@@ -189,11 +190,17 @@ def _edit_distance(a: str, b: str) -> int:
     return prev[len(b)]
 
 
+def whole_number(digits: str) -> int:
+    """ASCII digits as an int, capped at 10**9: huge numbers stay cheap (and within int's string limit)."""
+    significant = digits.lstrip("0")
+    return 10**9 if len(significant) > 9 else int(significant or "0")
+
+
 def _value(f: _Field, text: str) -> int:
     if _DIGITS.fullmatch(text):
-        number = int(text)
+        number = whole_number(text)
         if not f.low <= number <= f.high:
-            raise _BadValue(f"{f.name} {number} is out of range ({f.low}-{f.high})")
+            raise _BadValue(f"{f.name} {text.lstrip('0') or '0'} is out of range ({f.low}-{f.high})")
         return number
     lowered = text.lower()
     if f.names and lowered in f.names:
@@ -219,12 +226,12 @@ def _item(f: _Field, item: str, tokens: list[str], position: int, items: list[st
         raise _Bad(malformed)
     step = 1
     if slash:
-        if not _DIGITS.fullmatch(step_text) or int(step_text) < 1:
+        if not _DIGITS.fullmatch(step_text) or whole_number(step_text) < 1:
             raise _Bad(
                 f"{{q}}: the step in the {f.name} field must be a whole number of 1 or more, "
                 f"got {_quote(step_text)}"
             )
-        step = int(step_text)
+        step = whole_number(step_text)
     suffix = f"/{step_text}" if slash else ""
     if base == "*" or (base == "?" and f in (_DOM, _DOW)):
         return range(f.low, f.top + 1, step)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from croft.core.problems import Problem, problem
-from croft.schedule.cron import CronSpec, check_cron, closest, parse_cron
+from croft.schedule.cron import CronSpec, check_cron, closest, parse_cron, whole_number
 
 __all__ = ["PHRASES_HINT", "TIMES_HINT", "Schedule", "parse_schedule"]
 
@@ -185,7 +185,8 @@ def _every_minutes(phrase: str, trimmed: str) -> str | Problem | None:
     match = re.fullmatch(r"every (?:([0-9]+) (?:minutes|minute|mins|min)|minute|min)", phrase)
     if not match:
         return None
-    n = int(match.group(1) or 1)
+    n = whole_number(match.group(1) or "1")
+    shown = (match.group(1) or "1").lstrip("0") or "0"
     if n == 60:
         return "0 * * * *"
     if n == 1:
@@ -200,7 +201,7 @@ def _every_minutes(phrase: str, trimmed: str) -> str | Problem | None:
     else:
         suggestion = _minutes_phrase(_nearest(n, MINUTE_STEPS))
     return _did_you_mean(
-        f"schedule {quoted}: {n} does not divide 60, so cron cannot fire every {n} minutes "
+        f"schedule {quoted}: {shown} does not divide 60, so cron cannot fire every {shown} minutes "
         "(its minutes restart at :00 each hour)",
         suggestion,
         " Minutes must divide 60: 1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30 or 60",
@@ -228,7 +229,8 @@ def _every_hours(phrase: str, trimmed: str) -> str | Problem | None:
     match = re.fullmatch(r"every ([0-9]+) (?:hours|hour|hrs|hr)", phrase)
     if not match:
         return None
-    n = int(match.group(1))
+    n = whole_number(match.group(1))
+    shown = match.group(1).lstrip("0") or "0"
     if n == 1:
         return "0 * * * *"
     if n == 24:
@@ -239,7 +241,7 @@ def _every_hours(phrase: str, trimmed: str) -> str | Problem | None:
     if n == 0:
         return _did_you_mean(f"schedule {quoted}: the interval must be at least an hour", "every hour")
     return _did_you_mean(
-        f"schedule {quoted}: {n} does not divide 24, so cron cannot fire every {n} hours "
+        f"schedule {quoted}: {shown} does not divide 24, so cron cannot fire every {shown} hours "
         "(its hours restart at 00:00 each day)",
         _hours_phrase(_nearest(n, HOUR_STEPS)),
         " Hours must divide 24: 1, 2, 3, 4, 6, 8, 12 or 24",
@@ -416,7 +418,7 @@ def _unknown(trimmed: str, phrase: str, search: bool) -> Problem:
 
 def _units(quoted: str, not_a_phrase: str, units: re.Match[str]) -> Problem | None:
     """Every N seconds/days/weeks/months": say why cron cannot count them; offer the nearest cron."""
-    n = int(units.group(1)) if units.group(1) else 1
+    n = whole_number(units.group(1) or "1")
     unit, at = units.group(2), units.group(3)
     hour, minute = 0, 0
     if at is not None:
