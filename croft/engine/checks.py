@@ -241,6 +241,11 @@ def _evaluate(
                 asset, check, check.count - count, [], f"found {count} row(s), fewer than {check.count}"
             )
         assert isinstance(check, Expression), check
+        written = conn.execute(f'SELECT 1 FROM {quote(table)} WHERE "_loaded_at" = ? LIMIT 1', (stamp,))
+        if written.fetchone() is None:
+            # This write touched no row (a first load may yield none, so the table lacks the columns the
+            # expression names): there is nothing it could be false for.
+            return None
         condition = f"NOT COALESCE(({check.sql}), 1)"
         return _rows_failing(conn, table, check, condition, stamp, columns, asset)
 

@@ -21,10 +21,10 @@ from croft.core.clock import now
 from croft.core.identity import current
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.result import Next, Result
+from croft.engine import settings
 from croft.engine.catalog import mirror
 from croft.engine.context import StepLog
 from croft.engine.reconcile import reconcile
-from croft.engine.settings import lease_wait_seconds, retry_delays
 from croft.engine.staleness import stale_reasons
 from croft.engine.steps import StepInput, execute
 from croft.history import catalog, leases, runs, state
@@ -137,7 +137,7 @@ class _Run:
 
     # -- leases -------------------------------------------------------------------------------------
     def _take_leases(self, run_id: str, assets: list[str]) -> list[Any]:
-        deadline = time.monotonic() + lease_wait_seconds()
+        deadline = time.monotonic() + settings.lease_wait_seconds()
         who = current()
         while True:
             held = leases.acquire(self.conn, assets, run_id, who)
@@ -186,7 +186,7 @@ class _Run:
     def _step(self, name: str, reason: str) -> None:
         facts = self.facts[name]
         errors = _errors(facts)
-        delays = retry_delays()
+        delays = settings.retry_delays()
         max_attempts = 1 + (0 if errors or self.options.preview else max(0, facts.retries))
         for attempt in range(1, max_attempts + 1):
             log_path = self.project.config.state_dir / "logs" / self.run_id / f"{name}.log"
@@ -247,7 +247,11 @@ class _Run:
             except CroftError as exc:
                 failure = exc.problem.with_(asset=name, message=self.redactor.text(exc.problem.message))
                 failure = Problem.from_dict(self.redactor.obj(failure.to_dict()))
+                retry = failure.retryable and attempt < max_attempts
+                wait = _retry_wait(attempt, failure, delays) if retry else 0.0
                 log(f"failed: {failure.code}: {failure.message}")
+                if retry:
+                    log(f"retrying in {wait:g} s (attempt {attempt + 1} of {max_attempts})")
                 log.close()
                 runs.finish_step(
                     self.conn, run_id=self.run_id, asset=name, attempt=attempt, status="failed", error=failure
@@ -257,12 +261,8 @@ class _Run:
                     error=failure.to_dict(),
                     durationMs=int((time.monotonic() - started) * 1000),
                 )
-                if failure.retryable and attempt < max_attempts:
-                    wait = delays[min(attempt - 1, len(delays) - 1)]
-                    retry_after = ((failure.details or {}).get("retryAfterMs") or 0) / 1000
-                    wait = max(wait, min(retry_after, MAX_RETRY_AFTER_S))
-                    log(f"retrying in {wait:g} s (attempt {attempt + 1} of {max_attempts})")
-                    time.sleep(wait)
+                if retry:
+                    settings.pause(wait)
                     continue
                 self.results[name] = outcome
                 self.problems.append(failure.with_(details={**(failure.details or {}), "runId": self.run_id}))
@@ -412,6 +412,13 @@ class _Run:
         summary = {**result.envelope(), "exit": result.exit_code}
         runs.finish_run(self.conn, self.run_id, status, self.redactor.obj(summary))
         return result
+
+
+def _retry_wait(attempt: int, failure: Problem, delays: tuple[float, ...]) -> float:
+    """The configured delay for this attempt, or the server's longer Retry-After (up to 5 minutes)."""
+    wait = delays[min(attempt - 1, len(delays) - 1)]
+    retry_after = ((failure.details or {}).get("retryAfterMs") or 0) / 1000
+    return max(wait, min(retry_after, MAX_RETRY_AFTER_S))
 
 
 def _exit_for(problems: list[Problem]) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 
 from croft.core.clock import now
 from croft.core.problems import CroftError
+from croft.engine import settings
 from croft.engine.context import IngestContext, StepLog, TransformContext
 from croft.engine.extract import Extraction
 from croft.engine.loader import code_error, load_asset_function
@@ -84,7 +85,12 @@ def _ingest(step: StepInput) -> dict[str, Any]:
     )
     func = load_asset_function(step.project.root, facts.name, facts.path)
     extraction = Extraction(facts.name, facts.timeout_s)
-    with HttpClient(redactor=step.project.redactor, log=step.log, on_progress=extraction.progress) as http:
+    with HttpClient(
+        redactor=step.project.redactor,
+        log=step.log,
+        on_progress=extraction.progress,
+        sleep=lambda seconds: settings.pause(seconds),
+    ) as http:
         ctx = IngestContext(
             asset=facts.name,
             run_id=step.run_id,
