@@ -398,3 +398,67 @@ def test_huge_numbers_and_long_crons_are_refused_calmly():
     huge_step = parse_schedule(f"*/{digits} * * * *")  # a step past the field's end leaves its start
     assert isinstance(huge_step, Schedule)
     assert huge_step.spec.minutes == {0}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# docs/scheduling.md is checked: every example in its tables means what the page says.
+
+
+def _doc_tables() -> list[tuple[str, list[list[list[str]]]]]:
+    """(header, rows) for each table in docs/scheduling.md; a cell is the list of its `code` spans."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "scheduling.md").read_text(encoding="utf-8")
+    tables: list[tuple[str, list[list[list[str]]]]] = []
+    header = None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            header = None
+            continue
+        if header is None:
+            header = line
+            tables.append((header, []))
+        elif not line.startswith("|---"):
+            cells = line.strip("|").split(" | ")
+            tables[-1][1].append([re.findall(r"`([^`]+)`", cell) for cell in cells])
+    return tables
+
+
+def test_every_accepted_form_in_the_scheduling_guide_gives_the_cron_it_shows():
+    checked = 0
+    for header, rows in _doc_tables():
+        if not header.startswith("| write | cron"):
+            continue
+        for row in rows:
+            for text in row[0]:
+                if " N " in f" {text} ":
+                    continue  # a pattern, not an example
+                found = parse_schedule(text)
+                assert isinstance(found, Schedule), text
+                assert found.cron in row[1], text
+                checked += 1
+    assert checked > 30
+
+
+def test_every_refusal_in_the_scheduling_guide_is_refused_with_the_suggestion_shown():
+    checked = 0
+    for header, rows in _doc_tables():
+        if not header.startswith("| write |") or "suggests" not in header:
+            continue
+        for row in rows:
+            for text in row[0]:
+                found = parse_schedule(text)
+                assert isinstance(found, Problem), text
+                if row[-1] and not row[-1][0].startswith("every monday at 09"):
+                    assert found.suggestion == row[-1][0], text
+                checked += 1
+    assert checked > 20
+
+
+def test_every_cron_example_in_the_scheduling_guide_parses():
+    crons = [
+        row[0][0] for header, rows in _doc_tables() if header.startswith("| cron | fires") for row in rows
+    ]
+    assert crons
+    assert all(isinstance(parse_schedule(c), Schedule) for c in crons)
