@@ -1,0 +1,154 @@
+"""The benchmarks behind scripts/bench: each is a function returning one section of docs/benchmarks.md.
+
+Add a benchmark by writing a function that returns a Section and listing it in BENCHMARKS. Timings are
+in-process medians unless the section says otherwise; the file is rewritten whole on each run.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUTPUT = ROOT / "docs" / "benchmarks.md"
+
+
+@dataclass
+class Section:
+    title: str
+    body: str
+    ok: bool  # whether the numbers meet the section's target
+
+
+def _median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Schedule: fire times
+
+SCHEDULE_CASES = [
+    ("hourly", "0 * * * *", "America/New_York"),
+    ("weekdays", "0 9 * * 1-5", "Europe/London"),
+    ("yearly", "0 0 1 1 *", "Australia/Lord_Howe"),
+]
+SCHEDULE_AFTER = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+SCHEDULE_TARGET_MS = 5.0
+RUNS = 200
+FRESH_RUNS = 7
+
+_FRESH_PROCESS = """
+import json, sys, time
+from datetime import UTC, datetime
+from croft.schedule import cron
+after = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+t0 = time.perf_counter()
+cron.next_fires(sys.argv[1], sys.argv[2], after, 3)
+t1 = time.perf_counter()
+cron.latest_fire_at_or_before(sys.argv[1], sys.argv[3], after)
+t2 = time.perf_counter()
+print(json.dumps([t1 - t0, t2 - t1]))
+"""
+
+
+def bench_schedule_fires() -> Section:
+    """3 next fires and one latest fire, per cron: with every cache cleared (a zone's first use in this
+    process), warm, and in a fresh process (the first call after import, zone files read for the first time)."""
+    from croft.schedule import cron
+
+    rows, ok = [], True
+    for name, expr, zone in SCHEDULE_CASES:
+        cold_next, cold_latest, warm_next, warm_latest = [], [], [], []
+        for _ in range(RUNS):
+            cron.clear_caches()
+            t0 = time.perf_counter()
+            cron.next_fires(expr, zone, SCHEDULE_AFTER, 3)
+            t1 = time.perf_counter()
+            cold_next.append(t1 - t0)
+            cron.clear_caches()
+            t0 = time.perf_counter()
+            cron.latest_fire_at_or_before(expr, zone, SCHEDULE_AFTER)
+            t1 = time.perf_counter()
+            cold_latest.append(t1 - t0)
+        for _ in range(RUNS):
+            t0 = time.perf_counter()
+            cron.next_fires(expr, zone, SCHEDULE_AFTER, 3)
+            t1 = time.perf_counter()
+            cron.latest_fire_at_or_before(expr, zone, SCHEDULE_AFTER)
+            t2 = time.perf_counter()
+            warm_next.append(t1 - t0)
+            warm_latest.append(t2 - t1)
+        fresh_next, fresh_latest = [], []
+        # The latest fire is asked in a second zone so that it, too, is that zone's first use.
+        other = "Asia/Kolkata"
+        for _ in range(FRESH_RUNS):
+            out = subprocess.run(
+                [sys.executable, "-c", _FRESH_PROCESS, expr, zone, other],
+                capture_output=True, text=True, check=True, cwd=ROOT,
+            )  # fmt: skip
+            first_next, first_latest = json.loads(out.stdout)
+            fresh_next.append(first_next)
+            fresh_latest.append(first_latest)
+        numbers = [
+            _median_ms(s) for s in (cold_next, cold_latest, warm_next, warm_latest, fresh_next, fresh_latest)
+        ]
+        passed = all(n < SCHEDULE_TARGET_MS for n in numbers)
+        ok = ok and passed
+        rows.append(
+            f"| {name} `{expr}` | {zone} | "
+            + " | ".join(f"{n:.3f}" for n in numbers)
+            + f" | {'yes' if passed else '**no**'} |"
+        )
+    body = "\n".join(
+        [
+            f"Target: each under {SCHEDULE_TARGET_MS:g} ms (median), including a zone's first use "
+            "(ARCHITECTURE.md §6). Fires after 2026-05-01T12:00Z. Milliseconds, medians of "
+            f"{RUNS} in-process runs and {FRESH_RUNS} fresh processes.",
+            "",
+            "- *first use*: zoneinfo's cache and croft's parse, zone and DST-day caches cleared before each call;",
+            "- *warm*: the same call again, caches kept (what the tick pays after its first project);",
+            "- *fresh process*: the first call after `import croft.schedule.cron` in a new interpreter; the "
+            "latest fire uses Asia/Kolkata, also for the first time.",
+            "",
+            "| cron | zone | 3 next, first use | latest, first use | 3 next, warm | latest, warm "
+            "| 3 next, fresh process | latest, fresh process | under target |",
+            "|---|---|---|---|---|---|---|---|---|",
+            *rows,
+        ]
+    )
+    return Section("Schedule: next fires and latest fire", body, ok)
+
+
+BENCHMARKS: list[Callable[[], Section]] = [bench_schedule_fires]
+
+
+def main(argv: list[str]) -> int:
+    wanted = set(argv)
+    sections = [b() for b in BENCHMARKS if not wanted or b.__name__.removeprefix("bench_") in wanted]
+    head = [
+        "# Benchmarks",
+        "",
+        f"Written by `scripts/bench` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with Python "
+        f"{platform.python_version()} on {platform.system()} {platform.machine()}. Re-run it to refresh "
+        "this page; numbers depend on the machine, so compare runs on one machine.",
+    ]
+    parts = ["\n".join(head)]
+    for section in sections:
+        verdict = "meets its target" if section.ok else "**misses its target**"
+        parts.append(f"## {section.title}\n\n{section.body}\n\nResult: {verdict}.")
+        print(f"{section.title}: {verdict}")
+    OUTPUT.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+    print(f"wrote {OUTPUT.relative_to(ROOT)}")
+    return 0 if all(s.ok for s in sections) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
