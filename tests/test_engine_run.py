@@ -157,7 +157,7 @@ def test_a_retryable_failure_gets_two_more_attempts_each_its_own_row(shop_projec
     with serve() as server:
         server.route("GET", "/orders", server.reply(503, "down"))
         root = shop_project(server)
-        code, out = croft(root, "run", "orders", "--only")
+        code, _out = croft(root, "run", "orders", "--only")
     assert code == 1
     assert len(server.requests) == 3 * 4  # three attempts, each with the client's own four tries
     attempts = history(root, "SELECT attempt, status FROM steps WHERE asset = 'orders' ORDER BY attempt")
@@ -189,7 +189,7 @@ def test_a_transform_is_rebuilt_only_when_its_input_changed(shop_project, waits)
         assert [s["status"] for s in again["data"]["steps"]] == ["unchanged", "skipped"]
         assert again["data"]["steps"][1]["reason"] == "up to date"
         shop.orders.append({"id": 4, "customer": "cy", "total": 5, "updated_at": "2026-11-05T10:00:00Z"})
-        code, changed = croft(root, "run")
+        _code, changed = croft(root, "run")
     assert [s["status"] for s in changed["data"]["steps"]] == ["ok", "ok"]
     assert changed["data"]["steps"][1]["reason"] == "input orders has new data"
 
@@ -200,7 +200,7 @@ def test_a_transform_whose_code_changed_is_stale_and_says_why(shop_project, wait
         root = shop_project(server)
         croft(root, "run")
         (root / "assets" / "revenue.sql").write_text(REVENUE.replace("sum(total)", "max(total)"))
-        code, status = croft(root, "status")
+        _code, status = croft(root, "status")
     revenue = next(a for a in status["data"]["assets"] if a["asset"] == "revenue")
     assert revenue["stale"] and revenue["staleReasons"][0]["code"] == "code_changed"
     assert not revenue["approved"]
