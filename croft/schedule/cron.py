@@ -22,7 +22,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 from zoneinfo import ZoneInfo
 
 from croft.core.problems import CroftError, Problem, problem
@@ -67,8 +67,7 @@ _MINUTE = timedelta(minutes=1)
 _DAY = timedelta(days=1)
 
 
-@dataclass(frozen=True)
-class _Field:
+class _Field(NamedTuple):
     name: str  # as used in messages: "day of month"
     low: int
     high: int  # the highest number that may be written (day of week: 7)
@@ -456,8 +455,7 @@ def clear_caches() -> None:
 # Fires
 
 
-@dataclass(frozen=True)
-class DstNote:
+class DstNote(NamedTuple):
     """Why a fire is not simply its wall time: DST moved it out of a gap, or kept a repeated time single.
 
     kind: "gap" (the walls do not exist that day; the fire is the first minute after the gap),
@@ -470,8 +468,7 @@ class DstNote:
     walls: tuple[str, ...]  # "02:30", in the order the cron lists them
 
 
-@dataclass(frozen=True)
-class Fire:
+class Fire(NamedTuple):
     at: datetime  # aware UTC
     note: DstNote | None = None
 
