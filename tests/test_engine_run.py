@@ -185,7 +185,7 @@ def test_a_transform_is_rebuilt_only_when_its_input_changed(shop_project, waits)
         server.route("GET", "/orders", shop)
         root = shop_project(server)
         croft(root, "run")
-        code, again = croft(root, "run")  # the API returns the same rows: orders is unchanged
+        _, again = croft(root, "run")  # the API returns the same rows: orders is unchanged
         assert [s["status"] for s in again["data"]["steps"]] == ["unchanged", "skipped"]
         assert again["data"]["steps"][1]["reason"] == "up to date"
         shop.orders.append({"id": 4, "customer": "cy", "total": 5, "updated_at": "2026-11-05T10:00:00Z"})
