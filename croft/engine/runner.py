@@ -184,129 +184,107 @@ class _Run:
         }
 
     def _step(self, name: str, reason: str) -> None:
+        """Run one asset, attempt after attempt while its failures are retryable; record each attempt."""
         facts = self.facts[name]
-        errors = _errors(facts)
         delays = settings.retry_delays()
-        max_attempts = 1 + (0 if errors or self.options.preview else max(0, facts.retries))
+        max_attempts = 1 + (0 if _errors(facts) or self.options.preview else max(0, facts.retries))
         for attempt in range(1, max_attempts + 1):
-            log_path = self.project.config.state_dir / "logs" / self.run_id / f"{name}.log"
-            digest = self._hash(facts)
-            runs.start_step(
-                self.conn,
-                run_id=self.run_id,
-                asset=name,
-                attempt=attempt,
-                reason=reason,
-                code_hash=digest,
-                log_path=str(log_path),
-            )
-            log = StepLog(log_path, self.redactor)
-            started = time.monotonic()
-            outcome: dict[str, Any] = {
-                "asset": name,
-                "reason": reason,
-                "attempt": attempt,
-                "maxAttempts": max_attempts,
-                "logsCommand": f"croft logs {name}",
-            }
-            try:
-                if errors:
-                    raise CroftError(errors[0])
-                done = execute(
-                    StepInput(
-                        self.project,
-                        facts,
-                        self.run_id,
-                        attempt,
-                        digest,
-                        log,
-                        self.warehouse,
-                        preview=self.options.preview,
-                    )
-                )
-            except KeyboardInterrupt:
-                log("interrupted")
-                log.close()
-                stop = problem(
-                    "INTERRUPTED",
-                    f"the run was interrupted while {name} was running",
-                    f"Nothing of {name}'s attempt was committed; run it again with `croft run {name}`.",
-                    asset=name,
-                )
-                runs.finish_step(
-                    self.conn,
-                    run_id=self.run_id,
-                    asset=name,
-                    attempt=attempt,
-                    status="interrupted",
-                    error=stop,
-                )
-                self.results[name] = {**outcome, "status": "interrupted", "error": stop.to_dict()}
-                self.problems.append(stop)
-                raise Interrupted from None
-            except CroftError as exc:
-                failure = exc.problem.with_(asset=name, message=self.redactor.text(exc.problem.message))
-                failure = Problem.from_dict(self.redactor.obj(failure.to_dict()))
-                retry = failure.retryable and attempt < max_attempts
-                wait = _retry_wait(attempt, failure, delays) if retry else 0.0
-                log(f"failed: {failure.code}: {failure.message}")
-                if retry:
-                    log(f"retrying in {wait:g} s (attempt {attempt + 1} of {max_attempts})")
-                log.close()
-                runs.finish_step(
-                    self.conn, run_id=self.run_id, asset=name, attempt=attempt, status="failed", error=failure
-                )
-                outcome.update(
-                    status="failed",
-                    error=failure.to_dict(),
-                    durationMs=int((time.monotonic() - started) * 1000),
-                )
-                if retry:
-                    settings.pause(wait)
-                    continue
+            outcome, wait = self._attempt(facts, reason, attempt, max_attempts, delays)
+            if wait is None:
                 self.results[name] = outcome
-                self.problems.append(failure.with_(details={**(failure.details or {}), "runId": self.run_id}))
                 return
-            status = "ok" if done["changed"] or self.options.preview else "unchanged"
-            log(f"{status}: +{done['added']} ~{done['updated']} -{done['deleted']} ={done['unchanged']}")
-            log.close()
-            runs.finish_step(
-                self.conn,
-                run_id=self.run_id,
+            settings.pause(wait)
+
+    def _attempt(
+        self, facts: AssetFacts, reason: str, attempt: int, max_attempts: int, delays: tuple[float, ...]
+    ) -> tuple[dict[str, Any], float | None]:
+        """One attempt: (its outcome, how long to wait before the next one, or None for no next one)."""
+        name = facts.name
+        digest = self._hash(facts)
+        log_path = self.project.config.state_dir / "logs" / self.run_id / f"{name}.log"
+        where = {"run_id": self.run_id, "asset": name, "attempt": attempt}
+        runs.start_step(self.conn, **where, reason=reason, code_hash=digest, log_path=str(log_path))
+        outcome: dict[str, Any] = {
+            "asset": name,
+            "reason": reason,
+            "attempt": attempt,
+            "maxAttempts": max_attempts,
+            "logsCommand": f"croft logs {name}",
+        }
+        started = time.monotonic()
+        log = StepLog(log_path, self.redactor)
+        try:
+            errors = _errors(facts)
+            if errors:
+                raise CroftError(errors[0])
+            step = StepInput(
+                self.project, facts, self.run_id, attempt, digest, log, self.warehouse, self.options.preview
+            )
+            done = execute(step)
+        except KeyboardInterrupt:
+            stop = problem(
+                "INTERRUPTED",
+                f"the run was interrupted while {name} was running",
+                f"Nothing of {name}'s attempt was committed; run it again with `croft run {name}`.",
                 asset=name,
-                attempt=attempt,
-                status=status,
-                rows_in=done["rowsIn"],
-                added=done["added"],
-                updated=done["updated"],
-                unchanged=done["unchanged"],
-                deleted=done["deleted"],
             )
-            if not self.options.preview:
-                mirror(self.conn, self.warehouse, {name: facts.kind})
-            if self.options.human and digest:
-                state.put_schedule_state(self.conn, name, approved_code_hash=digest)
-            rows = done.pop("rows", None)
-            outcome.update(
-                status=status,
-                durationMs=int((time.monotonic() - started) * 1000),
-                rows={
-                    ("in" if k == "rowsIn" else k): done[k]
-                    for k in ("rowsIn", "added", "updated", "unchanged", "deleted")
-                },
-            )
-            if done.get("cursorAfter") is not None or done.get("since") is not None:
-                outcome["cursor"] = {
-                    "before": done["cursorBefore"],
-                    "after": done["cursorAfter"],
-                    "sinceUsed": done.get("since"),
-                }
-            if "requests" in done:
-                outcome["requests"] = done["requests"]
-            if self.options.preview and rows is not None:
-                outcome["sample"] = self.redactor.obj(rows[:10])
-            self.results[name] = outcome
-            return
+            log("interrupted")
+            runs.finish_step(self.conn, **where, status="interrupted", error=stop)
+            self.results[name] = {**outcome, "status": "interrupted", "error": stop.to_dict()}
+            self.problems.append(stop)
+            raise Interrupted from None
+        except CroftError as exc:
+            failure = Problem.from_dict(self.redactor.obj(exc.problem.with_(asset=name).to_dict()))
+            retry = failure.retryable and attempt < max_attempts
+            wait = _retry_wait(attempt, failure, delays) if retry else None
+            log(f"failed: {failure.code}: {failure.message}")
+            if wait is not None:
+                log(f"retrying in {wait:g} s (attempt {attempt + 1} of {max_attempts})")
+            runs.finish_step(self.conn, **where, status="failed", error=failure)
+            outcome.update(status="failed", error=failure.to_dict(), durationMs=_ms_since(started))
+            if wait is None:
+                self.problems.append(failure.with_(details={**(failure.details or {}), "runId": self.run_id}))
+            return outcome, wait
+        finally:
+            log.close()
+        return self._succeeded(facts, done, outcome, digest, started), None
+
+    def _succeeded(
+        self,
+        facts: AssetFacts,
+        done: dict[str, Any],
+        outcome: dict[str, Any],
+        digest: str | None,
+        started: float,
+    ) -> dict[str, Any]:
+        name = facts.name
+        status = "ok" if done["changed"] or self.options.preview else "unchanged"
+        rows = {"in": done["rowsIn"], **{k: done[k] for k in ("added", "updated", "unchanged", "deleted")}}
+        runs.finish_step(
+            self.conn,
+            run_id=self.run_id,
+            asset=name,
+            attempt=outcome["attempt"],
+            status=status,
+            rows_in=rows["in"],
+            **{k: rows[k] for k in ("added", "updated", "unchanged", "deleted")},
+        )
+        if not self.options.preview:
+            mirror(self.conn, self.warehouse, {name: facts.kind})
+        if self.options.human and digest:
+            state.put_schedule_state(self.conn, name, approved_code_hash=digest)
+        outcome.update(status=status, durationMs=_ms_since(started), rows=rows)
+        if done.get("cursorAfter") is not None or done.get("since") is not None:
+            outcome["cursor"] = {
+                "before": done["cursorBefore"],
+                "after": done["cursorAfter"],
+                "sinceUsed": done.get("since"),
+            }
+        if "requests" in done:
+            outcome["requests"] = done["requests"]
+        if self.options.preview and done.get("rows") is not None:
+            outcome["sample"] = self.redactor.obj(done["rows"][:10])
+        return outcome
 
     # -- the whole run ------------------------------------------------------------------------------
     def go(self) -> Result:
@@ -412,6 +390,10 @@ class _Run:
         summary = {**result.envelope(), "exit": result.exit_code}
         runs.finish_run(self.conn, self.run_id, status, self.redactor.obj(summary))
         return result
+
+
+def _ms_since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
 
 
 def _retry_wait(attempt: int, failure: Problem, delays: tuple[float, ...]) -> float:

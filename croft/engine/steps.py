@@ -51,6 +51,23 @@ def execute(step: StepInput) -> dict[str, Any]:
     return _python_transform(step)
 
 
+def _write_options(step: StepInput, *, inputs: bool) -> dict[str, Any]:
+    """What every warehouse write is told: the asset's key and checks, who writes, when, and whether to keep it."""
+    facts = step.facts
+    options: dict[str, Any] = {
+        "key": list(facts.key),
+        "checks": list(facts.checks),
+        "run_id": step.run_id,
+        "attempt": step.attempt,
+        "code_hash": step.code_hash,
+        "now": now(),
+        "commit": not step.preview,
+    }
+    if inputs:
+        options["inputs"] = list(facts.inputs)
+    return options
+
+
 def _check_secrets(step: StepInput) -> None:
     env = step.project.env
     missing = [name for name in step.facts.secrets if not env.get(name)]
@@ -111,15 +128,9 @@ def _ingest(step: StepInput) -> dict[str, Any]:
         facts.name,
         rows,
         mode=write_mode(facts),
-        key=list(facts.key),
         cursor_field=incremental.get("field"),
         cursor_unit=incremental.get("unit"),
-        checks=list(facts.checks),
-        run_id=step.run_id,
-        attempt=step.attempt,
-        code_hash=step.code_hash,
-        now=now(),
-        commit=not step.preview,
+        **_write_options(step, inputs=False),
     )
     return {**_counts(result), "requests": requests, "since": since, "rows": rows}
 
@@ -127,18 +138,7 @@ def _ingest(step: StepInput) -> dict[str, Any]:
 def _sql(step: StepInput) -> dict[str, Any]:
     facts = step.facts
     assert facts.sql is not None
-    result = step.warehouse.write_transform_sql(
-        facts.name,
-        facts.sql,
-        key=list(facts.key),
-        checks=list(facts.checks),
-        inputs=list(facts.inputs),
-        run_id=step.run_id,
-        attempt=step.attempt,
-        code_hash=step.code_hash,
-        now=now(),
-        commit=not step.preview,
-    )
+    result = step.warehouse.write_transform_sql(facts.name, facts.sql, **_write_options(step, inputs=True))
     return _counts(result)
 
 
@@ -168,18 +168,7 @@ def _python_transform(step: StepInput) -> dict[str, Any]:
     rows = extraction.run(
         lambda: func(ctx), lambda exc: code_error(exc, facts.name, step.project.root, "building rows")
     )
-    result = step.warehouse.write_transform_rows(
-        facts.name,
-        rows,
-        key=list(facts.key),
-        checks=list(facts.checks),
-        inputs=list(facts.inputs),
-        run_id=step.run_id,
-        attempt=step.attempt,
-        code_hash=step.code_hash,
-        now=now(),
-        commit=not step.preview,
-    )
+    result = step.warehouse.write_transform_rows(facts.name, rows, **_write_options(step, inputs=True))
     return {**_counts(result), "rows": rows}
 
 
