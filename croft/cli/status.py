@@ -10,7 +10,7 @@ from croft.core.result import Result
 
 
 def _human(result: Result) -> str:
-    lines = [f"{'ASSET':<24} {'KIND':<9} {'ROWS':>7}  {'LAST LOADED':<24} {'LAST RUN':<11} STATE"]
+    lines = [f"{'ASSET':<24} {'KIND':<9} {'ROWS':>7}  {'LAST LOADED':<27} {'LAST RUN':<11} STATE"]
     for a in result.data["assets"]:
         last = a["lastRun"]
         state = "stale: " + ", ".join(r["text"] for r in a["staleReasons"]) if a["stale"] else "fresh"
@@ -18,7 +18,7 @@ def _human(result: Result) -> str:
             state = f"invalid: {a['problems'][0]['code']}"
         lines.append(
             f"{a['asset']:<24} {a['kind']:<9} {a['rows'] if a['rows'] is not None else '-':>7}  "
-            f"{a['lastLoadedAt'] or '-':<24} {(last['status'] if last else 'never'):<11} {state}"
+            f"{a['lastLoadedAt'] or '-':<27} {(last['status'] if last else 'never'):<11} {state}"
         )
         if last and last.get("code"):
             lines.append(f"{'':<24} last error {last['code']}: {last['message']}")

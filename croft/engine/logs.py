@@ -75,7 +75,7 @@ def show_logs(
                 raise CroftError(
                     "USAGE", f"no run id starts with {target!r}", "`croft logs --runs` lists runs."
                 )
-            steps = runs.list_steps(conn, run_id=run["id"], limit=1000)
+            steps = list(reversed(runs.list_steps(conn, run_id=run["id"], limit=1000)))
             data = {
                 "mode": "run",
                 "run": {**_run(run), "summary": run.get("summary")},
@@ -87,7 +87,7 @@ def show_logs(
             found = runs.list_runs(conn, asset=asset, failed=failed, since=since_iso, limit=20)
             out = []
             for run in found:
-                steps = runs.list_steps(conn, run_id=run["id"], limit=1000)
+                steps = reversed(runs.list_steps(conn, run_id=run["id"], limit=1000))  # in the order they ran
                 out.append({**_run(run), "steps": [_step(s, redact, False) for s in steps]})
             return Result(data=project.redactor.obj({"mode": "runs", "runs": out}), ok=True)
         steps = runs.list_steps(conn, asset=asset, failed=failed, since=since_iso, limit=50)
