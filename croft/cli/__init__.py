@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from typing import Any
 
@@ -27,10 +26,10 @@ def _build_group() -> Any:
 
     class LazyGroup(click.Group):
         def list_commands(self, ctx: click.Context) -> list[str]:
-            return sorted(name for name in COMMANDS if _available(name))
+            return sorted(COMMANDS)
 
         def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-            if name not in COMMANDS or not _available(name):
+            if name not in COMMANDS:
                 return None
             module, attr = COMMANDS[name].split(":")
             return getattr(importlib.import_module(f"croft.cli.{module}"), attr)
@@ -42,11 +41,6 @@ def _build_group() -> Any:
         and the scheduler runs them on time."""
 
     return cli
-
-
-def _available(name: str) -> bool:
-    module = COMMANDS[name].split(":")[0]
-    return importlib.util.find_spec(f"croft.cli.{module}") is not None
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -28,7 +28,7 @@ def _human(result: Result) -> str:
 @json_option
 @run_command(_human)
 def command(topic: str | None) -> Result:
-    """Print a guide (e.g. `croft docs scheduling`), or list the topics."""
+    """Print a guide such as `croft docs scheduling`, or list the topics."""
     topics = _topics()
     if not topic:
         return Result(data={"topics": topics})
