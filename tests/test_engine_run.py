@@ -283,3 +283,55 @@ def test_a_step_that_makes_no_progress_times_out(make_project, monkeypatch):
         release.set()
     assert code == 1
     assert out["data"]["steps"][0]["error"]["code"] == "TIMEOUT"
+
+
+def test_a_python_transform_reads_its_inputs_and_is_written_as_a_diff(make_project):
+    root = make_project(
+        {
+            "assets/numbers.py": """
+                from croft import ingest
+
+
+                @ingest(key="n")
+                def rows(ctx):
+                    yield [{"n": n} for n in range(1, 5)]
+                """,
+            "assets/squares.py": """
+                from croft import transform
+
+
+                @transform(inputs=["numbers"], key="n")
+                def rows(ctx):
+                    for row in ctx.rows("numbers"):
+                        yield {"n": row["n"], "square": row["n"] ** 2}
+                """,
+        }
+    )
+    code, out = croft(root, "run")
+    assert code == 0, out
+    assert [(r["n"], r["square"]) for r in table(root, "squares")] == [(1, 1), (2, 4), (3, 9), (4, 16)]
+    stamps = [r["_loaded_at"] for r in table(root, "squares")]
+    code, again = croft(root, "run", "squares")
+    assert again["data"]["steps"][0]["status"] == "unchanged"
+    assert [r["_loaded_at"] for r in table(root, "squares")] == stamps
+
+
+def test_a_python_transform_may_read_only_what_it_declares(make_project):
+    root = make_project(
+        {
+            "assets/a.py": 'from croft import ingest\n\n\n@ingest()\ndef rows(ctx):\n    yield {"x": 1}\n',
+            "assets/b.py": 'from croft import ingest\n\n\n@ingest()\ndef rows(ctx):\n    yield {"y": 1}\n',
+            "assets/t.py": """
+                from croft import transform
+
+
+                @transform(inputs=["a"])
+                def rows(ctx):
+                    yield from ctx.rows("b")
+                """,
+        }
+    )
+    code, out = croft(root, "run")
+    assert code == 2
+    failed = next(s for s in out["data"]["steps"] if s["asset"] == "t")
+    assert failed["error"]["code"] == "ASSET_INVALID" and "not among its inputs" in failed["error"]["message"]
