@@ -87,8 +87,8 @@ def show_logs(
             found = runs.list_runs(conn, asset=asset, failed=failed, since=since_iso, limit=20)
             out = []
             for run in found:
-                steps = reversed(runs.list_steps(conn, run_id=run["id"], limit=1000))  # in the order they ran
-                out.append({**_run(run), "steps": [_step(s, redact, False) for s in steps]})
+                in_order = reversed(runs.list_steps(conn, run_id=run["id"], limit=1000))  # as they ran
+                out.append({**_run(run), "steps": [_step(s, redact, False) for s in in_order]})
             return Result(data=project.redactor.obj({"mode": "runs", "runs": out}), ok=True)
         steps = runs.list_steps(conn, asset=asset, failed=failed, since=since_iso, limit=50)
         triggers = {s["run_id"]: (runs.get_run(conn, s["run_id"]) or {}).get("trigger") for s in steps}

@@ -202,7 +202,7 @@ class _Run:
         name = facts.name
         digest = self._hash(facts)
         log_path = self.project.config.state_dir / "logs" / self.run_id / f"{name}.log"
-        where = {"run_id": self.run_id, "asset": name, "attempt": attempt}
+        where: dict[str, Any] = {"run_id": self.run_id, "asset": name, "attempt": attempt}
         runs.start_step(self.conn, **where, reason=reason, code_hash=digest, log_path=str(log_path))
         outcome: dict[str, Any] = {
             "asset": name,
@@ -372,7 +372,7 @@ class _Run:
 
     def _finish(self, status: str) -> Result:
         steps = [self.results[name] for name in self.results]
-        data = {"runId": self.run_id, "status": status, "steps": steps}
+        data: dict[str, Any] = {"runId": self.run_id, "status": status, "steps": steps}
         if self.options.preview:
             data["preview"] = True
         nexts = [

@@ -142,7 +142,7 @@ def split_header(text: str) -> tuple[list[tuple[str, str, int]], int]:
 
     Plain comments and blank lines may sit among them; the header ends at the first line of SQL.
     """
-    entries = []
+    entries: list[tuple[str, str, int]] = []
     lines = text.splitlines()
     for index, line in enumerate(lines):
         stripped = line.strip()
@@ -180,7 +180,8 @@ def read_sql_facts(
     header = _read_header(entries, add)
     body_line = body_index + 1
     body_text = "\n".join(text.splitlines()[body_index:])
-    statement, inputs = None, ()
+    statement: str | None = None
+    inputs: tuple[str, ...] = ()
     try:
         statement = _one_select(body_text, body_line, add)
     except SqlTextError as err:
