@@ -335,3 +335,20 @@ def test_a_python_transform_may_read_only_what_it_declares(make_project):
     assert code == 2
     failed = next(s for s in out["data"]["steps"] if s["asset"] == "t")
     assert failed["error"]["code"] == "ASSET_INVALID" and "not among its inputs" in failed["error"]["message"]
+
+
+def test_croft_now_reaches_history_stamps_logs_and_run_ids(make_project, monkeypatch):
+    monkeypatch.setenv("CROFT_NOW", "2026-07-04T15:30:00Z")
+    root = make_project(
+        {"assets/one.py": 'from croft import ingest\n\n\n@ingest(key="id")\ndef rows(ctx):\n    yield {"id": 1}\n'},
+        timezone="America/New_York",
+    )
+    code, out = croft(root, "run")
+    assert code == 0, out
+    assert out["data"]["runId"].startswith("r_0704_1130_")  # the minute in the project's zone
+    run = history(root, "SELECT started_at, finished_at FROM runs")[0]
+    assert run == {"started_at": "2026-07-04T15:30:00.000Z", "finished_at": "2026-07-04T15:30:00.000Z"}
+    assert history(root, "SELECT started_at FROM steps") == [{"started_at": "2026-07-04T15:30:00.000Z"}]
+    assert table(root, "one")[0]["_loaded_at"].startswith("2026-07-04T15:30:00")
+    log = next((root / ".croft" / "logs").rglob("one.log")).read_text()
+    assert log.splitlines()[0].startswith("2026-07-04T15:30:00.000Z ")
