@@ -566,3 +566,21 @@ def test_without_the_fault_knob_the_same_write_commits(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     with Warehouse(path) as wh:
         assert wh.state("orders")["cursor_value"] == 99  # type: ignore[index]
+
+
+@pytest.mark.parametrize("name", ["s", "old", "new", "kept", "t"])
+def test_table_and_column_names_never_clash_with_croft_aliases(orders: Warehouse, name: str) -> None:
+    sql = "SELECT id, amount AS c, status AS h, id AS n, id AS rid FROM orders"
+    orders.write_transform_sql(name, sql, key="id", now=at(1))
+    again = orders.write_transform_sql(name, sql, key="id", now=at(2))
+    plain = orders.write_transform_sql(name + "_plain", sql, now=at(3))
+    plain_again = orders.write_transform_sql(name + "_plain", sql, now=at(4))
+    assert (again.unchanged, plain.added, plain_again.unchanged) == (2, 2, 2)
+
+
+def test_append_with_a_key_fails_the_unique_check_when_a_key_returns(wh: Warehouse) -> None:
+    wh.write_ingest("log", [{"id": 1}], mode="append", key="id", now=at(0))
+    with pytest.raises(CroftError) as caught:
+        wh.write_ingest("log", [{"id": 1}], mode="append", key="id", now=at(1))
+    assert caught.value.problem.details["check"] == "unique(id)"
+    assert wh.state("log")["row_count"] == 1  # type: ignore[index]

@@ -20,6 +20,7 @@ __all__ = [
     "Cursor",
     "CursorTracker",
     "CursorType",
+    "classify",
     "default_lookback",
     "greatest",
     "parse_lookback",
@@ -65,28 +66,43 @@ def parse_timestamp(text: str) -> datetime | None:
     raw = text.strip()
     if not _TIMESTAMP.match(raw):
         return None
+    try:  # the common forms parse as they are
+        moment = datetime.fromisoformat(raw)
+    except ValueError:
+        parsed = _parse_unusual(raw)
+        if parsed is None:
+            return None
+        moment = parsed
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _parse_unusual(raw: str) -> datetime | None:
+    """Comma fractions, lower-case z, more than six fraction digits."""
     cleaned = raw.replace(",", ".").replace("z", "Z")
     cleaned = re.sub(r"\.(\d{6})\d+", r".\1", cleaned)  # fromisoformat takes at most microseconds
     if cleaned.endswith("Z"):
         cleaned = cleaned[:-1] + "+00:00"
     try:
-        moment = datetime.fromisoformat(cleaned)
+        return datetime.fromisoformat(cleaned)
     except ValueError:
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment
+
+
+def classify(value: Any) -> tuple[str, Any]:
+    """``(kind, what to compare)``: number, timestamp or string; or the Python type name for a value no
+    cursor can hold. Timestamps are parsed once here."""
+    if isinstance(value, bool):
+        return "bool", value
+    if isinstance(value, int | float):
+        return "number", value
+    if isinstance(value, str):
+        moment = parse_timestamp(value)
+        return ("timestamp", moment) if moment is not None else ("string", value)
+    return type(value).__name__, value
 
 
 def _kind_of(value: Any) -> str:
-    """number, timestamp, string, or the Python type name for a value no cursor can hold."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "timestamp" if parse_timestamp(value) is not None else "string"
-    return type(value).__name__
+    return classify(value)[0]
 
 
 def sort_key(value: Any, cursor_type: CursorType) -> Any:
@@ -138,11 +154,14 @@ class CursorTracker:
         self._best: dict[str, tuple[Any, Any]] = {}  # kind -> (sort key, original value)
         self._best_text: tuple[str, str] | None = None  # lexical max over every string value
 
-    def add(self, value: Any) -> None:
-        """Note one row's cursor value (None is ignored: a row without a cursor moves nothing)."""
+    def add(self, value: Any) -> tuple[str, Any] | None:
+        """Note one row's cursor value (None is ignored: a row without a cursor moves nothing).
+
+        Returns the value's ``(kind, comparable)``, which callers reuse to rank duplicate rows.
+        """
         if value is None:
-            return
-        kind = _kind_of(value)
+            return None
+        kind, key = classify(value)
         if kind not in ("number", "timestamp", "string"):
             raise CroftError(
                 "CURSOR_INVALID",
@@ -154,12 +173,12 @@ class CursorTracker:
         if self.saved is not None:
             _require_same_type(self.saved, kind, value)
         self.seen += 1
-        key = sort_key(value, kind)  # type: ignore[arg-type]
         best = self._best.get(kind)
         if best is None or key > best[0]:
             self._best[kind] = (key, value)
         if isinstance(value, str) and (self._best_text is None or value > self._best_text[0]):
             self._best_text = (value, value)
+        return kind, key
 
     def loaded(self) -> Cursor | None:
         """The greatest value loaded, typed; None when no row carried a cursor value."""

@@ -135,14 +135,18 @@ def _hash_default(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
+# Built once: json.dumps with options builds a new encoder per call, which shows at 100k rows.
+_HASH_JSON = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_hash_default
+)
+_VALUE_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def row_hash(values: Mapping[str, Any]) -> str:
     """sha256 of the row's canonical JSON. NULLs are left out, so a column added later (NULL in old rows)
     does not make old rows look changed."""
     present = {k: v for k, v in values.items() if v is not None}
-    text = json.dumps(
-        present, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_hash_default
-    )
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(_HASH_JSON.encode(present).encode()).hexdigest()
 
 
 def _convert(value: Any) -> Any:
@@ -156,7 +160,7 @@ def _convert(value: Any) -> Any:
             raise OverflowError("an integer beyond 64 bits")
         return value
     if isinstance(value, dict | list | tuple):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return _VALUE_JSON.encode(value)
     if isinstance(value, datetime | date | time):
         return value.isoformat()
     raise TypeError(f"a {type(value).__name__}")
@@ -199,6 +203,7 @@ class _Stage:
     rows_in: int = 0
     cursor_field_seen: bool = False
     _by_lower: dict[str, str] = field(default_factory=dict)
+    _names: dict[Any, str | None] = field(default_factory=dict)  # row key -> column, once checked
     _buffer: list[tuple[int, tuple[str, ...], tuple[Any, ...]]] = field(default_factory=list)
     _winners: dict[tuple[Any, ...], tuple[int, Any]] = field(default_factory=dict)
     _losers: list[int] = field(default_factory=list)
@@ -218,6 +223,15 @@ class _Stage:
 
     def _column(self, name: Any, index: int) -> str | None:
         """The canonical column for a row key; None when the key is a reserved column a transform drops."""
+        try:
+            return self._names[name]
+        except (KeyError, TypeError):
+            pass
+        column = self._new_column(name, index)
+        self._names[name] = column
+        return column
+
+    def _new_column(self, name: Any, index: int) -> str | None:
         if not isinstance(name, str) or not is_identifier(name):
             raise _row_invalid(
                 self.plan.asset,
@@ -286,12 +300,13 @@ class _Stage:
         key = self._key_of(values, index)
         seq = self.rows_in
         self.rows_in += 1
+        rank = None
         if self.plan.cursor is not None:
             name = self._by_lower.get(self.plan.cursor.field.lower())
             if name is not None and name in values:
                 self.cursor_field_seen = True
-            self.plan.cursor.add(values.get(name) if name else None)
-        if key is not None and not self._keep(key, seq, values):
+            rank = self.plan.cursor.add(values.get(name) if name else None)
+        if key is not None and not self._keep(key, seq, rank):
             return
         names = tuple(values)
         self._buffer.append((seq, names, (row_hash(values), *values.values())))
@@ -315,13 +330,12 @@ class _Stage:
             key.append(value)
         return tuple(key)
 
-    def _keep(self, key: tuple[Any, ...], seq: int, values: dict[str, Any]) -> bool:
+    def _keep(self, key: tuple[Any, ...], seq: int, rank: tuple[str, Any] | None) -> bool:
         """Within one batch a key appears once: merge keeps the highest cursor then the last yielded;
         replace counts duplicates (reported as a failed unique check); append keeps everything."""
         mode = self.plan.dedupe
         if mode == "none":
             return True
-        rank = self._rank(values)
         previous = self._winners.get(key)
         if previous is None:
             self._winners[key] = (seq, rank)
@@ -334,16 +348,6 @@ class _Stage:
         self._losers.append(previous[0])
         self._winners[key] = (seq, rank)
         return True
-
-    def _rank(self, values: dict[str, Any]) -> Any:
-        if self.plan.cursor is None:
-            return None
-        name = self._by_lower.get(self.plan.cursor.field.lower())
-        value = values.get(name) if name else None
-        if isinstance(value, str):
-            moment = parse_timestamp(value)
-            return ("t", moment) if moment is not None else ("s", value)
-        return None if value is None else ("n", value)
 
     def flush(self) -> None:
         grouped: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
@@ -807,19 +811,22 @@ class Warehouse:
             return cur.rowcount, 0, 0
         if not spec.key:
             return self._apply_by_content(qt, cols, picks, stamp)
-        match = " AND ".join(f"s.{quote(k)} = {qt}.{quote(k)}" for k in spec.key)
+        match = " AND ".join(f"_croft_s.{quote(k)} = {qt}.{quote(k)}" for k in spec.key)
         deleted = 0
         if spec.mode == "replace":
+            # Look staged keys up in the table's key index (the staged columns have no type affinity, so
+            # an index on them could not serve the comparison); whatever was not found goes.
             cur = conn.execute(
-                f"DELETE FROM {qt} WHERE NOT EXISTS (SELECT 1 FROM {STAGE} AS s WHERE {match})"
+                f"DELETE FROM {qt} WHERE rowid NOT IN "
+                f"(SELECT {qt}.rowid FROM {STAGE} AS _croft_s JOIN {qt} ON {match})"
             )
             deleted = cur.rowcount
         (updated,) = conn.execute(
-            f"SELECT COUNT(*) FROM {STAGE} AS s JOIN {qt} ON {match} "
-            f'WHERE s."_row_hash" IS NOT {qt}."_row_hash"'
+            f"SELECT COUNT(*) FROM {STAGE} AS _croft_s JOIN {qt} ON {match} "
+            f'WHERE _croft_s."_row_hash" IS NOT {qt}."_row_hash"'
         ).fetchone()
         (added,) = conn.execute(
-            f"SELECT COUNT(*) FROM {STAGE} AS s WHERE NOT EXISTS (SELECT 1 FROM {qt} WHERE {match})"
+            f"SELECT COUNT(*) FROM {STAGE} AS _croft_s WHERE NOT EXISTS (SELECT 1 FROM {qt} WHERE {match})"
         ).fetchone()
         sets = ", ".join(
             f"{quote(c)} = excluded.{quote(c)}" for c in [*table_columns, "_loaded_at", "_row_hash"]
@@ -838,22 +845,24 @@ class Warehouse:
         conn = self.conn
         deleted = conn.execute(
             f"""DELETE FROM {qt} WHERE rowid IN (
-                SELECT old.rid FROM (
+                SELECT _croft_old.rid FROM (
                     SELECT rowid AS rid, "_row_hash",
                            ROW_NUMBER() OVER (PARTITION BY "_row_hash" ORDER BY rowid) AS n FROM {qt}
-                ) AS old
-                LEFT JOIN (SELECT "_row_hash", COUNT(*) AS c FROM {STAGE} GROUP BY "_row_hash") AS new
-                  ON new."_row_hash" = old."_row_hash"
-                WHERE old.n > COALESCE(new.c, 0))"""
+                ) AS _croft_old
+                LEFT JOIN (SELECT "_row_hash", COUNT(*) AS c FROM {STAGE} GROUP BY "_row_hash") AS _croft_new
+                  ON _croft_new."_row_hash" = _croft_old."_row_hash"
+                WHERE _croft_old.n > COALESCE(_croft_new.c, 0))"""
         ).rowcount
         added = conn.execute(
             f"""INSERT INTO {qt} ({cols})
                 SELECT {picks} FROM (
                     SELECT *, ROW_NUMBER() OVER (PARTITION BY "_row_hash" ORDER BY {SEQ}) AS "_croft_n"
                     FROM {STAGE}
-                ) AS s
-                WHERE s."_croft_n" > COALESCE(
-                    (SELECT COUNT(*) FROM {qt} AS t WHERE t."_row_hash" = s."_row_hash"), 0)
+                ) AS _croft_s
+                LEFT JOIN (
+                    SELECT "_row_hash" AS _croft_h, COUNT(*) AS _croft_c FROM {qt} GROUP BY "_row_hash"
+                ) AS _croft_kept ON _croft_kept._croft_h = _croft_s."_row_hash"
+                WHERE _croft_s."_croft_n" > COALESCE(_croft_kept._croft_c, 0)
                 ORDER BY {SEQ}""",
             (stamp,),
         ).rowcount
