@@ -70,8 +70,8 @@ def read_only(conn: sqlite3.Connection, reads: set[str] | None = None) -> Iterat
             return sqlite3.SQLITE_DENY
         if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
             return sqlite3.SQLITE_DENY
-        reading = action == sqlite3.SQLITE_READ and db == "main" and arg1
-        if reading and reads is not None and not arg1.startswith(("sqlite_", "_croft_")):
+        reading = action == sqlite3.SQLITE_READ and db == "main"
+        if reading and reads is not None and arg1 and not arg1.startswith(("sqlite_", "_croft_")):
             reads.add(arg1)
         return sqlite3.SQLITE_OK
 

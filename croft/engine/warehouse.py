@@ -448,7 +448,8 @@ class Warehouse:
     def _has_bookkeeping(self) -> bool:
         names = {"_croft_assets", "_croft_inputs", "_croft_writes"}
         query = f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ({', '.join('?' * 3)})"
-        return self.conn.execute(query, sorted(names)).fetchone()[0] == len(names)
+        (count,) = self.conn.execute(query, sorted(names)).fetchone()
+        return bool(count == len(names))
 
     def close(self) -> None:
         self.conn.close()
