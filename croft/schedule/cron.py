@@ -556,7 +556,7 @@ def _irregular_day(spec: CronSpec, tz: tzinfo, day: date) -> tuple[Fire, ...]:
         kinds = special.get(instant)
         if kinds:
             kind = next(k for k in ("gap", "repeat_first", "repeat_both") if k in kinds)
-            note = DstNote(kind, day, tuple(_wall(t) for t in kinds[kind]))  # type: ignore[arg-type]
+            note = DstNote(kind, day, tuple(_wall(t) for t in kinds[kind]))
         fires.append(Fire(instant, note))
     return tuple(fires)
 
