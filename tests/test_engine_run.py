@@ -340,7 +340,9 @@ def test_a_python_transform_may_read_only_what_it_declares(make_project):
 def test_croft_now_reaches_history_stamps_logs_and_run_ids(make_project, monkeypatch):
     monkeypatch.setenv("CROFT_NOW", "2026-07-04T15:30:00Z")
     root = make_project(
-        {"assets/one.py": 'from croft import ingest\n\n\n@ingest(key="id")\ndef rows(ctx):\n    yield {"id": 1}\n'},
+        {
+            "assets/one.py": 'from croft import ingest\n\n\n@ingest(key="id")\ndef rows(ctx):\n    yield {"id": 1}\n'
+        },
         timezone="America/New_York",
     )
     code, out = croft(root, "run")
@@ -352,3 +354,19 @@ def test_croft_now_reaches_history_stamps_logs_and_run_ids(make_project, monkeyp
     assert table(root, "one")[0]["_loaded_at"].startswith("2026-07-04T15:30:00")
     log = next((root / ".croft" / "logs").rglob("one.log")).read_text()
     assert log.splitlines()[0].startswith("2026-07-04T15:30:00.000Z ")
+
+
+def test_a_bug_in_croft_fails_the_step_with_internal_error_not_a_running_row(make_project, monkeypatch):
+    root = make_project(
+        {"assets/one.py": 'from croft import ingest\n\n\n@ingest()\ndef rows(ctx):\n    yield {"id": 1}\n'}
+    )
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr("croft.engine.warehouse.Warehouse.write_ingest", broken)
+    code, out = croft(root, "run")
+    assert code == 1
+    assert out["problems"][0]["code"] == "INTERNAL_ERROR" and "disk on fire" in out["problems"][0]["message"]
+    assert history(root, "SELECT status FROM steps") == [{"status": "failed"}]
+    assert history(root, "SELECT status FROM runs") == [{"status": "failed"}]

@@ -220,7 +220,7 @@ class _Run:
             step = StepInput(
                 self.project, facts, self.run_id, attempt, digest, log, self.warehouse, self.options.preview
             )
-            done = execute(step)
+            done = _execute_or_internal_error(step)
         except KeyboardInterrupt:
             stop = problem(
                 "INTERRUPTED",
@@ -390,6 +390,24 @@ class _Run:
         summary = {**result.envelope(), "exit": result.exit_code}
         runs.finish_run(self.conn, self.run_id, status, self.redactor.obj(summary))
         return result
+
+
+def _execute_or_internal_error(step: StepInput) -> dict[str, Any]:
+    """A bug in croft fails the step with INTERNAL_ERROR, so the history row says so instead of 'running'."""
+    try:
+        return execute(step)
+    except (CroftError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        raise CroftError(
+            "INTERNAL_ERROR",
+            f"croft failed while running {step.facts.name}: {type(exc).__name__}: {exc}",
+            "This is a bug in croft, not in the asset: please report it with `croft logs "
+            + step.facts.name
+            + "`.",
+            asset=step.facts.name,
+            details={"exception": type(exc).__name__},
+        ) from exc
 
 
 def _ms_since(started: float) -> int:
