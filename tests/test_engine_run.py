@@ -370,3 +370,26 @@ def test_a_bug_in_croft_fails_the_step_with_internal_error_not_a_running_row(mak
     assert out["problems"][0]["code"] == "INTERNAL_ERROR" and "disk on fire" in out["problems"][0]["message"]
     assert history(root, "SELECT status FROM steps") == [{"status": "failed"}]
     assert history(root, "SELECT status FROM runs") == [{"status": "failed"}]
+
+
+def test_preview_of_a_sql_transform_shows_the_rows_it_would_build(shop_project, waits):
+    with serve() as server:
+        server.route("GET", "/orders", Shop())
+        root = shop_project(server)
+        croft(root, "run", "orders", "--only")
+        code, out = croft(root, "preview", "revenue")
+    assert code == 0, out
+    step = out["data"]["steps"][0]
+    assert sorted((r["customer"], r["revenue"]) for r in step["sample"]) == [("ada", 40), ("bo", 20)]
+    assert step["rows"]["added"] == 2
+    assert not _has_table(root, "revenue") or table(root, "revenue") == []  # nothing was kept
+
+
+def _has_table(root, name):
+    import sqlite3
+
+    conn = sqlite3.connect(root / "warehouse.sqlite")
+    try:
+        return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+    finally:
+        conn.close()

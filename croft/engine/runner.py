@@ -221,6 +221,10 @@ class _Run:
                 self.project, facts, self.run_id, attempt, digest, log, self.warehouse, self.options.preview
             )
             done = _execute_or_internal_error(step)
+            log(
+                f"wrote: +{done['added']} ~{done['updated']} -{done['deleted']} ={done['unchanged']}"
+                + (" (preview: rolled back)" if self.options.preview else "")
+            )
         except KeyboardInterrupt:
             stop = problem(
                 "INTERRUPTED",

@@ -139,7 +139,23 @@ def _sql(step: StepInput) -> dict[str, Any]:
     facts = step.facts
     assert facts.sql is not None
     result = step.warehouse.write_transform_sql(facts.name, facts.sql, **_write_options(step, inputs=True))
-    return _counts(result)
+    done = _counts(result)
+    if step.preview:
+        done["rows"] = _sample(step.warehouse.conn, facts.sql)
+    return done
+
+
+def _sample(conn: Any, sql: str, limit: int = 10) -> list[dict[str, Any]]:
+    """The first rows a SQL transform would build, read under the same read-only guard as its write."""
+    from croft.engine.checks import read_only
+
+    with read_only(conn):
+        cursor = conn.execute(f"SELECT * FROM ({sql}) LIMIT {limit}")
+    names = [d[0] for d in cursor.description]
+    return [
+        {k: v for k, v in zip(names, row, strict=True) if k not in ("_loaded_at", "_row_hash")}
+        for row in cursor.fetchall()
+    ]
 
 
 def _python_transform(step: StepInput) -> dict[str, Any]:
