@@ -18,6 +18,7 @@ import pytest
 
 from croft.core.problems import CODES, CroftError
 from croft.engine import warehouse as warehouse_module
+from croft.engine.sqlerrors import problem_for
 from croft.engine.warehouse import Warehouse, next_stamp, row_hash
 
 T0 = datetime(2026, 6, 24, 10, 0, tzinfo=UTC)
@@ -502,9 +503,7 @@ def test_a_locked_warehouse_is_db_busy_and_retryable(tmp_path: Path) -> None:
 )
 def test_every_sqlite3_error_class_maps_to_a_registered_code(cls: type[sqlite3.Error]) -> None:
     for user_sql in (False, True):
-        error = warehouse_module._problem_for(
-            cls("boom"), "t", "writing t", Path("w.sqlite"), user_sql=user_sql
-        )
+        error = problem_for(cls("boom"), "t", "writing t", Path("w.sqlite"), user_sql=user_sql)
         assert error.code in CODES
 
 

@@ -10,27 +10,42 @@ SIGKILL) leaves the table, cursor and bookkeeping exactly as they were.
 
 Crash tests: ``CROFT_FAULT=before_commit`` (or ``after_stage``) makes the writing process SIGKILL itself at
 that point.
+
+This module holds the transaction and the bookkeeping; the parts live beside it: ``writespec`` (what a
+write asks for), ``rows`` (stamps, hashes, value conversion), ``staging`` (the TEMP table), ``tablediff``
+(staged rows into the table) and ``sqlerrors`` (sqlite3 errors as CroftErrors).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import signal
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from croft.core.clock import now as clock_now
 from croft.core.problems import CroftError
 from croft.engine.checks import implied_checks, is_identifier, parse_checks, quote, read_only, run_checks
-from croft.engine.cursor import Cursor, CursorTracker, parse_timestamp
+from croft.engine.cursor import Cursor, CursorTracker
+from croft.engine.rows import RESERVED_COLUMNS, flatten, format_stamp, next_stamp, row_hash, sql_type
+from croft.engine.sqlerrors import BUSY_TIMEOUT_MS, translating
+from croft.engine.staging import STAGE, Stage, StagePlan, dedupe_for
+from croft.engine.tablediff import apply_staged, create_table, ensure_key_index
+from croft.engine.writespec import (
+    Kind,
+    Mode,
+    WriteSpec,
+    key_tuple,
+    require_select,
+    require_table_name,
+    resolve_mode,
+)
 
 __all__ = [
     "DEFAULT_DATABASE",
@@ -38,22 +53,12 @@ __all__ = [
     "WriteResult",
     "format_stamp",
     "next_stamp",
+    "resolve_mode",
     "row_hash",
     "sql_type",
 ]
 
 DEFAULT_DATABASE = "warehouse.sqlite"
-BUSY_TIMEOUT_MS = 5000
-Mode = Literal["replace", "merge", "append"]
-Kind = Literal["ingest", "sql", "python"]
-
-RESERVED_COLUMNS = frozenset({"_loaded_at", "_row_hash"})
-ROWID_NAMES = frozenset({"rowid", "oid", "_rowid_"})  # a column with one of these names hides the rowid
-STAGE = 'temp."_croft_stage"'
-SEQ = '"_croft_seq"'
-FLUSH_EVERY = 500
-INT_RANGE = (-(2**63), 2**63 - 1)
-STATEMENT_START = re.compile(r"^\s*(?:(?:--[^\n]*(?:\n|$))|(?:/\*.*?\*/)|\s)*(\w+)", re.DOTALL)
 
 _BOOKKEEPING = (
     """CREATE TABLE IF NOT EXISTS _croft_assets (
@@ -97,327 +102,11 @@ class WriteResult:
         return asdict(self)
 
 
-# ---------------------------------------------------------------------------------------------- pure parts
-
-
-def format_stamp(moment: datetime) -> str:
-    """ISO-UTC with microseconds and ``Z``: fixed width, so text order is time order."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def next_stamp(now: datetime, previous: Iterable[str | None]) -> str:
-    """The stamp for a new write: now, or 1 µs after the latest earlier stamp if now is not later."""
-    stamp = now.astimezone(UTC)
-    for text in previous:
-        if text:
-            earlier = parse_timestamp(text)
-            if earlier is not None and earlier + timedelta(microseconds=1) > stamp:
-                stamp = earlier + timedelta(microseconds=1)
-    return format_stamp(stamp)
-
-
-def sql_type(value: Any) -> str:
-    """The SQLite column type for a (converted) Python value; '' for None (no affinity)."""
-    if value is None:
-        return ""
-    if isinstance(value, bool | int):
-        return "INTEGER"
-    if isinstance(value, float):
-        return "REAL"
-    if isinstance(value, bytes):
-        return "BLOB"
-    return "TEXT"
-
-
-def _hash_default(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return {"$bytes": value.hex()}
-    raise TypeError(type(value).__name__)
-
-
-# Built once: json.dumps with options builds a new encoder per call, which shows at 100k rows.
-_HASH_JSON = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_hash_default
-)
-_VALUE_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-
-
-def row_hash(values: Mapping[str, Any]) -> str:
-    """sha256 of the row's canonical JSON. NULLs are left out, so a column added later (NULL in old rows)
-    does not make old rows look changed."""
-    present = {k: v for k, v in values.items() if v is not None}
-    return hashlib.sha256(_HASH_JSON.encode(present).encode()).hexdigest()
-
-
-def _convert(value: Any) -> Any:
-    """A Python value as SQLite stores it; raises TypeError/OverflowError for what it cannot hold."""
-    if value is None or isinstance(value, str | float | bytes):
-        return value
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        if not INT_RANGE[0] <= value <= INT_RANGE[1]:
-            raise OverflowError("an integer beyond 64 bits")
-        return value
-    if isinstance(value, dict | list | tuple):
-        return _VALUE_JSON.encode(value)
-    if isinstance(value, datetime | date | time):
-        return value.isoformat()
-    raise TypeError(f"a {type(value).__name__}")
-
-
 def _fault(point: str) -> None:
     """Self-kill at a named point when CROFT_FAULT lists it: how crash tests reach the middle of a write."""
     wanted = os.environ.get("CROFT_FAULT", "")
     if point in {part.strip() for part in wanted.split(",")}:
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _row_invalid(asset: str, message: str, hint: str, **details: Any) -> CroftError:
-    return CroftError("ROW_INVALID", message, hint, asset=asset, details=details or None)
-
-
-# ---------------------------------------------------------------------------------------------- staging
-
-
-@dataclass
-class _StagePlan:
-    asset: str
-    key: tuple[str, ...]
-    dedupe: Literal["cursor", "unique", "none"]
-    cursor: CursorTracker | None
-    drop_reserved: bool  # transforms drop _loaded_at/_row_hash copied from inputs; ingests may not send them
-
-
-@dataclass
-class _Stage:
-    """This write's rows in a TEMP table (created inside the write transaction), columns grown on demand.
-
-    Column names are matched case-insensitively (as SQLite does) and kept in first-seen spelling.
-    """
-
-    conn: sqlite3.Connection
-    plan: _StagePlan
-    columns: list[str] = field(default_factory=list)
-    types: dict[str, str] = field(default_factory=dict)
-    rows_in: int = 0
-    cursor_field_seen: bool = False
-    _by_lower: dict[str, str] = field(default_factory=dict)
-    _names: dict[Any, str | None] = field(default_factory=dict)  # row key -> column, once checked
-    _buffer: list[tuple[int, tuple[str, ...], tuple[Any, ...]]] = field(default_factory=list)
-    _winners: dict[tuple[Any, ...], tuple[int, Any]] = field(default_factory=dict)
-    _losers: list[int] = field(default_factory=list)
-    _duplicates: dict[tuple[Any, ...], int] = field(default_factory=dict)
-
-    def open(self, known_columns: Sequence[str]) -> None:
-        self.conn.execute(f"DROP TABLE IF EXISTS {STAGE}")
-        self.conn.execute(f'CREATE TEMP TABLE "_croft_stage" ({SEQ} INTEGER PRIMARY KEY, "_row_hash" TEXT)')
-        for name in known_columns:
-            self._by_lower.setdefault(name.lower(), name)
-        self.declare(self.plan.key)  # so keyed SQL works even when the load has no row
-
-    def declare(self, names: Sequence[str]) -> None:
-        """Columns a SQL transform's SELECT returns, known even when it returns no row."""
-        for name in names:
-            self._column(name, 0)
-
-    def _column(self, name: Any, index: int) -> str | None:
-        """The canonical column for a row key; None when the key is a reserved column a transform drops."""
-        try:
-            return self._names[name]
-        except (KeyError, TypeError):
-            pass
-        column = self._new_column(name, index)
-        self._names[name] = column
-        return column
-
-    def _new_column(self, name: Any, index: int) -> str | None:
-        if not isinstance(name, str) or not is_identifier(name):
-            raise _row_invalid(
-                self.plan.asset,
-                f"Row {index} of {self.plan.asset} has the column name {name!r}, which croft cannot use.",
-                "Column names are letters, digits and underscores, not starting with a digit; rename the "
-                'field in the asset code (for example row["created_at"] = row.pop("created-at")).',
-                row=index,
-                column=str(name),
-            )
-        lower = name.lower()
-        if lower in RESERVED_COLUMNS or lower in ROWID_NAMES or lower.startswith("_croft"):
-            if self.plan.drop_reserved and lower in RESERVED_COLUMNS:
-                return None
-            raise _row_invalid(
-                self.plan.asset,
-                f"Row {index} of {self.plan.asset} has a column named {name!r}, which croft keeps "
-                "for itself.",
-                "Rename the field in the asset code; _loaded_at, _row_hash, rowid, oid and _croft* are "
-                "reserved.",
-                row=index,
-                column=name,
-            )
-        canonical = self._by_lower.setdefault(lower, name)
-        if canonical not in self.types:
-            self.conn.execute(f"ALTER TABLE {STAGE} ADD COLUMN {quote(canonical)}")
-            self.columns.append(canonical)
-            self.types[canonical] = ""
-        return canonical
-
-    def add(self, row: Any, index: int) -> None:
-        asset = self.plan.asset
-        if not isinstance(row, Mapping):
-            raise _row_invalid(
-                asset,
-                f"Row {index} of {asset} is a {type(row).__name__}, not a dict.",
-                "Yield dicts (one row each) or lists of dicts (a batch).",
-                row=index,
-            )
-        values: dict[str, Any] = {}
-        for name, raw in row.items():
-            column = self._column(name, index)
-            if column is None:
-                continue
-            if column in values:
-                raise _row_invalid(
-                    asset,
-                    f"Row {index} of {asset} has column {column!r} twice (names differ only in case).",
-                    "SQLite column names ignore case; keep one of them.",
-                    row=index,
-                    column=column,
-                )
-            try:
-                value = _convert(raw)
-            except (TypeError, OverflowError) as exc:
-                raise _row_invalid(
-                    asset,
-                    f"Row {index} of {asset} has {exc} in column {column!r}, which SQLite cannot store.",
-                    "Convert it in the asset code: numbers, text, booleans, None, dicts and lists are stored "
-                    "(big integers and decimals as str).",
-                    row=index,
-                    column=column,
-                ) from None
-            values[column] = value
-            if value is not None and not self.types[column]:
-                self.types[column] = sql_type(value)
-        key = self._key_of(values, index)
-        seq = self.rows_in
-        self.rows_in += 1
-        rank = None
-        if self.plan.cursor is not None:
-            name = self._by_lower.get(self.plan.cursor.field.lower())
-            if name is not None and name in values:
-                self.cursor_field_seen = True
-            rank = self.plan.cursor.add(values.get(name) if name else None)
-        if key is not None and not self._keep(key, seq, rank):
-            return
-        names = tuple(values)
-        self._buffer.append((seq, names, (row_hash(values), *values.values())))
-        if len(self._buffer) >= FLUSH_EVERY:
-            self.flush()
-
-    def _key_of(self, values: dict[str, Any], index: int) -> tuple[Any, ...] | None:
-        if not self.plan.key:
-            return None
-        key = []
-        for name in self.plan.key:
-            value = values.get(self._by_lower.get(name.lower(), name))
-            if value is None:
-                raise _row_invalid(
-                    self.plan.asset,
-                    f"Row {index} of {self.plan.asset} has no value for key column {name!r}.",
-                    f"Every row needs {name!r}; drop rows without it in the asset code, or pick another key.",
-                    row=index,
-                    column=name,
-                )
-            key.append(value)
-        return tuple(key)
-
-    def _keep(self, key: tuple[Any, ...], seq: int, rank: tuple[str, Any] | None) -> bool:
-        """Within one batch a key appears once: merge keeps the highest cursor then the last yielded;
-        replace counts duplicates (reported as a failed unique check); append keeps everything."""
-        mode = self.plan.dedupe
-        if mode == "none":
-            return True
-        previous = self._winners.get(key)
-        if previous is None:
-            self._winners[key] = (seq, rank)
-            return True
-        if mode == "unique":
-            self._duplicates[key] = self._duplicates.get(key, 1) + 1
-            return True
-        if _ranks_below(rank, previous[1]):
-            return False
-        self._losers.append(previous[0])
-        self._winners[key] = (seq, rank)
-        return True
-
-    def flush(self) -> None:
-        grouped: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
-        for seq, names, values in self._buffer:
-            grouped.setdefault(names, []).append((seq, *values))
-        for names, batch in grouped.items():
-            cols = ", ".join([SEQ, '"_row_hash"', *map(quote, names)])
-            marks = ", ".join("?" * (len(names) + 2))
-            self.conn.executemany(f"INSERT INTO {STAGE} ({cols}) VALUES ({marks})", batch)
-        self._buffer.clear()
-
-    def finish(self) -> int:
-        """Flush, drop losing duplicates; returns the number of staged rows."""
-        self.flush()
-        for start in range(0, len(self._losers), FLUSH_EVERY):
-            chunk = self._losers[start : start + FLUSH_EVERY]
-            self.conn.execute(f"DELETE FROM {STAGE} WHERE {SEQ} IN ({', '.join('?' * len(chunk))})", chunk)
-        (count,) = self.conn.execute(f"SELECT COUNT(*) FROM {STAGE}").fetchone()
-        return int(count)
-
-    def duplicate_failure(self) -> CroftError | None:
-        if not self._duplicates:
-            return None
-        listed = ", ".join(self.plan.key)
-        check = f"unique({listed})"
-        sample = [
-            {**dict(zip(self.plan.key, key, strict=True)), "count": count}
-            for key, count in list(self._duplicates.items())[:5]
-        ]
-        return CroftError(
-            "CHECK_FAILED",
-            f"Check {check} on {self.plan.asset} failed: {len(self._duplicates)} key value(s) appear "
-            "more than once in this load; nothing was written.",
-            f"A replace with key={list(self.plan.key)!r} needs each key once. Fix the source or the key; for "
-            "an incremental source that re-sends rows, add incremental= so croft merges them.",
-            asset=self.plan.asset,
-            details={"check": check, "failing": sum(self._duplicates.values()), "sample": sample},
-        )
-
-
-def _ranks_below(rank: Any, best: Any) -> bool:
-    """Whether a duplicate's cursor is lower than the current winner's (ties go to the later row)."""
-    if rank is None:
-        return best is not None
-    if best is None or rank[0] != best[0]:
-        return False
-    try:
-        return bool(rank[1] < best[1])
-    except TypeError:
-        return False
-
-
-# ---------------------------------------------------------------------------------------------- the warehouse
-
-
-@dataclass(frozen=True)
-class _WriteSpec:
-    asset: str
-    kind: Kind
-    mode: Mode
-    key: tuple[str, ...]
-    checks: tuple[Any, ...]
-    cursor_field: str | None
-    cursor_unit: str | None
-    inputs: Sequence[str] | Mapping[str, str | None] | None
-    run_id: str | None
-    attempt: int | None
-    code_hash: str | None
-    now: datetime | None
-    commit: bool
 
 
 class Warehouse:
@@ -544,12 +233,12 @@ class Warehouse:
     ) -> WriteResult:
         """Write an ingest's rows (dicts, or lists of dicts as batches). ``mode`` None infers it from key
         and cursor; ``commit=False`` does the whole write, checks included, then rolls back (a preview)."""
-        keys = _key_tuple(key)
-        spec = _WriteSpec(
+        keys = key_tuple(key)
+        spec = WriteSpec(
             asset, "ingest", resolve_mode(mode, keys, cursor_field, asset), keys, tuple(checks),
             cursor_field, cursor_unit, None, run_id, attempt, code_hash, now, commit,
         )  # fmt: skip
-        return self._write(spec, _flatten(rows), declared=None)
+        return self._write(spec, flatten(rows), declared=None)
 
     def write_transform_rows(
         self,
@@ -571,12 +260,12 @@ class Warehouse:
         ``inputs`` is a list (their versions are read now, in the write transaction) or a mapping of
         input -> the version read when the transform read it.
         """
-        keys = _key_tuple(key)
-        spec = _WriteSpec(
+        keys = key_tuple(key)
+        spec = WriteSpec(
             asset, kind, "replace", keys, tuple(checks), None, None, inputs if inputs is not None else (),
             run_id, attempt, code_hash, now, commit,
         )  # fmt: skip
-        return self._write(spec, _flatten(rows), declared=None)
+        return self._write(spec, flatten(rows), declared=None)
 
     def write_transform_sql(
         self,
@@ -594,9 +283,9 @@ class Warehouse:
     ) -> WriteResult:
         """Run one SELECT read-only and write its result as a diff. Without ``inputs``, the tables the
         SELECT read are recorded as its inputs."""
-        keys = _key_tuple(key)
-        _require_select(asset, sql)
-        spec = _WriteSpec(
+        keys = key_tuple(key)
+        require_select(asset, sql)
+        spec = WriteSpec(
             asset, "sql", "replace", keys, tuple(checks), None, None, inputs, run_id, attempt, code_hash, now,
             commit,
         )  # fmt: skip
@@ -604,8 +293,8 @@ class Warehouse:
 
     # ------------------------------------------------------------------ the one write path
 
-    def _write(self, spec: _WriteSpec, rows: Iterable[Any] | None, *, declared: str | None) -> WriteResult:
-        _require_table_name(spec.asset)
+    def _write(self, spec: WriteSpec, rows: Iterable[Any] | None, *, declared: str | None) -> WriteResult:
+        require_table_name(spec.asset)
         checks = parse_checks(spec.checks)  # before BEGIN: a bad check text fails without touching anything
         with self._translate(spec.asset, f"writing {spec.asset}"):
             self.conn.execute("BEGIN IMMEDIATE")
@@ -613,7 +302,7 @@ class Warehouse:
                 if declared is not None:
                     names, rows, reads = self._run_select(spec.asset, declared)
                     if spec.inputs is None:
-                        spec = _replace_inputs(spec, sorted(reads - {spec.asset}))
+                        spec = replace(spec, inputs=sorted(reads - {spec.asset}))
                 else:
                     names = None
                 assert rows is not None
@@ -624,7 +313,7 @@ class Warehouse:
                     self.conn.execute("COMMIT")
                 else:
                     self.conn.execute("ROLLBACK")
-                    result = _replace_committed(result)
+                    result = replace(result, committed=False)
             except BaseException:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
@@ -669,7 +358,7 @@ class Warehouse:
         return names, [dict(zip(names, row, strict=True)) for row in data], reads
 
     def _write_in_transaction(
-        self, spec: _WriteSpec, rows: Iterable[Any], declared: list[str] | None, checks: list[Any]
+        self, spec: WriteSpec, rows: Iterable[Any], declared: list[str] | None, checks: list[Any]
     ) -> WriteResult:
         conn = self.conn
         table = spec.asset
@@ -680,8 +369,14 @@ class Warehouse:
         tracker = None
         if spec.cursor_field:
             tracker = CursorTracker(spec.cursor_field, saved_cursor, spec.cursor_unit)  # type: ignore[arg-type]
-        plan = _StagePlan(spec.asset, spec.key, _dedupe(spec), tracker, drop_reserved=spec.kind != "ingest")
-        stage = _Stage(conn, plan)
+        plan = StagePlan(
+            spec.asset,
+            spec.key,
+            dedupe_for(spec.mode, spec.key),
+            tracker,
+            drop_reserved=spec.kind != "ingest",
+        )
+        stage = Stage(conn, plan)
         stage.open(existing or [])
         if declared is not None:
             stage.declare([n for n in declared if n.lower() not in RESERVED_COLUMNS])
@@ -723,7 +418,7 @@ class Warehouse:
             )
         columns_added: list[str] = []
         if existing is None:
-            self._create_table(table, stage, spec)
+            create_table(conn, table, stage, spec)
             table_columns = list(stage.columns)
         else:
             known = {c.lower() for c in existing}
@@ -734,7 +429,7 @@ class Warehouse:
                     )
                     columns_added.append(name)
             table_columns = existing + columns_added
-            self._ensure_key_index(table, spec)
+            ensure_key_index(conn, table, spec)
 
         previous = [saved["last_loaded_at"] if saved else None]
         previous += conn.execute(
@@ -743,7 +438,7 @@ class Warehouse:
         previous += conn.execute(f'SELECT MAX("_loaded_at") FROM {quote(table)}').fetchone()
         stamp = next_stamp(spec.now or clock_now(), previous)
 
-        added, updated, deleted = self._apply(table, table_columns, stage.columns, spec, stamp)
+        added, updated, deleted = apply_staged(conn, table, table_columns, stage.columns, spec, stamp)
         if recreated:
             deleted = old_rows
         unchanged = staged - added - updated
@@ -773,105 +468,9 @@ class Warehouse:
             recreated=recreated,
         )  # fmt: skip
 
-    def _create_table(self, table: str, stage: _Stage, spec: _WriteSpec) -> None:
-        defs = [f"{quote(c)} {stage.types[c]}".rstrip() for c in stage.columns]
-        defs += ['"_loaded_at" TEXT NOT NULL', '"_row_hash" TEXT NOT NULL']
-        self.conn.execute(f"CREATE TABLE {quote(table)} ({', '.join(defs)})")
-        self.conn.execute(f'CREATE INDEX {quote("_croft_stamp_" + table)} ON {quote(table)} ("_loaded_at")')
-        self._ensure_key_index(table, spec)
-
-    def _ensure_key_index(self, table: str, spec: _WriteSpec) -> None:
-        """A UNIQUE index on the key (what ON CONFLICT needs); append tables keep duplicates for the check
-        to report instead."""
-        if not spec.key or spec.mode == "append":
-            return
-        cols = ", ".join(map(quote, spec.key))
-        self.conn.execute(
-            f"CREATE UNIQUE INDEX IF NOT EXISTS {quote('_croft_key_' + table)} ON {quote(table)} ({cols})"
-        )
-
-    def _apply(
-        self, table: str, table_columns: list[str], staged_columns: list[str], spec: _WriteSpec, stamp: str
-    ) -> tuple[int, int, int]:
-        """Move staged rows into the table by the write mode; returns (added, updated, deleted)."""
-        conn = self.conn
-        qt = quote(table)
-        staged = {c.lower(): c for c in staged_columns}
-        cols = ", ".join([*map(quote, table_columns), '"_loaded_at"', '"_row_hash"'])
-        picks = ", ".join(
-            [
-                *(quote(staged[c.lower()]) if c.lower() in staged else "NULL" for c in table_columns),
-                "?",
-                '"_row_hash"',
-            ]
-        )
-        if spec.mode == "append":
-            cur = conn.execute(
-                f"INSERT INTO {qt} ({cols}) SELECT {picks} FROM {STAGE} ORDER BY {SEQ}", (stamp,)
-            )
-            return cur.rowcount, 0, 0
-        if not spec.key:
-            return self._apply_by_content(qt, cols, picks, stamp)
-        match = " AND ".join(f"_croft_s.{quote(k)} = {qt}.{quote(k)}" for k in spec.key)
-        deleted = 0
-        if spec.mode == "replace":
-            # Look staged keys up in the table's key index (the staged columns have no type affinity, so
-            # an index on them could not serve the comparison); whatever was not found goes.
-            cur = conn.execute(
-                f"DELETE FROM {qt} WHERE rowid NOT IN "
-                f"(SELECT {qt}.rowid FROM {STAGE} AS _croft_s JOIN {qt} ON {match})"
-            )
-            deleted = cur.rowcount
-        (updated,) = conn.execute(
-            f"SELECT COUNT(*) FROM {STAGE} AS _croft_s JOIN {qt} ON {match} "
-            f'WHERE _croft_s."_row_hash" IS NOT {qt}."_row_hash"'
-        ).fetchone()
-        (added,) = conn.execute(
-            f"SELECT COUNT(*) FROM {STAGE} AS _croft_s WHERE NOT EXISTS (SELECT 1 FROM {qt} WHERE {match})"
-        ).fetchone()
-        sets = ", ".join(
-            f"{quote(c)} = excluded.{quote(c)}" for c in [*table_columns, "_loaded_at", "_row_hash"]
-        )
-        conn.execute(
-            f"INSERT INTO {qt} ({cols}) SELECT {picks} FROM {STAGE} WHERE true ORDER BY {SEQ} "
-            f"ON CONFLICT ({', '.join(map(quote, spec.key))}) DO UPDATE SET {sets} "
-            f'WHERE excluded."_row_hash" IS NOT {qt}."_row_hash"',
-            (stamp,),
-        )
-        return added, updated, deleted
-
-    def _apply_by_content(self, qt: str, cols: str, picks: str, stamp: str) -> tuple[int, int, int]:
-        """Replace without a key: rows are a multiset of contents. Surplus copies go, missing copies come,
-        and identical rows stay untouched (keeping their stamps)."""
-        conn = self.conn
-        deleted = conn.execute(
-            f"""DELETE FROM {qt} WHERE rowid IN (
-                SELECT _croft_old.rid FROM (
-                    SELECT rowid AS rid, "_row_hash",
-                           ROW_NUMBER() OVER (PARTITION BY "_row_hash" ORDER BY rowid) AS n FROM {qt}
-                ) AS _croft_old
-                LEFT JOIN (SELECT "_row_hash", COUNT(*) AS c FROM {STAGE} GROUP BY "_row_hash") AS _croft_new
-                  ON _croft_new."_row_hash" = _croft_old."_row_hash"
-                WHERE _croft_old.n > COALESCE(_croft_new.c, 0))"""
-        ).rowcount
-        added = conn.execute(
-            f"""INSERT INTO {qt} ({cols})
-                SELECT {picks} FROM (
-                    SELECT *, ROW_NUMBER() OVER (PARTITION BY "_row_hash" ORDER BY {SEQ}) AS "_croft_n"
-                    FROM {STAGE}
-                ) AS _croft_s
-                LEFT JOIN (
-                    SELECT "_row_hash" AS _croft_h, COUNT(*) AS _croft_c FROM {qt} GROUP BY "_row_hash"
-                ) AS _croft_kept ON _croft_kept._croft_h = _croft_s."_row_hash"
-                WHERE _croft_s."_croft_n" > COALESCE(_croft_kept._croft_c, 0)
-                ORDER BY {SEQ}""",
-            (stamp,),
-        ).rowcount
-        return added, 0, deleted
-
     def _save_state(
         self,
-        spec: _WriteSpec,
+        spec: WriteSpec,
         saved: dict[str, Any] | None,
         cursor: Cursor | None,
         loaded_at: str | None,
@@ -897,7 +496,7 @@ class Warehouse:
             ),
         )  # fmt: skip
 
-    def _save_inputs(self, spec: _WriteSpec) -> None:
+    def _save_inputs(self, spec: WriteSpec) -> None:
         inputs = spec.inputs or ()
         seen = dict(inputs) if isinstance(inputs, Mapping) else {name: self.version(name) for name in inputs}
         self.conn.execute("DELETE FROM _croft_inputs WHERE asset = ?", (spec.asset,))
@@ -908,166 +507,11 @@ class Warehouse:
 
     # ------------------------------------------------------------------ the sqlite3 boundary
 
-    @contextmanager
-    def _translate(self, asset: str | None, what: str, *, user_sql: bool = False) -> Iterator[None]:
-        """Turn sqlite3's exceptions into CroftErrors, by result code and class (never by message text)."""
-        try:
-            yield
-        except sqlite3.Error as exc:
-            waited = self.busy_timeout_ms
-            raise _problem_for(exc, asset, what, self.path, user_sql=user_sql, waited_ms=waited) from exc
-
-
-def _problem_for(
-    exc: sqlite3.Error,
-    asset: str | None,
-    what: str,
-    path: Path,
-    *,
-    user_sql: bool = False,
-    waited_ms: int = BUSY_TIMEOUT_MS,
-) -> CroftError:
-    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-    where = {"asset": asset} if asset else {}
-    details = {"sqlite": str(exc), "file": str(path)}
-    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-        return CroftError(
-            "DB_BUSY",
-            f"{what}: {path.name} stayed locked by another writer for more than {waited_ms / 1000:g} s.",
-            "Another croft run (or a program with the warehouse open) is writing; try again in a moment.",
-            retryable=True,
-            details=details,
-            **where,
-        )
-    if code == sqlite3.SQLITE_AUTH:
-        return CroftError(
-            "SQL_NOT_SELECT",
-            f"{what}: the SQL tries to do more than read ({exc}).",
-            "SQL assets and checks may only read: one SELECT (CTEs allowed), no INSERT, UPDATE, DELETE, "
-            "CREATE, ATTACH or PRAGMA.",
-            details=details,
-            **where,
-        )
-    if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
-        return CroftError(
-            "INTERNAL_ERROR",
-            f"{what}: {path} is not a readable SQLite database ({exc}).",
-            "Restore the warehouse from a backup, or move it aside and run every asset again.",
-            details=details,
-            **where,
-        )
-    if user_sql and isinstance(exc, sqlite3.ProgrammingError):
-        return CroftError(
-            "SQL_NOT_ONE_STATEMENT",
-            f"{what}: the SQL holds more than one statement.",
-            "A SQL asset is exactly one SELECT; split other statements into their own assets.",
-            details=details,
-            **where,
-        )
-    if user_sql:
-        return CroftError(
-            "SQL_ERROR",
-            f"{what}: {exc}",
-            "Fix the SQL; `croft validate` checks it against the current tables.",
-            details=details,
-            **where,
-        )
-    return CroftError(
-        "INTERNAL_ERROR",
-        f"{what}: the warehouse failed with {type(exc).__name__}: {exc}",
-        "Check that the warehouse file is writable and the disk is not full; if it keeps happening, "
-        "report it.",
-        details={**details, "class": type(exc).__name__},
-        **where,
-    )
-
-
-# ---------------------------------------------------------------------------------------------- helpers
-
-
-def resolve_mode(mode: str | None, key: Sequence[str], cursor_field: str | None, asset: str) -> Mode:
-    """The write mode (croft-engine §2.2): no key -> replace; key -> replace by key; key + incremental ->
-    merge; append only when asked."""
-    if mode is None:
-        if cursor_field and not key:
-            raise CroftError(
-                "ASSET_INVALID",
-                f"{asset} is incremental without a key, so re-read rows would be duplicated.",
-                'Add key="id" so re-read rows merge, or say write="append" to keep every row.',
-                asset=asset,
-            )
-        return "merge" if key and cursor_field else "replace"
-    if mode not in ("replace", "merge", "append"):
-        raise CroftError(
-            "ASSET_INVALID",
-            f"{asset} has write={mode!r}.",
-            'write is "replace", "merge" or "append".',
-            asset=asset,
-        )
-    if mode == "merge" and not key:
-        raise CroftError("ASSET_INVALID", f"{asset} merges without a key.", 'Add key="id".', asset=asset)
-    if mode == "replace" and cursor_field:
-        raise CroftError(
-            "ASSET_INVALID",
-            f'{asset} says write="replace" but is incremental.',
-            'Drop write= (croft merges when there is a key) or use write="append".',
-            asset=asset,
-        )
-    return mode  # type: ignore[return-value]
-
-
-def _dedupe(spec: _WriteSpec) -> Literal["cursor", "unique", "none"]:
-    """A key repeated within one load: merge keeps one row, replace refuses, append keeps them all."""
-    if not spec.key or spec.mode == "append":
-        return "none"
-    return "cursor" if spec.mode == "merge" else "unique"
-
-
-def _key_tuple(key: str | Sequence[str] | None) -> tuple[str, ...]:
-    if not key:
-        return ()
-    keys = (key,) if isinstance(key, str) else tuple(key)
-    bad = [k for k in keys if not is_identifier(k)]
-    if bad:
-        raise CroftError(
-            "ASSET_INVALID",
-            f"The key {', '.join(map(repr, bad))} is not a column name croft can use.",
-            "A key names columns: letters, digits and underscores.",
-            details={"key": list(keys)},
-        )
-    return keys
-
-
-def _require_table_name(asset: str) -> None:
-    if not is_identifier(asset) or asset.lower().startswith(("_croft", "sqlite_")):
-        raise CroftError(
-            "NAME_INVALID",
-            f"{asset!r} cannot be a table name in the warehouse.",
-            "Asset names are letters, digits and underscores, not starting with _croft or sqlite_.",
-            details={"name": asset},
-        )
-
-
-def _require_select(asset: str, sql: str) -> None:
-    """A friendly SQL_NOT_SELECT before running anything; the read-only authorizer is the real guard."""
-    match = STATEMENT_START.match(sql or "")
-    first = match.group(1).upper() if match else ""
-    if first not in ("SELECT", "WITH", "VALUES"):
-        raise CroftError(
-            "SQL_NOT_SELECT",
-            f"{asset}.sql starts with {first or 'nothing'}; a SQL asset is one SELECT.",
-            "Write one SELECT (CTEs allowed) over other assets' tables; croft builds the table from it.",
-            asset=asset,
-        )
-
-
-def _flatten(rows: Iterable[Any]) -> Iterator[Any]:
-    """Rows are dicts; a list (or tuple) is a batch of rows."""
-    for item in rows:
-        if isinstance(item, list | tuple):
-            yield from item
-        else:
-            yield item
+    def _translate(
+        self, asset: str | None, what: str, *, user_sql: bool = False
+    ) -> AbstractContextManager[None]:
+        """sqlite3 errors inside the block come out as CroftErrors naming this warehouse file."""
+        return translating(self.path, asset, what, user_sql=user_sql, waited_ms=self.busy_timeout_ms)
 
 
 def _json(value: Any) -> str | None:
@@ -1078,15 +522,3 @@ def _saved_cursor(saved: dict[str, Any] | None) -> Cursor | None:
     if not saved or saved.get("cursor_value") is None or not saved.get("cursor_type"):
         return None
     return Cursor(saved["cursor_value"], saved["cursor_type"], saved.get("cursor_unit"))
-
-
-def _replace_inputs(spec: _WriteSpec, inputs: Sequence[str]) -> _WriteSpec:
-    from dataclasses import replace
-
-    return replace(spec, inputs=list(inputs))
-
-
-def _replace_committed(result: WriteResult) -> WriteResult:
-    from dataclasses import replace
-
-    return replace(result, committed=False)
