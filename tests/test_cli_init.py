@@ -18,7 +18,13 @@ def test_init_writes_a_working_project_and_prints_one_envelope(tmp_path):
     envelope = json.loads(result.output)
     assert envelope["ok"] is True
     assert json.loads((tmp_path / "p" / "croft.json").read_text()) == {"timezone": "Europe/London"}
-    for rel in ("assets/example_items.py", "assets/example_summary.sql", ".env.example", ".gitignore", "lib/__init__.py"):
+    for rel in (
+        "assets/example_items.py",
+        "assets/example_summary.sql",
+        ".env.example",
+        ".gitignore",
+        "lib/__init__.py",
+    ):
         assert (tmp_path / "p" / rel).is_file(), rel
     assert ".env" in (tmp_path / "p" / ".gitignore").read_text().split()
 
@@ -36,8 +42,10 @@ def test_init_refuses_an_existing_project_with_a_fix_that_works(tmp_path):
     problem = json.loads(result.output)["problems"][0]
     assert problem["code"] == "PROJECT_EXISTS" and problem["hint"]
     fix = subprocess.run(
-        problem["fix"]["command"].replace("croft ", f"{sys.executable} -m croft ", 1), shell=True,
-        capture_output=True, text=True,
+        problem["fix"]["command"].replace("croft ", f"{sys.executable} -m croft ", 1),
+        shell=True,
+        capture_output=True,
+        text=True,
     )
     assert "Usage" not in fix.stderr and fix.returncode in (0, 2)
 

@@ -49,6 +49,8 @@ def test_every_registered_code_has_a_family_and_exit():
 
 
 def test_croft_error_carries_its_problem_and_round_trips_through_json():
-    error = CroftError("HTTP_ERROR", "GET / returned 503", "retry later", retryable=True, details={"status": 503})
+    error = CroftError(
+        "HTTP_ERROR", "GET / returned 503", "retry later", retryable=True, details={"status": 503}
+    )
     again = Problem.from_dict(error.problem.to_dict())
     assert again == error.problem and error.retryable and str(error).startswith("HTTP_ERROR")

@@ -2,8 +2,11 @@ import pytest
 
 from croft.engine.staleness import Reason, data_version, stale_reasons
 
-BUILT = {"codeHash": "h1", "lastLoadedAt": "2026-01-01T00:00:00.000Z", "inputsSeen": {
-    "raw": {"inputLastLoadedAt": "2026-01-01T00:00:00.000Z"}}}
+BUILT = {
+    "codeHash": "h1",
+    "lastLoadedAt": "2026-01-01T00:00:00.000Z",
+    "inputsSeen": {"raw": {"inputLastLoadedAt": "2026-01-01T00:00:00.000Z"}},
+}
 RAW = {"lastLoadedAt": "2026-01-01T00:00:00.000Z"}
 RAW_NEWER = {"lastLoadedAt": "2026-01-02T00:00:00.000Z"}
 
@@ -16,11 +19,19 @@ RAW_NEWER = {"lastLoadedAt": "2026-01-02T00:00:00.000Z"}
         pytest.param("sql", None, "h1", {"raw": RAW}, [Reason("never_built")], id="transform-never-built"),
         pytest.param("sql", BUILT, "h1", {"raw": RAW}, [], id="fresh"),
         pytest.param("sql", BUILT, "h2", {"raw": RAW}, [Reason("code_changed")], id="code-changed"),
-        pytest.param("sql", BUILT, "h1", {"raw": RAW_NEWER}, [Reason("input_changed", "raw")], id="input-changed"),
+        pytest.param(
+            "sql", BUILT, "h1", {"raw": RAW_NEWER}, [Reason("input_changed", "raw")], id="input-changed"
+        ),
         pytest.param("sql", BUILT, "h1", {"raw": None}, [], id="unbuilt-input-is-unknown-not-stale"),
         pytest.param("python", BUILT, None, {"raw": RAW}, [], id="unknown-hash-is-not-stale"),
-        pytest.param("sql", {**BUILT, "inputsSeen": {}}, "h1", {"raw": RAW}, [Reason("input_changed", "raw")],
-                     id="input-never-seen"),
+        pytest.param(
+            "sql",
+            {**BUILT, "inputsSeen": {}},
+            "h1",
+            {"raw": RAW},
+            [Reason("input_changed", "raw")],
+            id="input-never-seen",
+        ),
     ],
 )
 def test_stale_reasons(kind, entry, code_hash, inputs, expected):

@@ -12,13 +12,29 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_wheel_ships_docs_and_job_templates(tmp_path):
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
         check=True,
         capture_output=True,
     )
     (wheel,) = tmp_path.glob("croft-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for rel in ("docs/scheduling.md", "docs/commands.md", "launchd/dev.croft.tick.plist", "systemd/croft-tick.timer"):
+    for rel in (
+        "docs/scheduling.md",
+        "docs/commands.md",
+        "launchd/dev.croft.tick.plist",
+        "systemd/croft-tick.timer",
+    ):
         assert f"croft/_data/{rel}" in names, rel
     assert "croft/__init__.py" in names and not any(n.startswith("tests/") for n in names)
 
@@ -31,5 +47,7 @@ def test_the_public_face_is_only_the_decorators():
 
 def test_importing_croft_for_an_asset_pulls_in_nothing_heavy():
     code = "import sys, croft; print(','.join(m for m in ('click', 'httpx', 'sqlite3') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == ""
