@@ -162,6 +162,9 @@ def _python_transform(step: StepInput) -> dict[str, Any]:
     facts = step.facts
     func = load_asset_function(step.project.root, facts.name, facts.path)
     reader_path: Path = step.warehouse.path
+    # The versions as they are before the code reads them: a change that lands while it runs leaves the
+    # transform stale, instead of being recorded as seen.
+    seen = {name: step.warehouse.version(name) for name in facts.inputs}
 
     def read(name: str) -> Any:
         from croft.engine.warehouse import Warehouse
@@ -184,7 +187,8 @@ def _python_transform(step: StepInput) -> dict[str, Any]:
     rows = extraction.run(
         lambda: func(ctx), lambda exc: code_error(exc, facts.name, step.project.root, "building rows")
     )
-    result = step.warehouse.write_transform_rows(facts.name, rows, **_write_options(step, inputs=True))
+    options = {**_write_options(step, inputs=False), "inputs": seen}
+    result = step.warehouse.write_transform_rows(facts.name, rows, **options)
     return {**_counts(result), "rows": rows}
 
 

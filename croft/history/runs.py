@@ -242,22 +242,12 @@ def list_runs(
     limit: int = 20,
 ) -> list[dict[str, Any]]:
     """Runs, newest first; ``asset`` keeps runs with a step of it, ``failed`` the failed or crashed ones."""
-    where: list[str] = []
-    args: list[Any] = []
+    where, args = _filters(failed, since)
     if asset is not None:
         where.append("EXISTS (SELECT 1 FROM steps WHERE steps.run_id = runs.id AND steps.asset = ?)")
         args.append(asset)
-    if failed:
-        where.append(f"status IN ({', '.join('?' for _ in FAILED_STATUSES)})")
-        args.extend(FAILED_STATUSES)
-    if since is not None:
-        where.append("started_at >= ?")
-        args.append(_since_iso(since))
-    sql = "SELECT * FROM runs"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY started_at DESC, rowid DESC LIMIT ?"
-    return [_run_dict(r) for r in conn.execute(sql, [*args, limit])]
+    rows = _select(conn, "runs", where, args, "started_at DESC, rowid DESC", limit)
+    return [_run_dict(r) for r in rows]
 
 
 @translate_sqlite_errors("listing steps")
@@ -271,25 +261,33 @@ def list_steps(
     limit: int = 50,
 ) -> list[dict[str, Any]]:
     """Step rows (one per attempt), newest first."""
+    where, args = _filters(failed, since)
+    for column, value in (("asset", asset), ("run_id", run_id)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            args.append(value)
+    rows = _select(conn, "steps", where, args, "started_at DESC, attempt DESC, rowid DESC", limit)
+    return [_step_dict(r) for r in rows]
+
+
+def _filters(failed: bool, since: datetime | str | None) -> tuple[list[str], list[Any]]:
+    """The filters runs and steps share: failed or crashed only, and started at or after ``since``."""
     where: list[str] = []
     args: list[Any] = []
-    if asset is not None:
-        where.append("asset = ?")
-        args.append(asset)
-    if run_id is not None:
-        where.append("run_id = ?")
-        args.append(run_id)
     if failed:
         where.append(f"status IN ({', '.join('?' for _ in FAILED_STATUSES)})")
         args.extend(FAILED_STATUSES)
     if since is not None:
         where.append("started_at >= ?")
         args.append(_since_iso(since))
-    sql = "SELECT * FROM steps"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY started_at DESC, attempt DESC, rowid DESC LIMIT ?"
-    return [_step_dict(r) for r in conn.execute(sql, [*args, limit])]
+    return where, args
+
+
+def _select(
+    conn: sqlite3.Connection, table: str, where: list[str], args: list[Any], order: str, limit: int
+) -> list[sqlite3.Row]:
+    sql = f"SELECT * FROM {table}" + (" WHERE " + " AND ".join(where) if where else "")
+    return list(conn.execute(f"{sql} ORDER BY {order} LIMIT ?", [*args, limit]))
 
 
 @translate_sqlite_errors("reading the latest step")
