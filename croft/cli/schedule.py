@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import click
 
 from croft.cli.render import json_option, run_command
@@ -61,11 +58,8 @@ def explain(schedule: tuple[str, ...], tz_name: str | None, after: str | None, c
 
 def _project_zone() -> str:
     """The zone of the project the command runs in (croft.json "timezone"), or UTC outside any project."""
-    try:
-        from croft.project.config import find_root, load_config
-    except ImportError:
-        return _zone_from_file() or "UTC"
     from croft.core.problems import CroftError
+    from croft.project.config import find_root, load_config
 
     try:
         return load_config(find_root()).timezone
@@ -73,16 +67,3 @@ def _project_zone() -> str:
         if exc.code == "NOT_A_PROJECT":
             return "UTC"
         raise
-
-
-def _zone_from_file() -> str | None:
-    here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        path = folder / "croft.json"
-        if path.is_file():
-            try:
-                value = json.loads(path.read_text(encoding="utf-8")).get("timezone")
-            except (OSError, ValueError, AttributeError):
-                return None
-            return value if isinstance(value, str) else None
-    return None
