@@ -45,6 +45,8 @@ def test_a_run_killed_mid_write_leaves_data_and_cursor_as_before_and_is_marked_c
     ]
     assert history(root, "SELECT COUNT(*) AS n FROM leases") == [{"n": 1}]
 
+    _, logs = croft(root, "logs", "--runs")  # the first command that looks settles it
+    assert logs["data"]["runs"][0]["status"] == "crashed"
     code, status = croft(root, "status")
     assert code == 0
     run = history(root, "SELECT status, id FROM runs ORDER BY started_at DESC LIMIT 1")[0]

@@ -8,6 +8,7 @@ from typing import Any
 from croft.core.clock import parse_instant, to_iso
 from croft.core.problems import CroftError
 from croft.core.result import Result
+from croft.engine.reconcile import reconcile
 from croft.history import runs
 from croft.history.db import open_history
 from croft.project.config import Project
@@ -69,6 +70,7 @@ def show_logs(
             ) from None
     conn = open_history(project.config.state_dir)
     try:
+        reconcile(conn)  # a run whose process died reads "crashed" here, not "running"
         if target and target.startswith("r_"):
             run = runs.get_run(conn, target)
             if run is None:
