@@ -393,3 +393,14 @@ def _has_table(root, name):
         return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
     finally:
         conn.close()
+
+
+def test_two_files_for_one_asset_fail_the_run_while_the_rest_still_runs(make_project):
+    one = 'from croft import ingest\n\n\n@ingest()\ndef rows(ctx):\n    yield {"id": 1}\n'
+    root = make_project(
+        {"assets/one.py": one, "assets/dup.py": one, "assets/more/dup.sql": "SELECT 1 AS x\n"}
+    )
+    code, out = croft(root, "run")
+    assert code == 2
+    assert [p["code"] for p in out["problems"]] == ["NAME_CONFLICT"]
+    assert [(s["asset"], s["status"]) for s in out["data"]["steps"]] == [("one", "ok")]

@@ -89,9 +89,8 @@ def _unknown(name: str, known: list[str]) -> CroftError:
 
 @dataclass
 class _Plan:
-    requested: list[str]
-    candidates: set[str]
-    order: list[str]
+    requested: list[str]  # run whatever their state
+    order: list[str]  # everything planned, in dependency order; the rest run only if stale at their turn
     cyclic: set[str]
 
 
@@ -108,9 +107,7 @@ def plan(facts: dict[str, AssetFacts], options: RunOptions) -> _Plan:
         requested = [n for n, f in facts.items() if f.kind == "ingest" or _errors(f)]
         candidates = {n for n, f in facts.items() if f.kind != "ingest"}
     wanted = set(requested) | candidates
-    return _Plan(
-        requested, candidates - set(requested), [n for n in order + stuck if n in wanted], set(stuck)
-    )
+    return _Plan(requested, [n for n in order + stuck if n in wanted], set(stuck))
 
 
 def _errors(facts: AssetFacts) -> list[Problem]:
@@ -172,9 +169,8 @@ class _Run:
         except CroftError:
             return None
 
-    def _skip(self, name: str, because: str, record: bool = True) -> None:
-        if record:
-            runs.record_skipped_step(self.conn, run_id=self.run_id, asset=name, reason=because, error=None)
+    def _skip(self, name: str, because: str) -> None:
+        runs.record_skipped_step(self.conn, run_id=self.run_id, asset=name, reason=because, error=None)
         self.results[name] = {
             "asset": name,
             "status": "skipped",
@@ -321,7 +317,9 @@ class _Run:
             status = "interrupted"
         finally:
             leases.release(self.conn, self.run_id)
-        if status != "interrupted" and any(r["status"] == "failed" for r in self.results.values()):
+        failed = any(r["status"] == "failed" for r in self.results.values())
+        invalid = any(p.severity == "error" for p in self.discovery_problems)  # e.g. two files, one name
+        if status != "interrupted" and (failed or invalid):
             status = "failed"
         return self._finish(status)
 
@@ -389,8 +387,6 @@ class _Run:
         )
         if status == "interrupted":
             result.exit = 130
-        elif status == "failed":
-            result.exit = _exit_for(self.problems)
         summary = {**result.envelope(), "exit": result.exit_code}
         runs.finish_run(self.conn, self.run_id, status, self.redactor.obj(summary))
         return result
@@ -423,12 +419,6 @@ def _retry_wait(attempt: int, failure: Problem, delays: tuple[float, ...]) -> fl
     wait = delays[min(attempt - 1, len(delays) - 1)]
     retry_after = ((failure.details or {}).get("retryAfterMs") or 0) / 1000
     return max(wait, min(retry_after, MAX_RETRY_AFTER_S))
-
-
-def _exit_for(problems: list[Problem]) -> int:
-    from croft.core.problems import exit_code_for
-
-    return exit_code_for(problems) or 1
 
 
 def _with_problem(facts: AssetFacts, extra: Problem) -> AssetFacts:
