@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
-
 import click
 
 from croft.cli.render import json_option, run_command
 from croft.core.paths import data_path
 from croft.core.problems import CroftError
 from croft.core.result import Result
+from croft.core.suggest import nearest
 
 
 def _topics() -> list[str]:
@@ -34,11 +33,11 @@ def command(topic: str | None) -> Result:
         return Result(data={"topics": topics})
     name = topic.lower().replace(" ", "-")
     if name not in topics:
-        close = difflib.get_close_matches(name, topics, n=1)
+        close = nearest(name, topics)
         raise CroftError(
             "USAGE",
             f"there is no guide called {topic!r}",
-            f"Did you mean `croft docs {close[0]}`?" if close else "`croft docs` lists the topics.",
-            suggestion=close[0] if close else None,
+            f"Did you mean `croft docs {close}`?" if close else "`croft docs` lists the topics.",
+            suggestion=close,
         )
     return Result(data={"topic": name, "text": data_path("docs", f"{name}.md").read_text(encoding="utf-8")})

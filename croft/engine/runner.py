@@ -9,7 +9,6 @@ after ``CROFT_RETRY_DELAYS``; deterministic ones do not.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import signal
 import threading
 import time
@@ -21,6 +20,7 @@ from croft.core.clock import now
 from croft.core.identity import current
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.result import Next, Result
+from croft.core.suggest import nearest
 from croft.engine import settings
 from croft.engine.catalog import mirror
 from croft.engine.context import StepLog
@@ -71,16 +71,16 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _unknown(name: str, known: list[str]) -> CroftError:
-    close = difflib.get_close_matches(name, known, n=1)
+    close = nearest(name, known)
     return CroftError(
         "UNKNOWN_ASSET",
         f"there is no asset named {name!r}",
-        f"Did you mean {close[0]!r}?" if close else "`croft validate` lists every asset.",
-        suggestion=close[0] if close else None,
+        f"Did you mean {close!r}?" if close else "`croft validate` lists every asset.",
+        suggestion=close,
         fix={
             "kind": "command",
             "description": "run the asset croft thinks you meant",
-            "command": f"croft run {close[0]}",
+            "command": f"croft run {close}",
         }
         if close
         else None,

@@ -9,7 +9,6 @@ cannot be read that way is an ``ASSET_INVALID`` problem with its line, and the a
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any, Literal
 
 from croft import INGEST_OPTIONS, TRANSFORM_OPTIONS
 from croft.core.problems import Problem, problem
+from croft.core.suggest import nearest
 
 __all__ = [
     "DEFAULT_RETRIES",
@@ -265,11 +265,11 @@ class _Reader:
                 line,
             )
             return
-        close = difflib.get_close_matches(option, sorted(allowed), n=1)
+        close = nearest(option, sorted(allowed))
         hint = (
-            f"did you mean {close[0]}=? " if close else ""
+            f"did you mean {close}=? " if close else ""
         ) + f"@{word}() options: {', '.join(sorted(allowed))}"
-        self.invalid(f"@{word}() has no option {option}=", hint, line, suggestion=close[0] if close else None)
+        self.invalid(f"@{word}() has no option {option}=", hint, line, suggestion=close)
 
     def bad(self, option: str, message: str, hint: str, code: str = "ASSET_INVALID") -> None:
         self.invalid(f"{option}= {message}", hint, self.lines.get(option), code=code)

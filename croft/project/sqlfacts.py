@@ -10,7 +10,6 @@ in a ``WITH``.
 
 from __future__ import annotations
 
-import difflib
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from croft.core.problems import Problem, problem
+from croft.core.suggest import nearest
 from croft.project.facts import AssetFacts
 
 __all__ = [
@@ -220,9 +220,9 @@ def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any
     header: dict[str, Any] = {}
     for name, value, line in entries:
         if name not in HEADER_NAMES:
-            close = difflib.get_close_matches(name, HEADER_NAMES, n=1, cutoff=0.5)
+            close = nearest(name, HEADER_NAMES, cutoff=0.5)
             hint = (
-                (f"did you mean `-- {close[0]}:`? " if close else "")
+                (f"did you mean `-- {close}:`? " if close else "")
                 + "header lines: "
                 + ", ".join(f"-- {h}:" for h in HEADER_NAMES)
             )
@@ -231,7 +231,7 @@ def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any
                 f"unknown header line `-- {name}:`",
                 hint,
                 line,
-                suggestion=f"-- {close[0]}: {value}" if close else None,
+                suggestion=f"-- {close}: {value}" if close else None,
             )
             continue
         if not value:
