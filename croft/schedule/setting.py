@@ -1,0 +1,131 @@
+"""The project's scheduling setting (on, off or paused until an instant), kept in runs.sqlite.
+
+runs.sqlite is the project's source of truth for whether the scheduler may start anything: the project
+tick, ``croft run --due``, the per-user tick (``croft tick --all``), ``croft serve`` and every status view
+read it through ``read_scheduling`` and decide through ``effective_state``, so they can never disagree
+about, say, a pause that has just ended. A missing or unreadable value reads as off: the scheduler
+never starts work on a guess.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from croft.core.clock import from_iso, to_iso
+
+__all__ = [
+    "SETTING_KEY",
+    "Scheduling",
+    "effective_state",
+    "read_scheduling",
+    "read_scheduling_file",
+    "write_scheduling",
+]
+
+SETTING_KEY = "scheduling"
+
+State = Literal["on", "off", "paused"]
+Via = Literal["os-job", "serve"]
+_STATES = ("on", "off", "paused")
+_VIAS = ("os-job", "serve")
+
+
+@dataclass(frozen=True)
+class Scheduling:
+    """``state`` as stored; ``since`` is when it was last turned on or its way of ticking changed."""
+
+    state: State = "off"
+    via: Via | None = None
+    paused_until: str | None = None
+    since: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state": self.state, "via": self.via, "pausedUntil": self.paused_until, "since": self.since}
+
+    @classmethod
+    def from_json(cls, value: Any) -> Scheduling:
+        """Whatever is stored; anything malformed reads as off."""
+        if not isinstance(value, dict) or value.get("state") not in _STATES:
+            return cls()
+        via = value.get("via") if value.get("via") in _VIAS else None
+        until = value.get("pausedUntil")
+        since = value.get("since")
+        return cls(
+            state=value["state"],
+            via=via,
+            paused_until=until if isinstance(until, str) and _is_instant(until) else None,
+            since=since if isinstance(since, str) and _is_instant(since) else None,
+        )
+
+
+def _is_instant(text: str) -> bool:
+    try:
+        from_iso(text)
+    except ValueError:
+        return False
+    return True
+
+
+def effective_state(setting: Scheduling, now: datetime) -> State:
+    """What the setting means at ``now``: a pause whose end has passed reads as on."""
+    if setting.state == "paused" and setting.paused_until is not None and to_iso(now) >= setting.paused_until:
+        return "on"
+    return setting.state
+
+
+def read_scheduling(conn: sqlite3.Connection) -> Scheduling:
+    from croft.history.state import get_setting
+
+    return Scheduling.from_json(get_setting(conn, SETTING_KEY))
+
+
+def read_scheduling_file(state_dir: Path) -> Scheduling:
+    """Read the setting without creating or migrating runs.sqlite (per-user tick, status views).
+
+    No file, no table or a file sqlite cannot read all mean off.
+    """
+    import json
+
+    path = Path(state_dir) / "runs.sqlite"
+    if not path.is_file():
+        return Scheduling()
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
+        try:
+            row = conn.execute("SELECT value FROM settings WHERE key = ?", (SETTING_KEY,)).fetchone()
+        finally:
+            conn.close()
+        return Scheduling.from_json(json.loads(row[0])) if row else Scheduling()
+    except (sqlite3.Error, ValueError):
+        return Scheduling()
+
+
+def write_scheduling(
+    conn: sqlite3.Connection,
+    state: State,
+    now: datetime,
+    *,
+    via: Via | None = None,
+    paused_until: datetime | None = None,
+) -> Scheduling:
+    """Store the setting; ``since`` moves to ``now`` when scheduling turns on or changes how it ticks."""
+    from croft.history.state import put_setting
+
+    before = read_scheduling(conn)
+    since = before.since
+    if state == "on" and (before.state != "on" or before.via != via):
+        since = to_iso(now)
+    elif state == "off":
+        since = None
+    after = Scheduling(
+        state=state,
+        via=via if state != "off" else None,
+        paused_until=to_iso(paused_until) if state == "paused" and paused_until is not None else None,
+        since=since,
+    )
+    put_setting(conn, SETTING_KEY, after.to_json())
+    return after
