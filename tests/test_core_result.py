@@ -19,6 +19,7 @@ def test_the_envelope_has_exactly_the_contract_keys():
         "message": "bad minute",
         "hint": "use 0-59",
         "suggestion": "0 * * * *",
+        "docs": "croft docs SCHEDULE_INVALID",
     }
     assert envelope["next"] == [{"command": "croft validate", "reason": "check"}]
 

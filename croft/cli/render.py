@@ -32,6 +32,7 @@ def problem_lines(problems: list[Problem]) -> list[str]:
             lines.append(f"  try: {p.suggestion}")
         if p.fix and p.fix.get("command"):
             lines.append(f"  fix: {p.fix['command']}")
+        lines.append(f"  more: {p.docs}")
     return lines
 
 

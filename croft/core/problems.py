@@ -91,7 +91,13 @@ class Problem:
                 out[key] = value
         if self.retryable:
             out["retryable"] = True
+        out["docs"] = self.docs
         return out
+
+    @property
+    def docs(self) -> str:
+        """The command that prints this code's page (docs/errors/CODE.md): what it means and how to fix it."""
+        return f"croft docs {self.code}"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Problem:
