@@ -32,6 +32,9 @@ def test_the_wheel_ships_docs_and_job_templates(tmp_path):
     for rel in (
         "docs/scheduling.md",
         "docs/commands.md",
+        "docs/errors/SCHEDULE_HELD.md",
+        "docs/server/Dockerfile",
+        "docs/server/croft-tick-cronjob.yaml",
         "launchd/dev.croft.tick.plist",
         "systemd/croft-tick.timer",
     ):
