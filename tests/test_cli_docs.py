@@ -45,7 +45,7 @@ def test_the_listing_names_every_topic_with_a_line_from_its_page():
     code, out, _ = docs()
     assert code == 0
     listed = dict(re.findall(r"^  (\S+)\s+(.+)$", out, re.M))
-    assert set(listed) == set(topics()) and REQUIRED_TOPICS <= set(listed)
+    assert set(listed) == set(topics()) and set(listed) >= REQUIRED_TOPICS
     for name, path in topics().items():
         title = path.read_text().splitlines()[0].removeprefix("# ")
         assert listed[name].startswith(title), name
@@ -170,3 +170,28 @@ def test_every_problem_points_at_its_page_in_json_and_in_text():
     assert "  more: croft docs SCHEDULE_HELD" in problem_lines([p])
     code, out, _ = docs(*p.docs.split()[2:])
     assert code == 0 and out.startswith("# SCHEDULE_HELD")
+
+
+# --- configuration and environment pages cover what the code reads --------------------------------
+
+
+def test_the_configuration_page_has_every_croft_json_key():
+    from croft.project.config import NOTIFY_KEYS, TOP_KEYS
+
+    text = topics()["configuration"].read_text()
+    keys = [*TOP_KEYS, *(f"notify.{k}" for k in NOTIFY_KEYS)]
+    missing = [k for k in keys if f"| `{k}` |" not in text]
+    assert not missing, f"docs/configuration.md has no row for {missing}"
+
+
+def test_the_environment_page_has_every_croft_variable_the_code_reads():
+    from pathlib import Path
+
+    import croft
+
+    source = Path(croft.__file__).parent
+    names = {m for f in source.rglob("*.py") for m in re.findall(r"\bCROFT_[A-Z_]+\b", f.read_text())}
+    assert names, "found no CROFT_ variable in the source"
+    text = topics()["environment"].read_text()
+    missing = sorted(n for n in names if f"`{n}`" not in text)
+    assert not missing, f"docs/environment.md does not describe {missing}"

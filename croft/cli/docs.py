@@ -182,7 +182,10 @@ def _unknown(word: str) -> CroftError:
     guides, codes = topics(), error_pages()
     lowered = word.strip().lower()
     near: list[str] = []
-    for found in _closest(lowered, [*guides, *ALIASES]) + _closest(word.strip().upper(), list(codes)):
+    by_topic = _closest(lowered, [*guides, *ALIASES])
+    by_code = _closest(word.strip().upper().replace("-", "_"), list(codes))
+    looks_like_code = "_" in word or word.strip().isupper()
+    for found in by_code + by_topic if looks_like_code else by_topic + by_code:
         target = ALIASES.get(found, found)
         if target not in near:
             near.append(target)
