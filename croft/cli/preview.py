@@ -29,16 +29,33 @@ def _human(result: Result) -> str:
     return "\n".join(lines)
 
 
+def _human_or_watch(result: Result) -> str:
+    if result.data.get("stopped"):
+        return f"stopped watching {result.data['asset']} after {result.data['previews']} previews; nothing was written"
+    return _human(result)
+
+
 @click.command("preview")
 @click.argument("asset")
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Stay running and preview again each time the asset, a module it imports or an input table changes.",
+)
 @project_option
 @json_option
-@run_command(_human)
-def command(asset: str, project_dir: str | None) -> Result:
+@run_command(_human_or_watch)
+def command(asset: str, project_dir: str | None, watch: bool = False) -> Result:
     """Run ASSET without committing: show its rows and what a real run would change.
 
     The cursor does not move. A preview that succeeds approves the code for the scheduler, as a run does.
+    With --watch, each save previews again (Ctrl-C ends it, exit 130); --json then prints one envelope per
+    preview and a last one when it stops.
     """
+    if watch:
+        from croft.cli.preview_watch import watch as watch_loop
+
+        return watch_loop(load(project_dir), asset, as_json=click.get_current_context().params["as_json"])
     from croft.engine.runner import RunOptions, run_assets
 
     return run_assets(
