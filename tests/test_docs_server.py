@@ -1,6 +1,6 @@
 """The server recipes in docs/server/ are real: the manifest parses as Kubernetes objects, runs
 `croft tick --all` every minute with the project on a persistent volume, and every croft command the
-recipes name is one croft has."""
+recipes, the guides and the README tell a reader to type is one croft has."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from croft.core.paths import data_path
 MANIFEST = data_path("docs", "server", "croft-tick-cronjob.yaml")
 DOCKERFILE = data_path("docs", "server", "Dockerfile")
 GUIDE = data_path("docs", "server.md")
+# Every guide and the README: what a reader is told to type must be a command croft has.
+PAGES = [*sorted(data_path("docs").glob("*.md")), data_path("README.md")]
 
 
 def _objects() -> list[dict]:
@@ -49,21 +51,30 @@ def test_the_dockerfile_serves_a_project_on_its_volume():
 
 
 def _code(text: str, comment: str | None) -> str:
-    """What a reader would type or a machine would run: code blocks and `spans` of the guide, the
-    non-comment lines of the recipes."""
+    """What a reader would type or a machine would run: shell code blocks and `spans` of a guide, the
+    non-comment lines of a recipe."""
     if comment:
         return "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith(comment))
-    return "\n".join(re.findall(r"```\n(.*?)```", text, re.S) + re.findall(r"`([^`\n]+)`", text))
+    shell, prose, fence = [], [], None
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fence = None if fence is not None else line[3:].strip()
+            continue
+        if fence is None:
+            prose.append(line)
+        elif fence in ("", "sh", "shell", "console"):
+            shell.append(line)
+    return "\n".join(shell + re.findall(r"`([^`\n]+)`", "\n".join(prose)))
 
 
 def _named_commands() -> set[str]:
-    """`croft X` and, when X is a group, `croft X Y`, as typed in the recipes."""
-    texts = [
-        _code(MANIFEST.read_text(), "#"),
-        _code(DOCKERFILE.read_text(), "#"),
-        _code(GUIDE.read_text(), None),
-    ]
-    found = {m for t in texts for m in re.findall(r"(?=(?<![\w.-])croft ([a-z][\w-]*(?: [a-z][\w-]*)?))", t)}
+    """`croft X` and, when X is a group, `croft X Y`, as typed in the recipes and the guides."""
+    texts = [_code(MANIFEST.read_text(), "#"), _code(DOCKERFILE.read_text(), "#")]
+    texts += [_code(page.read_text(), None) for page in PAGES]
+    at_start = r"(?:^\s*|^\$ |&&\s*|[;|\"']\s*|/bin/|-\s)"
+    found = {
+        m for t in texts for m in re.findall(at_start + r"croft ([a-z][\w-]*(?: [a-z][\w-]*)?)", t, re.M)
+    }
     return {
         " ".join(words[:2] if words[0] in GROUPS else words[:1]) for words in (m.split() for m in found)
     } - {"croft"}
