@@ -63,8 +63,8 @@ class Watch:
                 return latest
         raise AssertionError("no such preview within the timeout; output:\n" + "\n".join(self.seen))
 
-    def interrupt(self) -> int:
-        self.proc.send_signal(signal.SIGINT)
+    def interrupt(self, sig: int = signal.SIGINT) -> int:
+        self.proc.send_signal(sig)
         return self.proc.wait(timeout=30)
 
     def close(self) -> None:
@@ -145,7 +145,7 @@ def test_new_data_in_an_input_table_previews_the_transform_again(fruit):
             capture_output=True,
         )
         watch.until(lambda out: any('{"n": 3}' in ln for ln in out))
-        assert watch.interrupt() == 130
+        assert watch.interrupt(signal.SIGTERM) == 130  # a supervisor's stop ends it like Ctrl-C
     finally:
         watch.close()
 

@@ -87,10 +87,8 @@ def _input_versions(database: Path, inputs: tuple[str, ...]) -> tuple[Any, ...]:
 
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
+    """SIGTERM (a supervisor, `kill`) ends the watch the way Ctrl-C does."""
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         yield
     finally:
