@@ -1,0 +1,244 @@
+"""Telling someone when the scheduler fails, and only then: the entry points the runner and the tick call.
+
+- ``after_run``: the runner's one call at the end of every run. A scheduled run with failed, crashed or
+  interrupted steps notifies by the streak rule; any run in which an asset with a failing streak
+  succeeds sends one "recovered". Costs one settings read when there is nothing to say.
+- ``notify_failed_start``: the tick's call for a run it started that never recorded itself.
+- ``ping_after_tick``: the tick's call after each completed project tick (the dead-man's switch).
+
+None of them raises: every notification that does not go out is one redacted line in
+``<state>/logs/notify.log``. Desktop and webhook code (and httpx) load only when something is sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from croft.schedule.notify_log import host_of, is_dry, log_miss, record
+from croft.schedule.notify_message import FAILED_STATUSES, Failed
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from croft.core.problems import Problem
+    from croft.project.config import Project
+
+__all__ = ["after_run", "notify_failed_start", "notify_scheduled_failure", "ping_after_tick"]
+
+SUCCEEDED = ("ok", "unchanged")
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
+def after_run(project: Project, conn: sqlite3.Connection, options: Any, summary: dict[str, Any]) -> None:
+    """Decide what a finished run says, from its stored (redacted) summary; never raises."""
+    run_id = str((summary.get("data") or {}).get("runId") or "")
+    try:
+        steps = (summary.get("data") or {}).get("steps") or []
+        if getattr(options, "preview", False):
+            return
+        if getattr(options, "trigger", "manual") == "schedule":
+            failed = [Failed(s["asset"], s.get("error")) for s in steps if s.get("status") in FAILED_STATUSES]
+            if failed:
+                _failed(project, conn, run_id, failed, summary)
+        succeeded = [s["asset"] for s in steps if s.get("status") in SUCCEEDED]
+        if succeeded:
+            _recovered(project, conn, run_id, succeeded, summary)
+    except (Exception, KeyboardInterrupt) as exc:
+        _miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
+
+
+def notify_failed_start(
+    project: Project, run_id: str, assets: Sequence[str], problem: Problem | dict[str, Any]
+) -> None:
+    """A run the tick started never recorded itself: notify its assets (by the streak rule); never raises."""
+    error = problem if isinstance(problem, dict) else problem.to_dict()
+    notify_scheduled_failure(project, run_id, [Failed(asset, error) for asset in assets])
+
+
+def notify_scheduled_failure(
+    project: Project, run_id: str, failed: Sequence[Failed], summary: dict[str, Any] | None = None
+) -> None:
+    """Notify a scheduled failure found outside the run (a failed start, a crash found later); never raises."""
+    try:
+        from croft.history.db import open_history
+
+        conn = open_history(project.config.state_dir)
+        try:
+            _failed(project, conn, run_id, list(failed), summary)
+        finally:
+            conn.close()
+    except (Exception, KeyboardInterrupt) as exc:
+        _miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
+
+
+def ping_after_tick(project: Project) -> None:
+    """GET ``notify.ping`` after a completed project tick, a few seconds at most; a miss is logged."""
+    url = project.config.notify_ping
+    if not url:
+        return
+    try:
+        from croft.schedule.notify_webhook import ping
+
+        outcome = ping(url)
+        if outcome.status != "sent":
+            _miss(project, None, f"ping {host_of(url)}: {outcome.error}")
+    except (Exception, KeyboardInterrupt) as exc:
+        _miss(project, None, f"ping {host_of(url)}: {type(exc).__name__}: {exc}")
+
+
+# -- the two kinds of message -----------------------------------------------------------------------
+
+
+def _failed(
+    project: Project,
+    conn: sqlite3.Connection,
+    run_id: str,
+    failed: list[Failed],
+    summary: dict[str, Any] | None,
+) -> None:
+    from croft.core.clock import now
+    from croft.schedule import notify_streaks as streaks
+    from croft.schedule.notify_message import failure_message, failure_payload
+
+    at = now()
+    try:
+        fresh, longest = streaks.update(
+            conn, lambda old: _pick(streaks.on_failures(old, [f.asset for f in failed], at))
+        )
+    except Exception as exc:  # no memory of the streak: better one message too many than none
+        _miss(project, run_id, f"streaks: not saved: {type(exc).__name__}: {exc}")
+        fresh, longest = [f.asset for f in failed], 1
+    if failed and not fresh:
+        return
+    chosen = [f for f in failed if f.asset in fresh]
+    name = project.root.name
+    redact = project.redactor.text
+    title, body = failure_message(name, run_id, chosen, redact, streak=longest)
+    payload = failure_payload(
+        name, title, body, run_id=run_id, failed=chosen, streak=longest or 1, summary=summary
+    )
+    _deliver(project, run_id, "failed", title, body, payload)
+
+
+def _pick(decided: tuple[Any, list[str], int]) -> tuple[Any, tuple[list[str], int]]:
+    new, notify, longest = decided
+    return new, (notify, longest)
+
+
+def _recovered(
+    project: Project, conn: sqlite3.Connection, run_id: str, succeeded: list[str], summary: dict[str, Any]
+) -> None:
+    from croft.schedule import notify_streaks as streaks
+
+    if not any(asset in streaks.read(conn) for asset in succeeded):  # the usual case: one SELECT
+        return
+    from croft.schedule.notify_message import recovered_message, recovered_payload
+
+    ended = streaks.update(conn, lambda old: streaks.on_successes(old, succeeded))
+    if not ended:
+        return
+    name = project.root.name
+    title, body = recovered_message(name, ended)
+    longest = max(count for _, count in ended)
+    payload = recovered_payload(name, title, body, run_id=run_id, streak=longest, summary=summary)
+    _deliver(project, run_id, "recovered", title, body, payload)
+
+
+# -- sending -------------------------------------------------------------------------------------------
+
+
+def _deliver(
+    project: Project, run_id: str, event: str, title: str, body: str, payload: dict[str, Any]
+) -> None:
+    """Desktop, then webhook; each one's miss is logged and does not stop the other."""
+    config = project.config
+    redact = project.redactor.text
+    title, body = redact(title), redact(body)
+    if config.notify_desktop:
+        try:
+            _desktop(project, run_id, event, title, body)
+        except Exception as exc:
+            _miss(project, run_id, f"desktop: {type(exc).__name__}: {exc}")
+    if config.notify_webhook:
+        try:
+            _webhook(project, run_id, event, config.notify_webhook, payload)
+        except Exception as exc:
+            _miss(project, run_id, f"webhook {host_of(config.notify_webhook)}: {type(exc).__name__}: {exc}")
+
+
+def _desktop(project: Project, run_id: str, event: str, title: str, body: str) -> None:
+    import sys
+
+    from croft.schedule.notify_desktop import show
+
+    state = project.config.state_dir
+    via = (
+        "osascript"
+        if sys.platform == "darwin"
+        else "notify-send"
+        if sys.platform.startswith("linux")
+        else None
+    )
+    if is_dry():
+        entry = {"runId": run_id, "kind": "desktop", "event": event, "title": title, "body": body}
+        record(state, {**entry, "via": via, "status": "dry"})
+        return
+    outcome = show(title, body)
+    if outcome.error:
+        _miss(project, run_id, outcome.error)
+
+
+def _webhook(project: Project, run_id: str, event: str, url: str, payload: dict[str, Any]) -> None:
+    from croft import __version__
+    from croft.schedule.notify_webhook import post, sign
+
+    host = host_of(url)
+    secret, refusal = _signing_secret(project)
+    if refusal:
+        _miss(project, run_id, f"webhook {host}: {refusal}")
+        return
+    body = json.dumps(project.redactor.obj(payload), ensure_ascii=False).encode("utf-8")
+    headers = {"Content-Type": "application/json", "User-Agent": f"croft/{__version__}"}
+    if secret:
+        headers["X-Croft-Signature"] = sign(secret, body)
+    delivery = post(url, body, headers)
+    if is_dry():
+        entry = {"runId": run_id, "kind": "webhook", "event": event, "host": host, "status": delivery.status}
+        record(
+            project.config.state_dir,
+            {**entry, "httpStatus": delivery.http_status, "attempts": delivery.attempts},
+        )
+    if delivery.status != "sent":
+        _miss(project, run_id, f"webhook {host}: {delivery.error}")
+
+
+def _signing_secret(project: Project) -> tuple[str | None, str | None]:
+    """(the key that signs, or None) and a refusal: ``notify.secret`` is the key or the name of a .env one.
+
+    A value written like a variable name that ``.env`` does not define is refused rather than used as
+    the key: a receiver could never verify it, and the user meant the variable.
+    """
+    configured = project.config.notify_secret
+    if not configured:
+        return None, None
+    if configured in project.env:
+        return project.env[configured], None
+    if _ENV_NAME.fullmatch(configured):
+        return None, (
+            f"notify.secret names {configured}, which .env does not define; not sent unsigned"
+            f" (add {configured}=... to .env)"
+        )
+    return configured, None
+
+
+def _miss(project: Project, run_id: str | None, message: str) -> None:
+    try:
+        redact = project.redactor.text
+    except Exception:
+        redact = None
+    with contextlib.suppress(Exception):
+        log_miss(project.config.state_dir, run_id, message, redact)
