@@ -23,6 +23,7 @@ __all__ = [
     "desktop_command",
     "markup_escape",
     "notifier_env",
+    "notify_send_body",
     "notify_send_command",
     "osascript_command",
     "show",
@@ -58,13 +59,19 @@ def markup_escape(text: str) -> str:
     return _flat(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def notify_send_body(text: str) -> str:
+    """The body argument of notify-send: markup escaped, and backslashes doubled because notify-send
+    unescapes its body (``\\n`` becomes a line break, ``\\x`` loses its backslash) before sending it."""
+    return markup_escape(text).replace("\\", "\\\\")
+
+
 def osascript_command(title: str, body: str) -> list[str]:
     script = f"display notification {applescript_string(body)} with title {applescript_string(title)}"
     return [OSASCRIPT, "-e", script]
 
 
 def notify_send_command(title: str, body: str, program: str = "notify-send") -> list[str]:
-    return [program, "-a", "croft", "--", _flat(title), markup_escape(body)]
+    return [program, "-a", "croft", "--", _flat(title), notify_send_body(body)]
 
 
 def desktop_command(platform: str, title: str, body: str, program: str = "notify-send") -> list[str] | None:

@@ -11,13 +11,13 @@ import hashlib
 import hmac
 import ipaddress
 import os
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpx
 
+from croft.engine import settings
 from croft.engine.http import parse_retry_after
 from croft.schedule.notify_log import host_of, scrub_urls
 
@@ -92,9 +92,10 @@ def post(
     headers: Mapping[str, str],
     *,
     timeout: float | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
 ) -> Delivery:
-    """POST ``body`` up to 3 times; never raises."""
+    """POST ``body`` up to 3 times; never raises. Waits go through ``engine.settings.pause`` by default,
+    the one seam where tests record waits instead of sleeping."""
     timeout = timeout_seconds() if timeout is None else timeout
     status: int | None = None
     error = "not sent"
@@ -120,7 +121,7 @@ def post(
                 if asked is not None:
                     wait = max(wait, min(asked, MAX_RETRY_AFTER_S))
             if attempt < ATTEMPTS:
-                sleep(wait)
+                (sleep or settings.pause)(wait)
     return Delivery("failed", ATTEMPTS, status, f"gave up after {ATTEMPTS} attempts: {error}")
 
 
