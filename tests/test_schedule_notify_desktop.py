@@ -101,3 +101,34 @@ def test_desktop_false_turns_it_off(make_project):
     assert [(r["kind"], r["status"], r["body"]) for r in records] == [
         ("desktop", "dry", "orders failed in a scheduled run. See it with: croft logs orders --failed")
     ]
+
+
+def test_a_crashed_scheduled_run_found_by_reconcile_is_notified_and_a_crashed_manual_one_is_not(make_project):
+    from croft.core.identity import ProcessIdentity
+    from croft.core.problems import problem
+    from croft.history import runs
+    from croft.history.db import open_history
+    from croft.schedule.notify import notify_crashed_runs
+
+    root = make_project()
+    project = load_project(root)
+    conn = open_history(project.config.state_dir)
+    dead = ProcessIdentity(pid=999_999, start="0", boot="x")
+    for run_id, trigger in (("r_sched", "schedule"), ("r_hand", "manual")):
+        runs.create_run(conn, run_id=run_id, trigger=trigger, human=trigger == "manual", argv=[], who=dead)
+        runs.start_step(
+            conn, run_id=run_id, asset="orders", attempt=1, reason="due", code_hash=None, log_path=None
+        )
+        runs.mark_crashed(
+            conn, run_id, problem("RUN_CRASHED", f"run {run_id} ended without finishing", "run it again")
+        )
+    notify_crashed_runs(project, conn, ["r_sched", "r_hand", "r_gone"])
+    conn.close()
+    records = [json.loads(x) for x in (root / ".croft/logs/notifications.ndjson").read_text().splitlines()]
+    assert [(r["runId"], r["body"]) for r in records] == [
+        (
+            "r_sched",
+            "orders failed in a scheduled run: RUN_CRASHED: run r_sched ended without finishing."
+            " See it with: croft logs orders --failed",
+        )
+    ]

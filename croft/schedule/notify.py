@@ -27,7 +27,13 @@ if TYPE_CHECKING:
     from croft.core.problems import Problem
     from croft.project.config import Project
 
-__all__ = ["after_run", "notify_failed_start", "notify_scheduled_failure", "ping_after_tick"]
+__all__ = [
+    "after_run",
+    "notify_crashed_runs",
+    "notify_failed_start",
+    "notify_scheduled_failure",
+    "ping_after_tick",
+]
 
 SUCCEEDED = ("ok", "unchanged")
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
@@ -73,6 +79,29 @@ def notify_scheduled_failure(
             conn.close()
     except (Exception, KeyboardInterrupt) as exc:
         _miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
+
+
+def notify_crashed_runs(project: Project, conn: sqlite3.Connection, run_ids: Sequence[str]) -> None:
+    """Notify the scheduled runs among those reconcile just marked crashed (its return value); never raises.
+
+    The failed assets are the last attempts that ended crashed, failed or interrupted; runs by hand are
+    left alone.
+    """
+    for run_id in run_ids:
+        try:
+            from croft.history import runs
+
+            run = runs.get_run(conn, run_id)
+            if run is None or run.get("trigger") != "schedule":
+                continue
+            last: dict[str, dict[str, Any]] = {}
+            for step in reversed(runs.list_steps(conn, run_id=run_id, limit=10_000)):  # oldest first
+                last[step["asset"]] = step
+            failed = [Failed(a, s.get("error")) for a, s in last.items() if s["status"] in FAILED_STATUSES]
+            summary = run.get("summary") if isinstance(run.get("summary"), dict) else None
+            _failed(project, conn, run_id, failed, summary)
+        except (Exception, KeyboardInterrupt) as exc:
+            _miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
 
 
 def ping_after_tick(project: Project) -> None:
