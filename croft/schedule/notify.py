@@ -12,20 +12,15 @@ None of them raises: every notification that does not go out is one redacted lin
 
 from __future__ import annotations
 
-import contextlib
-import json
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from croft.schedule.notify_log import host_of, is_dry, log_miss, record
-from croft.schedule.notify_message import FAILED_STATUSES, Failed
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the runner imports this module at the end of every run: keep its imports at nothing
     import sqlite3
 
     from croft.core.problems import Problem
     from croft.project.config import Project
+    from croft.schedule.notify_message import Failed
 
 __all__ = [
     "after_run",
@@ -35,8 +30,8 @@ __all__ = [
     "ping_after_tick",
 ]
 
+FAILED_STATUSES = ("failed", "crashed", "interrupted")
 SUCCEEDED = ("ok", "unchanged")
-_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 
 
 def after_run(project: Project, conn: sqlite3.Connection, options: Any, summary: dict[str, Any]) -> None:
@@ -47,6 +42,8 @@ def after_run(project: Project, conn: sqlite3.Connection, options: Any, summary:
         if getattr(options, "preview", False):
             return
         if getattr(options, "trigger", "manual") == "schedule":
+            from croft.schedule.notify_message import Failed
+
             failed = [Failed(s["asset"], s.get("error")) for s in steps if s.get("status") in FAILED_STATUSES]
             if failed:
                 _failed(project, conn, run_id, failed, summary)
@@ -61,6 +58,8 @@ def notify_failed_start(
     project: Project, run_id: str, assets: Sequence[str], problem: Problem | dict[str, Any]
 ) -> None:
     """A run the tick started never recorded itself: notify its assets (by the streak rule); never raises."""
+    from croft.schedule.notify_message import Failed
+
     error = problem if isinstance(problem, dict) else problem.to_dict()
     notify_scheduled_failure(project, run_id, [Failed(asset, error) for asset in assets])
 
@@ -90,6 +89,7 @@ def notify_crashed_runs(project: Project, conn: sqlite3.Connection, run_ids: Seq
     for run_id in run_ids:
         try:
             from croft.history import runs
+            from croft.schedule.notify_message import Failed
 
             run = runs.get_run(conn, run_id)
             if run is None or run.get("trigger") != "schedule":
@@ -109,6 +109,8 @@ def ping_after_tick(project: Project) -> None:
     url = project.config.notify_ping
     if not url:
         return
+    from croft.schedule.notify_log import host_of
+
     try:
         from croft.schedule.notify_webhook import ping
 
@@ -184,6 +186,8 @@ def _deliver(
     project: Project, run_id: str, event: str, title: str, body: str, payload: dict[str, Any]
 ) -> None:
     """Desktop, then webhook; each one's miss is logged and does not stop the other."""
+    from croft.schedule.notify_log import host_of
+
     config = project.config
     redact = project.redactor.text
     title, body = redact(title), redact(body)
@@ -203,6 +207,7 @@ def _desktop(project: Project, run_id: str, event: str, title: str, body: str) -
     import sys
 
     from croft.schedule.notify_desktop import show
+    from croft.schedule.notify_log import is_dry, record
 
     state = project.config.state_dir
     via = (
@@ -222,7 +227,10 @@ def _desktop(project: Project, run_id: str, event: str, title: str, body: str) -
 
 
 def _webhook(project: Project, run_id: str, event: str, url: str, payload: dict[str, Any]) -> None:
+    import json
+
     from croft import __version__
+    from croft.schedule.notify_log import host_of, is_dry, record
     from croft.schedule.notify_webhook import post, sign
 
     host = host_of(url)
@@ -256,7 +264,9 @@ def _signing_secret(project: Project) -> tuple[str | None, str | None]:
         return None, None
     if configured in project.env:
         return project.env[configured], None
-    if _ENV_NAME.fullmatch(configured):
+    import re
+
+    if re.fullmatch(r"[A-Z_][A-Z0-9_]*", configured):
         return None, (
             f"notify.secret names {configured}, which .env does not define; not sent unsigned"
             f" (add {configured}=... to .env)"
@@ -265,6 +275,10 @@ def _signing_secret(project: Project) -> tuple[str | None, str | None]:
 
 
 def _miss(project: Project, run_id: str | None, message: str) -> None:
+    import contextlib
+
+    from croft.schedule.notify_log import log_miss
+
     try:
         redact = project.redactor.text
     except Exception:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "FAILED_STATUSES",
     "MESSAGE_CHARS",
     "Failed",
     "failure_message",
@@ -24,7 +23,6 @@ __all__ = [
     "recovered_payload",
 ]
 
-FAILED_STATUSES = ("failed", "crashed", "interrupted")
 MESSAGE_CHARS = 180
 NAMES_SHOWN = 3
 _BLANKS = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+")
