@@ -165,7 +165,8 @@ def _recovered(
 ) -> None:
     from croft.schedule import notify_streaks as streaks
 
-    if not any(asset in streaks.read(conn) for asset in succeeded):  # the usual case: one SELECT
+    going = streaks.read(conn)  # the usual case ends here, after one SELECT
+    if not any(asset in going for asset in succeeded):
         return
     from croft.schedule.notify_message import recovered_message, recovered_payload
 
