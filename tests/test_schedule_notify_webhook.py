@@ -221,3 +221,17 @@ def test_nothing_raises_when_the_state_folder_cannot_be_written(make_project, se
     notify_failed_start(project, "../../escape", ["a"], ERROR)
     ping_after_tick(project)
     assert not Path(root.parent / "escape").exists()
+
+
+def test_a_loopback_webhook_bypasses_the_http_proxy(make_project, server, monkeypatch):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead_proxy = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(name, dead_proxy)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    server.route("POST", "/hook", server.reply(200))
+    project = project_with(make_project, server.url("/hook"))
+    notify_scheduled_failure(project, "r_1", [Failed("orders", ERROR)])
+    assert len(server.requests_to("/hook")) == 1 and notify_log(project) == []
