@@ -132,3 +132,28 @@ def test_a_crashed_scheduled_run_found_by_reconcile_is_notified_and_a_crashed_ma
             " See it with: croft logs orders --failed",
         )
     ]
+
+
+def test_a_failed_start_counts_in_the_streak_and_takes_the_ticks_problem_and_connection(make_project):
+    from croft.core.problems import problem
+    from croft.history.db import open_history
+    from croft.schedule.notify import notify_failed_start
+
+    root = make_project()
+    project = load_project(root)
+    why = problem(
+        "RUN_CRASHED",
+        "the scheduled run r_x did not start orders: its process ended before it recorded the run",
+        "croft logs --runs shows the scheduled runs",
+    )
+    conn = open_history(project.config.state_dir)
+    notify_failed_start(project, "r_x", ["orders"], why, conn=conn)
+    notify_failed_start(project, "r_y", ["orders"], why, conn=conn)  # the same streak: quiet
+    notify_failed_start(project, "r_z", ["orders"], object())  # type: ignore[arg-type]  # logged, not raised
+    conn.close()
+    records = [json.loads(x) for x in (root / ".croft/logs/notifications.ndjson").read_text().splitlines()]
+    assert [r["body"] for r in records] == [
+        "orders failed in a scheduled run: RUN_CRASHED: the scheduled run r_x did not start orders: its process"
+        " ended before it recorded the run. See it with: croft logs orders --failed"
+    ]
+    assert "r_z notify: AttributeError" in (root / ".croft/logs/notify.log").read_text()

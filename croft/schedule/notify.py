@@ -55,27 +55,47 @@ def after_run(project: Project, conn: sqlite3.Connection, options: Any, summary:
 
 
 def notify_failed_start(
-    project: Project, run_id: str, assets: Sequence[str], problem: Problem | dict[str, Any]
+    project: Project,
+    run_id: str,
+    assets: Sequence[str],
+    problem: Problem | dict[str, Any] | None,
+    conn: sqlite3.Connection | None = None,
 ) -> None:
-    """A run the tick started never recorded itself: notify its assets (by the streak rule); never raises."""
-    from croft.schedule.notify_message import Failed
+    """A run the tick started never recorded itself: notify its assets (by the streak rule); never raises.
 
-    error = problem if isinstance(problem, dict) else problem.to_dict()
-    notify_scheduled_failure(project, run_id, [Failed(asset, error) for asset in assets])
+    ``problem`` says why (the child's refusal, or a RUN_CRASHED the tick made); ``conn`` is the tick's
+    open runs.sqlite, if it has one.
+    """
+    try:
+        from croft.schedule.notify_message import Failed
+
+        error = problem.to_dict() if problem is not None and not isinstance(problem, dict) else problem
+        failed = [Failed(asset, error) for asset in assets]
+    except (Exception, KeyboardInterrupt) as exc:
+        _miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
+        return
+    notify_scheduled_failure(project, run_id, failed, conn=conn)
 
 
 def notify_scheduled_failure(
-    project: Project, run_id: str, failed: Sequence[Failed], summary: dict[str, Any] | None = None
+    project: Project,
+    run_id: str,
+    failed: Sequence[Failed],
+    summary: dict[str, Any] | None = None,
+    conn: sqlite3.Connection | None = None,
 ) -> None:
     """Notify a scheduled failure found outside the run (a failed start, a crash found later); never raises."""
     try:
+        if conn is not None:
+            _failed(project, conn, run_id, list(failed), summary)
+            return
         from croft.history.db import open_history
 
-        conn = open_history(project.config.state_dir)
+        own = open_history(project.config.state_dir)
         try:
-            _failed(project, conn, run_id, list(failed), summary)
+            _failed(project, own, run_id, list(failed), summary)
         finally:
-            conn.close()
+            own.close()
     except (Exception, KeyboardInterrupt) as exc:
         _miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
 
