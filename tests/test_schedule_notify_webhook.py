@@ -203,9 +203,7 @@ def test_the_ping_is_a_get_and_a_failing_one_is_logged_within_seconds(
     finally:
         release.set()
     assert len(server.requests_to("/slow")) == 1
-    assert notify_log(slow)[0].endswith(
-        f"- ping 127.0.0.1:{server.port}: no answer within 0.15 s (ReadTimeout)"
-    )
+    assert notify_log(slow)[0].endswith(f"- ping 127.0.0.1:{server.port}: no answer within 0.15 s")
     assert ping_after_tick(project_with(make_project, None)) is None  # no ping configured: nothing at all
 
 
@@ -235,3 +233,25 @@ def test_a_loopback_webhook_bypasses_the_http_proxy(make_project, server, monkey
     project = project_with(make_project, server.url("/hook"))
     notify_scheduled_failure(project, "r_1", [Failed("orders", ERROR)])
     assert len(server.requests_to("/hook")) == 1 and notify_log(project) == []
+
+
+def test_the_ping_loads_no_httpx_or_click_and_a_404_is_logged(make_project, server):
+    import subprocess
+    import sys
+
+    server.route("GET", "/ping", server.reply(200))
+    probe = """
+import json, sys
+from croft.project.config import load_project
+from croft.schedule.notify import ping_after_tick
+ping_after_tick(load_project())
+print(json.dumps(sorted(m for m in ("httpx", "click") if m in sys.modules)))
+"""
+    for path, logged in (("/ping", False), ("/gone", True)):
+        root = make_project(root=make_project().parent / path.strip("/"), notify={"ping": server.url(path)})
+        out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True)
+        assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+        log = root / ".croft/logs/notify.log"
+        assert log.exists() == logged
+    assert log.read_text().rstrip().endswith(f"- ping 127.0.0.1:{server.port}: HTTP 404")
+    assert [r.path for r in server.requests] == ["/ping", "/gone"]

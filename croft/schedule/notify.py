@@ -132,10 +132,10 @@ def ping_after_tick(project: Project) -> None:
     from croft.schedule.notify_log import host_of
 
     try:
-        from croft.schedule.notify_webhook import ping
+        from croft.schedule.notify_ping import ping
 
         outcome = ping(url)
-        if outcome.status != "sent":
+        if not outcome.ok:
             _miss(project, None, f"ping {host_of(url)}: {outcome.error}")
     except (Exception, KeyboardInterrupt) as exc:
         _miss(project, None, f"ping {host_of(url)}: {type(exc).__name__}: {exc}")
