@@ -4,6 +4,7 @@
   interrupted steps notifies by the streak rule; any run in which an asset with a failing streak
   succeeds sends one "recovered". Costs one settings read when there is nothing to say.
 - ``notify_failed_start``: the tick's call for a run it started that never recorded itself.
+- ``notify_crashed_runs``: the tick's call for the scheduled runs reconcile has just marked crashed.
 - ``ping_after_tick``: the tick's call after each completed project tick (the dead-man's switch).
 
 None of them raises: every notification that does not go out is one redacted line in
@@ -231,13 +232,7 @@ def _desktop(project: Project, run_id: str, event: str, title: str, body: str) -
     from croft.schedule.notify_log import is_dry, record
 
     state = project.config.state_dir
-    via = (
-        "osascript"
-        if sys.platform == "darwin"
-        else "notify-send"
-        if sys.platform.startswith("linux")
-        else None
-    )
+    via = {"darwin": "osascript", "linux": "notify-send"}.get(sys.platform)
     if is_dry():
         entry = {"runId": run_id, "kind": "desktop", "event": event, "title": title, "body": body}
         record(state, {**entry, "via": via, "status": "dry"})
