@@ -180,3 +180,17 @@ def test_the_hook_loads_no_sender_and_no_httpx_unless_it_sends(make_project, tri
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == expected, out.stderr
     assert len(desktop(root)) == (1 if expected else 0)
+
+
+def test_a_notifier_that_blows_up_never_fails_the_run(make_project, monkeypatch):
+    def boom(*_args, **_kwargs):
+        raise RuntimeError(f"bug in the notifier {SECRET}")
+
+    monkeypatch.setattr("croft.schedule.notify._failed", boom)
+    root = make_project({"assets/orders.py": FLAKY, ".env": f"SHOP_KEY={SECRET}\n"})
+    monkeypatch.setenv("ORDERS_BROKEN", "1")
+    envelope = scheduled(root, "2026-11-02T09:00:00Z", monkeypatch)
+    assert envelope["data"]["steps"][0]["status"] == "failed"  # the run's own result, unchanged
+    [line] = (root / ".croft/logs/notify.log").read_text().splitlines()
+    assert line.endswith("notify: RuntimeError: bug in the notifier [redacted:SHOP_KEY]")
+    assert line.split(" ")[1] == envelope["data"]["runId"]
