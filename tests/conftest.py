@@ -19,6 +19,7 @@ def _croft_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     home = tmp_path_factory.mktemp("croft-home")
     monkeypatch.setenv("CROFT_HOME", str(home))
     monkeypatch.setenv("CROFT_JOB_LABEL", "dev.croft.test")
+    monkeypatch.setenv("CROFT_NOTIFY_DRY", "1")  # no test pops up a real desktop notification by accident
     return home
 
 

@@ -389,6 +389,9 @@ class _Run:
             result.exit = 130
         summary = {**result.envelope(), "exit": result.exit_code}
         runs.finish_run(self.conn, self.run_id, status, self.redactor.obj(summary))
+        from croft.schedule.notify import after_run  # lazy: decides in one settings read; never raises
+
+        after_run(self.project, self.conn, self.options, self.redactor.obj(summary))
         return result
 
 

@@ -1,0 +1,146 @@
+"""What a notification says: the desktop title and body, and the webhook payload. Pure functions.
+
+The desktop body is one line a person can act on from the notification alone: which assets failed, the
+first error's code and message, and the command that shows the rest. Messages are redacted before they
+are cut, so a secret straddling the cut can never leave half of itself behind.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "MESSAGE_CHARS",
+    "Failed",
+    "failure_message",
+    "failure_payload",
+    "name_list",
+    "one_line",
+    "recovered_message",
+    "recovered_payload",
+]
+
+MESSAGE_CHARS = 180
+NAMES_SHOWN = 3
+_BLANKS = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+Redact = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Failed:
+    """One asset a scheduled run failed, with its error as a problem dict (None after a crash)."""
+
+    asset: str
+    error: dict[str, Any] | None = None
+
+
+def name_list(names: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``, then ``a, b, c and N more``."""
+    if len(names) <= 1:
+        return "".join(names)
+    if len(names) <= NAMES_SHOWN:
+        return ", ".join(names[:-1]) + " and " + names[-1]
+    return ", ".join(names[:NAMES_SHOWN]) + f" and {len(names) - NAMES_SHOWN} more"
+
+
+def one_line(text: str, redact: Redact, limit: int = MESSAGE_CHARS) -> str:
+    """Redacted first, then control characters and whitespace runs become one space, then cut with ``…``."""
+    flat = _BLANKS.sub(" ", redact(text)).strip()
+    if len(flat) > limit:
+        flat = flat[: limit - 1].rstrip() + "…"
+    return flat
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith((".", "!", "?", "…")) else text + "."
+
+
+def failure_message(
+    project: str, run_id: str, failed: Sequence[Failed], redact: Redact, streak: int = 1
+) -> tuple[str, str]:
+    """(title, body) of a failed scheduled run; ``streak`` > 1 marks a reminder of a streak still going."""
+    title = f"croft: {project}"
+    if not failed:
+        return title, f"A scheduled run failed. See it with: croft logs {run_id}"
+    shown = next((f for f in failed if f.error), failed[0])
+    what = "."
+    if shown.error:
+        code = str(shown.error.get("code") or "ERROR")
+        what = ": " + _sentence(one_line(f"{code}: {shown.error.get('message') or ''}", redact))
+    verb = "failed in a scheduled run"
+    if streak > 1:
+        verb = f"{'still fails' if len(failed) == 1 else 'still fail'} in scheduled runs ({streak} in a row)"
+    names = name_list([f.asset for f in failed])
+    return title, f"{names} {verb}{what} See it with: croft logs {shown.asset} --failed"
+
+
+def recovered_message(project: str, recovered: Sequence[tuple[str, int]]) -> tuple[str, str]:
+    """(title, body) when assets that kept failing succeed again; each pair is (asset, failures in a row)."""
+    names = name_list([asset for asset, _ in recovered])
+    longest = max((count for _, count in recovered), default=0)
+    runs = "run" if longest == 1 else "runs"
+    return (
+        f"croft: {project}",
+        f"{names} succeeded again after {longest} failed scheduled {runs}."
+        f" See it with: croft logs {recovered[0][0]}",
+    )
+
+
+def failure_payload(
+    project: str,
+    title: str,
+    body: str,
+    *,
+    run_id: str,
+    failed: Sequence[Failed],
+    streak: int,
+    summary: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The webhook body of a failure: the run's stored summary when there is one, else one built here."""
+    if summary and isinstance(summary.get("data"), dict):
+        return _payload(project, f"{title} — {body}", "failed", streak, summary)
+    shown = next((f for f in failed if f.error), failed[0] if failed else None)
+    command = f"croft logs {shown.asset} --failed" if shown else f"croft logs {run_id}"
+    built = {
+        "data": {"runId": run_id, "status": "failed", "steps": []},
+        "problems": [f.error for f in failed if f.error],
+        "next": [{"command": command, "reason": "see what failed"}],
+        "exit": 1,
+        "ok": False,
+    }
+    return _payload(project, f"{title} — {body}", "failed", streak, built)
+
+
+def recovered_payload(
+    project: str, title: str, body: str, *, run_id: str, streak: int, summary: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The webhook body of a recovery: the succeeding run's summary, ``event: recovered``."""
+    if not (summary and isinstance(summary.get("data"), dict)):
+        summary = {
+            "data": {"runId": run_id, "status": "succeeded", "steps": []},
+            "problems": [],
+            "next": [],
+            "exit": 0,
+            "ok": True,
+        }
+    return _payload(project, f"{title} — {body}", "recovered", streak, summary)
+
+
+def _payload(project: str, text: str, event: str, streak: int, summary: dict[str, Any]) -> dict[str, Any]:
+    """Keys in a fixed order; progress and confirmation tokens of the summary are never sent."""
+    data = summary.get("data") or {}
+    return {
+        "project": project,
+        "text": text,
+        "event": event,
+        "streak": streak,
+        "data": {"runId": data.get("runId"), "status": data.get("status"), "steps": data.get("steps") or []},
+        "problems": list(summary.get("problems") or []),
+        "next": list(summary.get("next") or []),
+        "exit": summary.get("exit", 0 if summary.get("ok") else 1),
+        "ok": bool(summary.get("ok")),
+    }
