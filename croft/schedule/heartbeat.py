@@ -240,6 +240,8 @@ def stale_problem(
 
 
 def _span(ms: int) -> str:
+    if ms < 1000:
+        return f"{ms} ms"
     seconds = ms // 1000
     if seconds < 120:
         return f"{seconds} s"
