@@ -309,3 +309,18 @@ def test_heartbeat_reader_never_creates_history(tmp_path: Path) -> None:
     started = time.monotonic()
     assert heartbeat.log_tail(tmp_path / "nope.log") == []
     assert time.monotonic() - started < 1
+
+
+def test_croft_status_warns_when_the_scheduler_is_stale(proj, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    runner = CliRunner()
+    schedule_on(proj, no_os_job=True)
+    fresh = json.loads(
+        runner.invoke(_build_group(), ["status", "--project", str(proj.root), "--json"]).output
+    )
+    assert not [p for p in fresh["problems"] if p["code"] == "SCHEDULER_STALE"]
+    monkeypatch.setenv("CROFT_NOW", "2026-03-01T12:03:01Z")
+    out = runner.invoke(_build_group(), ["status", "--project", str(proj.root), "--json"])
+    assert out.exit_code == 0
+    (stale,) = [p for p in json.loads(out.output)["problems"] if p["code"] == "SCHEDULER_STALE"]
+    assert stale["details"]["cause"] == "serve_not_running" and stale["fix"]["command"] == "croft serve"
+    assert "the scheduler has not ticked since scheduling was turned on 3 min ago" in stale["message"]

@@ -18,6 +18,8 @@ COMMANDS: dict[str, str] = {
     "logs": "logs:command",
     "schedule": "schedule:group",
     "docs": "docs:command",
+    "serve": "serve:command",
+    "doctor": "doctor:command",
 }
 
 
