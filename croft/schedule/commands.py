@@ -285,6 +285,8 @@ def schedule_on(
         registry.add(root, via, now)
         if not no_os_job:
             spec = job_spec()
+            # The job's shell opens the log before croft runs: a missing folder would fail it silently.
+            Path(spec.log).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             backend = jobs.backend(backend_name, runner)
             job_changed = backend.install(spec)
             jobrecord.write(
