@@ -229,3 +229,14 @@ def test_sqlite_setting_read_never_creates_history(tmp_path: Path, _croft_home: 
     assert not (root / ".croft").exists()
     with pytest.raises(sqlite3.OperationalError):
         sqlite3.connect(f"file:{root}/.croft/runs.sqlite?mode=ro", uri=True).execute("select 1")
+
+
+def test_the_setting_cache_never_hides_a_change(tmp_path: Path, fake_python: Path, _croft_home: Path) -> None:
+    root = scheduled(tmp_path / "p", "off")
+    Registry().add(root, "os-job", parse_instant(NOW))
+    assert usertick.tick_all()["skipped"] == [{"root": str(root), "reason": "scheduling is off"}]
+    assert (_croft_home / "tick-cache.json").exists()
+    assert usertick.tick_all()["skipped"][0]["reason"] == "scheduling is off"  # from the cache
+    scheduled(root, "on")  # turned on: runs.sqlite changed, so the cache is not trusted
+    assert [s["root"] for s in usertick.tick_all()["started"]] == [str(root)]
+    wait_records(fake_python, 1)

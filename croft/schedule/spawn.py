@@ -8,10 +8,12 @@ variables of whoever started the job (which may hold secrets).
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = ["TickLog", "child_env", "spawn_tick"]
 
@@ -74,6 +76,8 @@ class TickLog:
 
 def spawn_tick(root: str, log: IO[bytes], env: dict[str, str]) -> subprocess.Popen[bytes]:
     """Start ``croft tick`` in ``root``; returns at once. Raises OSError when it cannot start."""
+    import subprocess  # only when a project is on: an idle minute does not pay for it
+
     return subprocess.Popen(
         [sys.executable, "-m", "croft", "tick"],
         cwd=root,

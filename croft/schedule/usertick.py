@@ -18,7 +18,8 @@ from croft.core import clock
 from croft.core.paths import croft_home, state_dir
 from croft.core.problems import CroftError
 from croft.schedule.registry import Entry, Registry, presence
-from croft.schedule.setting import effective_state, read_scheduling_file
+from croft.schedule.setting import effective_state
+from croft.schedule.settingcache import SettingCache
 from croft.schedule.spawn import TickLog, child_env, spawn_tick
 
 __all__ = ["main", "project_state_dir", "tick_all"]
@@ -69,9 +70,10 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
             raise
         note(f"{registry.path} is locked by another croft; pruning next minute")
     env = child_env(home)
+    cache = SettingCache(home / "tick-cache.json")
     with log.open() as handle:
         for entry in entries:
-            reason = _skip_reason(entry, now)
+            reason = _skip_reason(entry, now, cache)
             if reason:
                 out["skipped"].append({"root": entry.root, "reason": reason})
                 if reason.startswith("cannot check"):
@@ -86,6 +88,7 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
             _forget(child)
             note(f"{entry.root}: tick started (pid {child.pid})")
             out["started"].append({"root": entry.root, "pid": child.pid})
+    cache.save()
     return out
 
 
@@ -95,13 +98,13 @@ def _forget(child: Any) -> None:
     child.returncode = 0
 
 
-def _skip_reason(entry: Entry, now: Any) -> str | None:
+def _skip_reason(entry: Entry, now: Any, cache: SettingCache) -> str | None:
     if entry.via != "os-job":
         return "ticks from croft serve"
     state, why = presence(entry.root)
     if state != "present":
         return why if state == "unknown" else f"{state}: {why}"
-    setting = read_scheduling_file(project_state_dir(entry.root))
+    setting = cache.read(project_state_dir(entry.root))
     if setting.via == "serve":
         return "ticks from croft serve"
     current = effective_state(setting, now)
