@@ -324,3 +324,31 @@ def test_croft_status_warns_when_the_scheduler_is_stale(proj, monkeypatch) -> No
     (stale,) = [p for p in json.loads(out.output)["problems"] if p["code"] == "SCHEDULER_STALE"]
     assert stale["details"]["cause"] == "serve_not_running" and stale["fix"]["command"] == "croft serve"
     assert "the scheduler has not ticked since scheduling was turned on 3 min ago" in stale["message"]
+
+
+def test_on_refuses_an_interpreter_that_cannot_import_croft(proj, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from croft.schedule.jobs import spec as spec_module
+
+    monkeypatch.setattr(spec_module.sys, "executable", "/usr/bin/false")
+    fake = FakeOS()
+    with pytest.raises(CroftError) as err:
+        schedule_on(proj, backend_name="crontab", runner=fake)
+    assert err.value.code == "INSTALL_FAILED" and "could not run croft" in err.value.problem.message
+    assert fake.crontab == "" and read_scheduling_file(proj.config.state_dir).state == "off"
+
+
+def test_systemd_on_warns_without_linger_or_graphical_session(proj, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    for name in ("DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("USER", "nobody-croft-test")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(proj.root / "xdg"))
+    fake = FakeOS(
+        {("loginctl",): [(0, "Linger=no\n", "")], ("systemctl", "--user", "is-active"): [(3, "", "")]}
+    )
+    result = schedule_on(proj, backend_name="systemd", runner=fake)
+    (risk,) = [p for p in result.problems if p.code == "JOB_AT_RISK"]
+    assert "loginctl enable-linger nobody-croft-test" in risk.message
+    assert (proj.root / "xdg" / "systemd" / "user" / "dev.croft.test.timer").exists()
+    monkeypatch.setenv("DISPLAY", ":0")
+    again = schedule_on(proj, backend_name="systemd", runner=fake)
+    assert not [p for p in again.problems if p.code == "JOB_AT_RISK"]

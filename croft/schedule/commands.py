@@ -285,6 +285,7 @@ def schedule_on(
         registry.add(root, via, now)
         if not no_os_job:
             spec = job_spec()
+            _check_interpreter(spec.python)
             # The job's shell opens the log before croft runs: a missing folder would fail it silently.
             Path(spec.log).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             backend = jobs.backend(backend_name, runner)
@@ -404,3 +405,24 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
     if effective_state(setting, now) == "off":
         nexts.insert(0, Next("croft schedule on", "let the scheduler run this project's ingests"))
     return Result(data=data, problems=problems, next=nexts)
+
+
+def _check_interpreter(python: str) -> None:
+    """The job runs with a bare environment: refuse an interpreter that finds croft only through the shell's."""
+    from croft.schedule.doctor import interpreter_imports_croft
+
+    ok, why = interpreter_imports_croft(python)
+    if not ok:
+        raise CroftError(
+            "INSTALL_FAILED",
+            f"the scheduler job could not run croft: {why}",
+            "Install croft into that interpreter (`pip install croft`), or run `croft schedule on` with a croft"
+            " that is installed rather than found through PYTHONPATH. Without an OS job, `croft schedule on"
+            " --no-os-job` and a running `croft serve` tick this project instead.",
+            fix={
+                "kind": "command",
+                "description": "tick from croft serve",
+                "command": "croft schedule on --no-os-job",
+            },
+            details={"job": "interpreter", "python": python},
+        )
