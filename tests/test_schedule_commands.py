@@ -352,3 +352,22 @@ def test_systemd_on_warns_without_linger_or_graphical_session(proj, monkeypatch)
     monkeypatch.setenv("DISPLAY", ":0")
     again = schedule_on(proj, backend_name="systemd", runner=fake)
     assert not [p for p in again.problems if p.code == "JOB_AT_RISK"]
+
+
+def test_the_wait_reports_progress_every_10_s(proj, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from croft.schedule import commands
+
+    class FakeTime:
+        t = 0.0
+
+        def monotonic(self) -> float:
+            return self.t
+
+        def sleep(self, s: float) -> None:
+            self.t += s
+
+    monkeypatch.setattr(commands, "time", FakeTime())
+    lines: list[str] = []
+    waited = commands._wait_for_heartbeat(proj, parse_instant(NOW), 35_000, lines.append)
+    assert waited is None
+    assert lines == [f"waiting for the first scheduler tick… {s} s of 35 s" for s in (10, 20, 30)]

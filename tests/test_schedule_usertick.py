@@ -20,6 +20,7 @@ from croft.schedule.setting import write_scheduling
 from croft.schedule.spawn import ROTATE_BYTES, child_env
 
 NOW = "2026-03-01T12:00:00Z"
+REAL_PYTHON = sys.executable  # the fake_python fixture replaces sys.executable itself
 
 
 def scheduled(
@@ -239,4 +240,32 @@ def test_the_setting_cache_never_hides_a_change(tmp_path: Path, fake_python: Pat
     assert usertick.tick_all()["skipped"][0]["reason"] == "scheduling is off"  # from the cache
     scheduled(root, "on")  # turned on: runs.sqlite changed, so the cache is not trusted
     assert [s["root"] for s in usertick.tick_all()["started"]] == [str(root)]
+    wait_records(fake_python, 1)
+
+
+def test_a_locked_registry_is_pruned_next_minute_and_the_rest_still_ticks(
+    tmp_path: Path, fake_python: Path, _croft_home: Path
+) -> None:
+    from tests.test_schedule_registry import HOLDER
+
+    on = scheduled(tmp_path / "on", "on")
+    gone = scheduled(tmp_path / "gone", "on")
+    Registry().add(on, "os-job", parse_instant(NOW))
+    Registry().add(gone, "os-job", parse_instant(NOW))
+    (gone / "croft.json").unlink()
+    holder = subprocess.Popen(
+        [REAL_PYTHON, "-c", HOLDER, str(_croft_home)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        result = usertick.tick_all()
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()  # type: ignore[union-attr]
+    assert (
+        f"{_croft_home / 'projects.json'} is locked by another croft; pruning next minute" in result["notes"]
+    )
+    assert [s["root"] for s in result["started"]] == [str(on)]
+    assert len(Registry().entries()) == 2  # nothing was pruned without the lock
     wait_records(fake_python, 1)

@@ -22,8 +22,10 @@ from croft.core.clock import from_iso, to_iso
 from croft.core.paths import croft_home, job_label
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.result import Next, Result
+from croft.engine.cursor import _LOOKBACK_UNITS
 from croft.project.config import Project
 from croft.schedule import heartbeat, jobrecord
+from croft.schedule.jobs.base import SERVE_FALLBACK
 from croft.schedule.jobs.oscmd import Runner
 from croft.schedule.registry import Registry, Via
 from croft.schedule.setting import Scheduling, effective_state, read_scheduling_file
@@ -41,13 +43,8 @@ DEFAULT_WAIT_MS = 70_000
 ALREADY_TICKING = timedelta(minutes=2)
 Progress = Callable[[str], None]
 
-_UNITS = {
-    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400,
-    "w": 604800, "week": 604800, "weeks": 604800,
-}  # fmt: skip
+# The same words as an ingest's lookback (one table of duration units), without its milliseconds.
+_UNITS = {word: seconds for word, seconds in _LOOKBACK_UNITS.items() if seconds >= 1}
 _PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*")
 
 
@@ -419,10 +416,6 @@ def _check_interpreter(python: str) -> None:
             "Install croft into that interpreter (`pip install croft`), or run `croft schedule on` with a croft"
             " that is installed rather than found through PYTHONPATH. Without an OS job, `croft schedule on"
             " --no-os-job` and a running `croft serve` tick this project instead.",
-            fix={
-                "kind": "command",
-                "description": "tick from croft serve",
-                "command": "croft schedule on --no-os-job",
-            },
+            fix=dict(SERVE_FALLBACK),
             details={"job": "interpreter", "python": python},
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from croft.core.problems import CroftError
-from croft.schedule.jobs.base import Backend, JobState
+from croft.schedule.jobs.base import SERVE_FALLBACK, Backend, JobState
 from croft.schedule.jobs.oscmd import Runner, run
 
 __all__ = ["BACKENDS", "Backend", "JobState", "backend", "choose"]
@@ -27,11 +27,7 @@ def choose(runner: Runner | None = None, platform: str | None = None) -> str:
             f"croft's scheduler job needs macOS (launchd) or Linux (cron or systemd); this is {plat}",
             "Under Windows, use WSL; anywhere, `croft schedule on --no-os-job` and a running"
             " `croft serve` tick the project instead.",
-            fix={
-                "kind": "command",
-                "description": "tick from croft serve",
-                "command": "croft schedule on --no-os-job",
-            },
+            fix=dict(SERVE_FALLBACK),
             details={"job": "auto", "platform": plat},
         )
     done = (runner or (lambda a, s: run(a, s)))(["systemctl", "--user", "show-environment"], None)

@@ -9,7 +9,14 @@ from croft.core.problems import CroftError
 from croft.schedule.jobs.oscmd import Completed
 from croft.schedule.jobs.spec import JobSpec
 
-__all__ = ["Backend", "JobState", "install_failed"]
+__all__ = ["SERVE_FALLBACK", "Backend", "JobState", "install_failed"]
+
+# Where no OS job can be installed, this is what still ticks a project.
+SERVE_FALLBACK: dict[str, str] = {
+    "kind": "command",
+    "description": "tick from a foreground `croft serve` instead of an OS job",
+    "command": "croft schedule on --no-os-job",
+}
 
 
 @dataclass
@@ -55,11 +62,7 @@ def install_failed(backend: str, what: str, done: Completed | None, hint: str, *
         f"croft could not {what}{words}",
         f"{hint} Without an OS job, `croft schedule on --no-os-job` and a running `croft serve` tick"
         " this project instead.".strip(),
-        fix={
-            "kind": "command",
-            "description": "tick from a foreground `croft serve` instead of an OS job",
-            "command": "croft schedule on --no-os-job",
-        },
+        fix=dict(SERVE_FALLBACK),
         details={"job": backend}
         | details
         | (
