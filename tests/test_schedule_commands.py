@@ -371,3 +371,15 @@ def test_the_wait_reports_progress_every_10_s(proj, monkeypatch) -> None:  # typ
     waited = commands._wait_for_heartbeat(proj, parse_instant(NOW), 35_000, lines.append)
     assert waited is None
     assert lines == [f"waiting for the first scheduler tick… {s} s of 35 s" for s in (10, 20, 30)]
+
+
+def test_switching_backend_removes_the_other_backends_job(proj, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(proj.root / "xdg"))
+    monkeypatch.setenv("DISPLAY", ":0")
+    fake = FakeOS({("systemctl", "--user", "is-active"): [(3, "", "")]})
+    fake.crontab = "0 3 * * * /usr/bin/backup\n"
+    schedule_on(proj, backend_name="crontab", runner=fake)
+    assert "# croft:dev.croft.test" in fake.crontab
+    result = schedule_on(proj, backend_name="systemd", runner=fake)
+    assert fake.crontab == "0 3 * * * /usr/bin/backup\n"
+    assert result.data["job"]["backend"] == "systemd" and jobrecord.read()["backend"] == "systemd"  # type: ignore[index]

@@ -286,7 +286,11 @@ def schedule_on(
             # The job's shell opens the log before croft runs: a missing folder would fail it silently.
             Path(spec.log).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             backend = jobs.backend(backend_name, runner)
+            previous = _backend_of_record(runner)
             job_changed = backend.install(spec)
+            if previous is not None and previous.name != backend.name:
+                problems += _remove_old_job(previous)  # one job per user: the other backend's goes
+                job_changed = True
             jobrecord.write(
                 {
                     "backend": backend.name,
@@ -419,3 +423,11 @@ def _check_interpreter(python: str) -> None:
             fix=dict(SERVE_FALLBACK),
             details={"job": "interpreter", "python": python},
         )
+
+
+def _remove_old_job(previous: Any) -> list[Problem]:
+    try:
+        previous.remove(job_label())
+    except CroftError as exc:
+        return [exc.problem.with_(severity="warning")]
+    return []
