@@ -269,3 +269,24 @@ def test_a_locked_registry_is_pruned_next_minute_and_the_rest_still_ticks(
     assert [s["root"] for s in result["started"]] == [str(on)]
     assert len(Registry().entries()) == 2  # nothing was pruned without the lock
     wait_records(fake_python, 1)
+
+
+def test_one_broken_project_never_stops_the_others(
+    tmp_path: Path, fake_python: Path, _croft_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = scheduled(tmp_path / "broken", "on")
+    fine = scheduled(tmp_path / "fine", "on")
+    for root in (broken, fine):
+        Registry().add(root, "os-job", parse_instant(NOW))
+    real = usertick.project_state_dir
+
+    def state_dir(root: str) -> Path:
+        if root == str(broken):
+            raise RuntimeError("cannot read this one")
+        return real(root)
+
+    monkeypatch.setattr(usertick, "project_state_dir", state_dir)
+    result = usertick.tick_all()
+    assert [s["root"] for s in result["started"]] == [str(fine)]
+    assert f"{broken}: tick not started: RuntimeError: cannot read this one" in result["notes"]
+    wait_records(fake_python, 1)

@@ -73,23 +73,39 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     cache = SettingCache(home / "tick-cache.json")
     with log.open() as handle:
         for entry in entries:
-            reason = _skip_reason(entry, now, cache)
-            if reason:
-                out["skipped"].append({"root": entry.root, "reason": reason})
-                if reason.startswith("cannot check"):
-                    note(f"{entry.root}: {reason}")
-                continue
             try:
-                child = spawn_tick(entry.root, handle, env)
-            except OSError as exc:
-                note(f"{entry.root}: could not start its tick: {exc.strerror or exc}")
-                out["skipped"].append({"root": entry.root, "reason": "could not start"})
-                continue
-            _forget(child)
-            note(f"{entry.root}: tick started (pid {child.pid})")
-            out["started"].append({"root": entry.root, "pid": child.pid})
+                _one(entry, now, cache, handle, env, out, note)
+            except Exception as exc:  # one broken project never stops the others
+                note(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
+                out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
     cache.save()
     return out
+
+
+def _one(
+    entry: Entry,
+    now: Any,
+    cache: SettingCache,
+    handle: Any,
+    env: dict[str, str],
+    out: dict[str, Any],
+    note: Any,
+) -> None:
+    reason = _skip_reason(entry, now, cache)
+    if reason:
+        out["skipped"].append({"root": entry.root, "reason": reason})
+        if reason.startswith("cannot check"):
+            note(f"{entry.root}: {reason}")
+        return
+    try:
+        child = spawn_tick(entry.root, handle, env)
+    except OSError as exc:
+        note(f"{entry.root}: could not start its tick: {exc.strerror or exc}")
+        out["skipped"].append({"root": entry.root, "reason": "could not start"})
+        return
+    _forget(child)
+    note(f"{entry.root}: tick started (pid {child.pid})")
+    out["started"].append({"root": entry.root, "pid": child.pid})
 
 
 def _forget(child: Any) -> None:
