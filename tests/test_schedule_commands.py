@@ -224,6 +224,7 @@ def chain(**kw) -> Chain:  # type: ignore[no-untyped-def]
             "interpreter_gone",
         ),
         ({"cron_running": False}, "cron_not_running"),
+        ({"log_dir_exists": False}, "log_folder_missing"),
         (
             {
                 "platform": "darwin",

@@ -289,3 +289,29 @@ def test_temporary_interpreters_are_noticed() -> None:
     assert temporary_reason("/tmp/venv/bin/python") is not None
     assert temporary_reason("/home/me/.cache/uv/archive-v0/x/bin/python") is not None
     assert temporary_reason("/home/me/.local/pipx/venvs/croft/bin/python") is None
+
+
+def test_launchd_unchanged_but_not_loaded_is_bootstrapped_without_rewriting(tmp_path: Path) -> None:
+    agent = Launchd(FakeOS(), tmp_path, uid=501, sleep=lambda s: None)
+    agent.install(spec())
+    plist = tmp_path / "dev.croft.test.plist"
+    before = plist.stat().st_mtime_ns
+    fake = FakeOS({("/bin/launchctl", "print"): [(113, "", "Could not find service")]})
+    again = Launchd(fake, tmp_path, uid=501, sleep=lambda s: None)
+    assert again.install(spec()) is True
+    assert [c[0][1] for c in fake.calls] == ["print", "bootstrap"]
+    assert plist.stat().st_mtime_ns == before
+
+
+def test_launchd_changed_job_is_rewritten_and_reloaded_and_removed(tmp_path: Path) -> None:
+    fake = FakeOS()
+    agent = Launchd(fake, tmp_path, uid=501, sleep=lambda s: None)
+    agent.install(spec())
+    fake.calls.clear()
+    assert agent.install(spec("/opt/other env")) is True
+    assert [c[0][1] for c in fake.calls] == ["bootout", "bootstrap"]
+    assert plistlib.loads((tmp_path / "dev.croft.test.plist").read_bytes())["ProgramArguments"][0] == (
+        "/opt/other env/bin/python3"
+    )
+    assert agent.remove("dev.croft.test") is True
+    assert not (tmp_path / "dev.croft.test.plist").exists()

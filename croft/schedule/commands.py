@@ -207,6 +207,7 @@ def diagnosis(
         platform=sys.platform,
         cron_running=heartbeat.cron_daemon_running() if job and job.get("backend") == "crontab" else None,
         wsl=wsl,
+        log_dir_exists=log_file.parent.is_dir(),
     )
     return heartbeat.diagnose(chain), log_file, lines
 

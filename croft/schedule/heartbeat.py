@@ -129,6 +129,7 @@ class Chain:
     platform: str = sys.platform
     cron_running: bool | None = None
     wsl: bool = False
+    log_dir_exists: bool = True
 
 
 def diagnose(chain: Chain) -> Cause:
@@ -156,6 +157,12 @@ def diagnose(chain: Chain) -> Cause:
     python = job.get("python")
     if python and not os.access(python, os.X_OK):
         return Cause("interpreter_gone", f"the job runs {python}, which is gone", fix_on)
+    if not chain.log_dir_exists:
+        return Cause(
+            "log_folder_missing",
+            "the tick log's folder is gone, so the job cannot open its log and never starts croft",
+            fix_on,
+        )
     if job.get("backend") == "crontab" and chain.cron_running is False:
         return Cause(
             "cron_not_running",
