@@ -384,3 +384,12 @@ def test_switching_backend_removes_the_other_backends_job(proj, monkeypatch) -> 
     result = schedule_on(proj, backend_name="systemd", runner=fake)
     assert fake.crontab == "0 3 * * * /usr/bin/backup\n"
     assert result.data["job"]["backend"] == "systemd" and jobrecord.read()["backend"] == "systemd"  # type: ignore[index]
+
+
+def test_a_heartbeat_from_before_the_command_does_not_count(proj) -> None:  # type: ignore[no-untyped-def]
+    from croft.schedule import commands
+
+    beat(proj, "2026-03-01T11:59:59Z")
+    assert commands._wait_for_heartbeat(proj, parse_instant(NOW), 200, None) is None
+    beat(proj, NOW)
+    assert commands._wait_for_heartbeat(proj, parse_instant(NOW), 200, None) is not None

@@ -245,6 +245,14 @@ class Registry:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+        try:  # make the rename itself durable
+            folder = os.open(self.home, os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
+        except OSError:
+            pass
 
     def add(self, root: Path | str, via: Via, now: datetime) -> Entry:
         """Register (or switch how it ticks); keeps ``addedAt`` and clears a missing mark."""
