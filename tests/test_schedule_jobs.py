@@ -315,3 +315,11 @@ def test_launchd_changed_job_is_rewritten_and_reloaded_and_removed(tmp_path: Pat
     )
     assert agent.remove("dev.croft.test") is True
     assert not (tmp_path / "dev.croft.test.plist").exists()
+
+
+def test_systemd_units_are_croft_tick_for_the_default_label() -> None:
+    from croft.schedule.jobs.systemd import unit_name
+
+    default = JobSpec("dev.croft.tick", "/usr/bin/python3", "/h", "/h/logs/tick.log")
+    assert sorted(render_units(default)) == ["croft-tick.service", "croft-tick.timer"]
+    assert unit_name("dev.croft.test") == "dev.croft.test"

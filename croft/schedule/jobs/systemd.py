@@ -1,7 +1,7 @@
 """The systemd backend: a user timer + oneshot service pair in ``~/.config/systemd/user/``.
 
-Units are named after the job label (``dev.croft.tick.timer``), so a test's label never meets a real
-user's units. Values are quoted for systemd: double quotes with C escapes, ``%`` doubled (specifiers) and,
+Units are ``croft-tick.timer``/``.service`` for the default label and named after any other label
+(``CROFT_JOB_LABEL``), so a test's label never meets a real user's units. Values are quoted for systemd: double quotes with C escapes, ``%`` doubled (specifiers) and,
 on the ExecStart line, ``$`` doubled (variable expansion).
 """
 
@@ -17,7 +17,7 @@ from croft.schedule.jobs.base import JobState, fill, install_failed
 from croft.schedule.jobs.oscmd import Completed, Runner, run
 from croft.schedule.jobs.spec import JobSpec
 
-__all__ = ["Systemd", "linger_warning", "quote", "render_units", "unit_dir"]
+__all__ = ["Systemd", "linger_warning", "quote", "render_units", "unit_dir", "unit_name"]
 
 
 def quote(value: str, *, exec_line: bool = False) -> str:
@@ -47,14 +47,21 @@ def render_units(spec: JobSpec) -> dict[str, str]:
     if any(c in spec.log for c in "\n\r"):
         quote(spec.log)
     return {
-        f"{spec.label}.service": fill(
+        f"{unit_name(spec.label)}.service": fill(
             service,
             python=_executable(spec.python),
             croft_home=quote(f"CROFT_HOME={spec.croft_home}"),
             log=spec.log.replace("%", "%%"),
         ),
-        f"{spec.label}.timer": timer,
+        f"{unit_name(spec.label)}.timer": timer,
     }
+
+
+def unit_name(label: str) -> str:
+    """``croft-tick`` for the default label (the name the guides give); the label itself otherwise."""
+    from croft.core.paths import DEFAULT_LABEL
+
+    return "croft-tick" if label == DEFAULT_LABEL else label
 
 
 def unit_dir() -> Path:
@@ -109,17 +116,17 @@ class Systemd:
                 changed = True
         if changed:
             self._must(self._ctl("daemon-reload"), "reload the user manager")
-        timer = f"{spec.label}.timer"
+        timer = f"{unit_name(spec.label)}.timer"
         if changed or not self._ctl("is-active", "--quiet", timer).ok:
             self._must(self._ctl("enable", "--now", timer), "enable the scheduler timer")
             changed = True
         return changed
 
     def remove(self, label: str) -> bool:
-        paths = [self.directory / f"{label}.timer", self.directory / f"{label}.service"]
+        paths = [self.directory / f"{unit_name(label)}.timer", self.directory / f"{unit_name(label)}.service"]
         existed = any(p.exists() for p in paths)
         if existed:
-            self._ctl("disable", "--now", f"{label}.timer")
+            self._ctl("disable", "--now", f"{unit_name(label)}.timer")
         for p in paths:
             p.unlink(missing_ok=True)
         if existed:
@@ -127,16 +134,16 @@ class Systemd:
         return existed
 
     def inspect(self, label: str) -> JobState:
-        service = self.directory / f"{label}.service"
-        installed = service.exists() and (self.directory / f"{label}.timer").exists()
-        loaded = self._ctl("is-active", "--quiet", f"{label}.timer").ok if installed else False
+        service = self.directory / f"{unit_name(label)}.service"
+        installed = service.exists() and (self.directory / f"{unit_name(label)}.timer").exists()
+        loaded = self._ctl("is-active", "--quiet", f"{unit_name(label)}.timer").ok if installed else False
         return JobState(
             "systemd",
             label,
             installed=installed,
             loaded=loaded,
             python=_exec_python(_read(service) or ""),
-            location=str(self.directory / f"{label}.timer"),
+            location=str(self.directory / f"{unit_name(label)}.timer"),
         )
 
 
