@@ -96,7 +96,7 @@ def test_real_cron_ticks_the_project_and_off_keeps_the_other_lines(cron_daemon: 
     (project / "assets" / "orders.py").write_text(INGEST)
     label = f"dev.croft.e2e{os.getpid()}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("CROFT_")}
-    env |= {"CROFT_HOME": str(home), "CROFT_JOB_LABEL": label}
+    env |= {"CROFT_HOME": str(home), "CROFT_JOB_LABEL": label, "CROFT_NOTIFY_DRY": "1"}
     tick = _tick_exists()
     if tick:
         assert _croft(python, ["run", "orders"], env, project).returncode == 0  # a person ran it: not held
