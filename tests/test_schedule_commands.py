@@ -349,6 +349,7 @@ def test_systemd_on_warns_without_linger_or_graphical_session(proj, monkeypatch)
     result = schedule_on(proj, backend_name="systemd", runner=fake)
     (risk,) = [p for p in result.problems if p.code == "JOB_AT_RISK"]
     assert "loginctl enable-linger nobody-croft-test" in risk.message
+    assert risk.fix["command"] == "loginctl enable-linger nobody-croft-test"  # type: ignore[index]
     assert (proj.root / "xdg" / "systemd" / "user" / "dev.croft.test.timer").exists()
     monkeypatch.setenv("DISPLAY", ":0")
     again = schedule_on(proj, backend_name="systemd", runner=fake)

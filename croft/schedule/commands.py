@@ -304,12 +304,22 @@ def schedule_on(
             if risk:
                 problems.append(risk)
             if backend.name == "systemd":
-                from croft.schedule.jobs.systemd import linger_warning
+                from croft.schedule.jobs.systemd import linger_command, linger_warning
 
                 why = linger_warning(runner)
                 if why:
                     problems.append(
-                        problem("JOB_AT_RISK", why, "Run the command in the fix once.", severity="warning")
+                        problem(
+                            "JOB_AT_RISK",
+                            why,
+                            "Run the command in the fix once; it needs no restart.",
+                            severity="warning",
+                            fix={
+                                "kind": "command",
+                                "command": linger_command(),
+                                "description": "keep the timer after logout",
+                            },
+                        )
                     )
     except CroftError:
         _restore(project, before)

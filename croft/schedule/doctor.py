@@ -102,7 +102,7 @@ def _job_checks(entries: list[Entry], runner: Runner | None) -> list[Check]:
             )
         )
     if state.backend == "systemd":
-        from croft.schedule.jobs.systemd import linger_warning
+        from croft.schedule.jobs.systemd import linger_command, linger_warning
 
         why = linger_warning(runner)
         out.append(
@@ -110,7 +110,7 @@ def _job_checks(entries: list[Entry], runner: Runner | None) -> list[Check]:
                 "linger",
                 why is None,
                 why or "the user manager keeps running",
-                None if why is None else "loginctl enable-linger",
+                None if why is None else linger_command(),
             )
         )
     python = state.python or str(record.get("python"))

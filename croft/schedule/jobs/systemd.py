@@ -69,11 +69,19 @@ def unit_dir() -> Path:
     return Path(config) / "systemd" / "user"
 
 
+def _user() -> str:
+    return os.environ.get("USER") or os.environ.get("LOGNAME") or str(os.getuid())
+
+
+def linger_command() -> str:
+    return f"loginctl enable-linger {_user()}"
+
+
 def linger_warning(runner: Runner | None = None) -> str | None:
     """Why the timer may stop at logout (no linger and no graphical session), or None."""
     if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
         return None
-    user = os.environ.get("USER") or os.environ.get("LOGNAME") or str(os.getuid())
+    user = _user()
     if Path("/var/lib/systemd/linger", user).exists():
         return None
     done = (runner or (lambda a, s: run(a, s)))(["loginctl", "show-user", user, "-p", "Linger"], None)
@@ -81,7 +89,7 @@ def linger_warning(runner: Runner | None = None) -> str | None:
         return None
     return (
         f"{user} has no lingering user manager and no graphical session here, so systemd stops the timer"
-        f" when you log out; `loginctl enable-linger {user}` keeps it running"
+        f" when you log out; `{linger_command()}` keeps it running"
     )
 
 
