@@ -394,3 +394,15 @@ def test_a_heartbeat_from_before_the_command_does_not_count(proj) -> None:  # ty
     assert commands._wait_for_heartbeat(proj, parse_instant(NOW), 200, None) is None
     beat(proj, NOW)
     assert commands._wait_for_heartbeat(proj, parse_instant(NOW), 200, None) is not None
+
+
+@pytest.mark.parametrize(
+    ("word", "action"), [("enable", "on"), ("resume", "on"), ("stop", "off"), ("show", "status")]
+)
+def test_action_synonyms(proj, word: str, action: str) -> None:  # type: ignore[no-untyped-def]
+    args = ["schedule", word, "--project", str(proj.root), "--json"] + (
+        ["--no-os-job"] if action == "on" else []
+    )
+    out = CliRunner().invoke(_build_group(), args)
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["data"]["action"] == action

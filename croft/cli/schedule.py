@@ -10,8 +10,24 @@ from croft.core.result import Result
 
 __all__ = ["group"]
 
+# Words people reach for; each means one of the actions.
+SYNONYMS = {
+    "enable": "on",
+    "start": "on",
+    "resume": "on",
+    "disable": "off",
+    "stop": "off",
+    "show": "status",
+    "list": "status",
+}
 
-@click.group("schedule", invoke_without_command=True)
+
+class _ScheduleGroup(click.Group):
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, SYNONYMS.get(cmd_name, cmd_name))
+
+
+@click.group("schedule", cls=_ScheduleGroup, invoke_without_command=True)
 @project_option
 @json_option
 @click.pass_context
