@@ -120,7 +120,14 @@ def test_bad_options_are_usage_errors_in_the_envelope(args):
     assert json.loads(result.output)["problems"][0]["code"] == "USAGE"
 
 
-def test_schedule_with_no_subcommand_prints_help():
-    result = CliRunner().invoke(_build_group(), ["schedule"])
+def test_schedule_help_lists_its_actions():
+    result = CliRunner().invoke(_build_group(), ["schedule", "--help"])
     assert result.exit_code == 0
-    assert "explain" in result.output
+    assert all(word in result.output for word in ("explain", "on", "off", "pause", "status"))
+
+
+def test_bare_schedule_is_status_and_outside_a_project_says_so(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(_build_group(), ["schedule", "--json"])
+    assert result.exit_code == 2
+    assert json.loads(result.output)["problems"][0]["code"] == "NOT_A_PROJECT"

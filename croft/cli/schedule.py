@@ -1,21 +1,40 @@
-"""``croft schedule``: the scheduler's commands. For now ``explain``; on/off/pause/status join this group."""
+"""``croft schedule``: turn the scheduler on, off or paused for a project, see its status, explain a schedule."""
 
 from __future__ import annotations
 
 import click
 
+from croft.cli.project_option import load, project_option
 from croft.cli.render import json_option, run_command
 from croft.core.result import Result
 
 __all__ = ["group"]
 
+# Words people reach for; each means one of the actions.
+SYNONYMS = {
+    "enable": "on",
+    "start": "on",
+    "resume": "on",
+    "disable": "off",
+    "stop": "off",
+    "show": "status",
+    "list": "status",
+}
 
-@click.group("schedule", invoke_without_command=True)
+
+class _ScheduleGroup(click.Group):
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, SYNONYMS.get(cmd_name, cmd_name))
+
+
+@click.group("schedule", cls=_ScheduleGroup, invoke_without_command=True)
+@project_option
+@json_option
 @click.pass_context
-def group(ctx: click.Context) -> None:
-    """See when schedules fire (and, soon, turn the scheduler on, off or paused for this project)."""
+def group(ctx: click.Context, project_dir: str | None, as_json: bool) -> None:
+    """Turn the scheduler on, off or paused for this project; bare `croft schedule` shows its status."""
     if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
+        ctx.invoke(status, project_dir=project_dir, as_json=as_json)
 
 
 def _human(result: Result) -> str:
@@ -67,3 +86,78 @@ def _project_zone() -> str:
         if exc.code == "NOT_A_PROJECT":
             return "UTC"
         raise
+
+
+def _state_human(result: Result) -> str:
+    from croft.schedule.schedtext import schedule_text
+
+    return schedule_text(result.data)
+
+
+def _progress() -> object:
+    import sys
+
+    if not sys.stderr.isatty():
+        return None
+    return lambda line: click.echo(line, err=True)
+
+
+@group.command("on")
+@click.option(
+    "--no-os-job", is_flag=True, help="Install no OS job: a running `croft serve` ticks this project."
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "crontab", "launchd", "systemd"]),
+    default="auto",
+    show_default=True,
+    help="Which OS job to install (auto: launchd on macOS, systemd where a user manager answers, else crontab).",
+)
+@project_option
+@json_option
+@run_command(_state_human)
+def on(no_os_job: bool, backend: str, project_dir: str | None) -> Result:
+    """Let the scheduler run this project's ingests: records the setting, registers the project, installs
+    the per-user job and waits for its first tick (CROFT_HEARTBEAT_WAIT_MS, default 70 s)."""
+    from croft.schedule.commands import schedule_on
+
+    return schedule_on(
+        load(project_dir),
+        no_os_job=no_os_job,
+        backend_name=backend,
+        progress=_progress(),  # type: ignore[arg-type]
+    )
+
+
+@group.command("off")
+@project_option
+@json_option
+@run_command(_state_human)
+def off(project_dir: str | None) -> Result:
+    """Stop scheduling this project; the OS job goes once no project needs it."""
+    from croft.schedule.commands import schedule_off
+
+    return schedule_off(load(project_dir))
+
+
+@group.command("pause")
+@click.option("--for", "length", help="How long: 90m, 1h30m, 2 days... (default: until `croft schedule on`).")
+@project_option
+@json_option
+@run_command(_state_human)
+def pause(length: str | None, project_dir: str | None) -> Result:
+    """Start nothing until the pause ends or `croft schedule on`."""
+    from croft.schedule.commands import schedule_pause
+
+    return schedule_pause(load(project_dir), length)
+
+
+@group.command("status")
+@project_option
+@json_option
+@run_command(_state_human)
+def status(project_dir: str | None) -> Result:
+    """The setting, the OS job, the last tick (and whether it is stale), and each asset's schedule."""
+    from croft.schedule.commands import schedule_status
+
+    return schedule_status(load(project_dir))

@@ -34,5 +34,11 @@ def _human(result: Result) -> str:
 def command(project_dir: str | None) -> Result:
     """Every asset: kind, rows, last loaded, fresh or stale and why, and its last run's result."""
     from croft.engine.status import project_status
+    from croft.schedule.commands import stale_warning
 
-    return project_status(load(project_dir))
+    project = load(project_dir)
+    result = project_status(project)
+    stale = stale_warning(project)  # scheduling on but nothing ticked for 3 minutes: say so, and why
+    if stale:
+        result.problems.append(stale)
+    return result

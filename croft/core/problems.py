@@ -59,6 +59,9 @@ CODES: dict[str, tuple[str, int]] = {
     "HISTORY_TOO_NEW": ("state", 2),
     "HISTORY_CORRUPT": ("state", 2),
     "INTERNAL_ERROR": ("state", 1),
+    "INSTALL_FAILED": ("state", 2),
+    "SCHEDULER_STALE": ("state", 1),
+    "JOB_AT_RISK": ("state", 1),
 }
 
 

@@ -1,0 +1,84 @@
+"""What every OS job runs: an absolute interpreter that has croft, ``-m croft tick --all``, the tick log.
+
+The job must not depend on the shell's PATH (cron and launchd give a bare one) nor on an interpreter that
+will vanish (a temporary or cached environment from ``uvx``/``pipx run``), so the spec records the running
+interpreter's absolute path and says when it looks temporary.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from croft.core.paths import croft_home, job_label
+from croft.core.problems import CroftError, Problem, problem
+
+__all__ = ["JobSpec", "job_spec", "temporary_reason", "tick_log"]
+
+LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_TEMPORARY_PARTS = ("/.cache/", "/pip-build-env-", "/pipx/.cache/", "/uv/archive-", "/pytest-of-")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    label: str
+    python: str
+    croft_home: str
+    log: str
+
+    def argv(self) -> list[str]:
+        return [self.python, "-m", "croft", "tick", "--all"]
+
+    def env(self) -> dict[str, str]:
+        return {"CROFT_HOME": self.croft_home}
+
+
+def tick_log(home: Path | None = None) -> Path:
+    return (home or croft_home()) / "logs" / "tick.log"
+
+
+def job_spec(python: str | None = None) -> JobSpec:
+    label = job_label()
+    if not LABEL_PATTERN.fullmatch(label):
+        raise CroftError(
+            "USAGE",
+            f"CROFT_JOB_LABEL={label!r} is not a job label",
+            "Use letters, digits, '.', '_' or '-' (up to 128), starting with a letter or digit, or unset it.",
+        )
+    home = croft_home()
+    return JobSpec(
+        label=label,
+        python=os.path.abspath(python or sys.executable),
+        croft_home=os.path.abspath(home),
+        log=os.path.abspath(tick_log(home)),
+    )
+
+
+def temporary_reason(python: str) -> str | None:
+    """Why ``python`` will probably not be there next week, or None when it looks like it stays."""
+    tmp = os.path.realpath(tempfile.gettempdir())
+    for base in {tmp, "/tmp", "/var/tmp"}:
+        if python.startswith(base.rstrip("/") + "/"):
+            return f"it lives in the temporary folder {base}"
+    for part in _TEMPORARY_PARTS:
+        if part in python:
+            return f"it lives in a cache ({part.strip('/')}) that is cleaned up"
+    return None
+
+
+def at_risk_problem(python: str) -> Problem | None:
+    why = temporary_reason(python)
+    if why is None:
+        return None
+    return problem(
+        "JOB_AT_RISK",
+        f"the scheduler job runs {python}, and {why}: once it is gone nothing ticks",
+        "Install croft somewhere that stays (`pipx install croft` or a project venv), then run"
+        " `croft schedule on` again with that croft.",
+        severity="warning",
+        details={"python": python},
+    )

@@ -1,0 +1,361 @@
+"""The per-user registry ``<CROFT_HOME>/projects.json``: which projects tick, and how (os-job or serve).
+
+Every change is a read-modify-write under an OS-level lock (``fcntl.flock`` on ``projects.json.lock``):
+the kernel drops it when its holder dies, so a writer killed mid-change never blocks the next one.
+Writes are a temp file, fsync, rename: a reader sees the old list or the new one, never half of one.
+Reads take no lock for that reason.
+
+A project whose folder or croft.json is gone is dropped; one on a disk that is not mounted is kept and
+marked ``missingSince`` (dropped after 30 days); one croft cannot even look at (permissions) is kept.
+A registry croft cannot parse is an error with a fix, never silently replaced: it may hold the only
+list of which projects should tick.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shlex
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from croft.core.clock import from_iso, to_iso
+from croft.core.paths import croft_home
+from croft.core.problems import CroftError
+
+__all__ = [
+    "MISSING_DAYS",
+    "Entry",
+    "Presence",
+    "Registry",
+    "presence",
+    "removable_mount",
+]
+
+MISSING_DAYS = 30
+LOCK_TIMEOUT_S = 12.0
+Via = Literal["os-job", "serve"]
+Presence = Literal["present", "gone", "missing", "unknown"]
+_VIAS = ("os-job", "serve")
+
+
+@dataclass(frozen=True)
+class Entry:
+    root: str
+    added_at: str
+    via: Via
+    missing_since: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"root": self.root, "addedAt": self.added_at, "via": self.via}
+        if self.missing_since:
+            out["missingSince"] = self.missing_since
+        return out
+
+    @classmethod
+    def from_json(cls, value: Any) -> Entry | None:
+        """None for an entry of the wrong shape: one bad entry must not cost the others their ticks."""
+        if not isinstance(value, dict):
+            return None
+        root, via, added = value.get("root"), value.get("via"), value.get("addedAt")
+        if not isinstance(root, str) or not os.path.isabs(root) or via not in _VIAS:
+            return None
+        missing = value.get("missingSince")
+        return cls(
+            root=root,
+            added_at=added if isinstance(added, str) else "",
+            via=via,
+            missing_since=missing if isinstance(missing, str) else None,
+        )
+
+
+def canonical(root: Path | str) -> str:
+    """The real path (symlinks resolved) when it exists; the absolute path otherwise (a deleted folder)."""
+    path = Path(root).expanduser()
+    try:
+        return str(path.resolve(strict=True))
+    except OSError:
+        return os.path.abspath(path)
+
+
+# Where removable disks are mounted: (prefix parts, how many parts after the prefix name the mount).
+_MOUNT_ROOTS: tuple[tuple[tuple[str, ...], int], ...] = (
+    (("Volumes",), 1),
+    (("mnt",), 1),
+    (("media",), 1),
+    (("media",), 2),
+    (("run", "media"), 2),
+)
+
+
+def removable_mount(root: str) -> list[str]:
+    """The folders that would be the mount point of a removable disk holding ``root`` (may be several)."""
+    parts = Path(root).parts[1:]
+    found = []
+    for prefix, depth in _MOUNT_ROOTS:
+        if tuple(parts[: len(prefix)]) == prefix and len(parts) > len(prefix) + depth - 1:
+            found.append(str(Path("/", *parts[: len(prefix) + depth])))
+    return found
+
+
+def presence(root: str) -> tuple[Presence, str]:
+    """Whether a registered project is there, and in words why not.
+
+    ``gone`` only when croft can see the parent folder on a mounted disk and the project is not in it;
+    a disk that is not mounted (or a parent that vanished with it) is ``missing``; a permission error
+    is ``unknown``, which never prunes.
+    """
+    try:
+        os.stat(os.path.join(root, "croft.json"))
+        return "present", ""
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as exc:
+        return "unknown", f"cannot check the project: {exc.strerror or exc}"
+    mounts = removable_mount(root)
+    if mounts and not any(os.path.ismount(m) for m in mounts):
+        return "missing", f"its disk {mounts[-1]} is not mounted"
+    parent = os.path.dirname(root)
+    try:
+        os.stat(parent)
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing", f"neither it nor {parent} exists"
+    except OSError as exc:
+        return "unknown", f"cannot check the project: {exc.strerror or exc}"
+    return "gone", "its folder or croft.json is gone"
+
+
+def _corrupt(path: Path, why: str) -> CroftError:
+    aside = path.with_name(path.name + ".broken")
+    return CroftError(
+        "CONFIG_INVALID",
+        f"{path} is not a croft registry: {why}",
+        "croft never replaces it on its own, as it is the list of projects that tick. Move it aside,"
+        " then run `croft schedule on` again in each project that should tick.",
+        fix={
+            "kind": "command",
+            "description": "move the damaged registry aside; the next `croft schedule on` starts a new one",
+            "command": f"mv {shlex.quote(str(path))} {shlex.quote(str(aside))}",
+        },
+        details={"file": str(path)},
+    )
+
+
+class Registry:
+    """``projects.json`` in ``home`` (CROFT_HOME by default)."""
+
+    def __init__(self, home: Path | None = None, lock_timeout: float = LOCK_TIMEOUT_S):
+        self.home = Path(home) if home is not None else croft_home()
+        self.path = self.home / "projects.json"
+        self.lock_path = self.home / "projects.json.lock"
+        self.lock_timeout = lock_timeout
+
+    # -- reading ---------------------------------------------------------------------------------
+    def entries(self) -> list[Entry]:
+        """The registered projects in insertion order (missing file = none); CONFIG_INVALID if unreadable."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise CroftError(
+                "CONFIG_INVALID",
+                f"{self.path} cannot be read: {exc.strerror or exc}",
+                f"Give your user read and write access to {self.path} (chmod 600).",
+                details={"file": str(self.path)},
+            ) from None
+        except UnicodeDecodeError:
+            raise _corrupt(self.path, "it is not UTF-8 text") from None
+        try:
+            raw = json.loads(text) if text.strip() else []
+        except ValueError as exc:
+            raise _corrupt(self.path, f"invalid JSON ({exc})") from None
+        if not isinstance(raw, list):
+            raise _corrupt(self.path, "it holds no list of projects")
+        seen: set[str] = set()
+        out = []
+        for item in raw:
+            entry = Entry.from_json(item)
+            if entry is not None and entry.root not in seen:
+                seen.add(entry.root)
+                out.append(entry)
+        return out
+
+    def find(self, root: Path | str) -> Entry | None:
+        key = canonical(root)
+        return next((e for e in self.entries() if e.root in (key, str(root))), None)
+
+    # -- changing --------------------------------------------------------------------------------
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the OS lock; DB_BUSY when another croft keeps it longer than ``lock_timeout``."""
+        import fcntl
+
+        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = time.monotonic() + self.lock_timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                        raise
+                    if time.monotonic() >= deadline:
+                        raise CroftError(
+                            "DB_BUSY",
+                            f"another croft has been changing {self.path} for more than"
+                            f" {_span(self.lock_timeout)} (it holds {self.lock_path})",
+                            f"Try again in a moment; `lsof {shlex.quote(str(self.lock_path))}` shows"
+                            " which process holds it.",
+                            retryable=True,
+                        ) from None
+                    time.sleep(0.005 + (os.getpid() % 20) / 1000)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
+
+    def update(self, change: Callable[[list[Entry]], list[Entry]]) -> list[Entry]:
+        """Apply ``change`` to the list under the lock; writes only when the list changed."""
+        with self.locked():
+            before = self.entries()
+            after = change(list(before))
+            if after != before:
+                self._write(after)
+            return after
+
+    def _write(self, entries: list[Entry]) -> None:
+        text = json.dumps([e.to_json() for e in entries], indent=2, ensure_ascii=False) + "\n"
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+                out.flush()
+                os.fsync(out.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        try:  # make the rename itself durable
+            folder = os.open(self.home, os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
+        except OSError:
+            pass
+
+    def add(self, root: Path | str, via: Via, now: datetime) -> Entry:
+        """Register (or switch how it ticks); keeps ``addedAt`` and clears a missing mark."""
+        key = canonical(root)
+        result: list[Entry] = []
+
+        def change(entries: list[Entry]) -> list[Entry]:
+            for i, e in enumerate(entries):
+                if e.root == key:
+                    entries[i] = replace(e, via=via, missing_since=None)
+                    result.append(entries[i])
+                    return entries
+            result.append(Entry(root=key, added_at=to_iso(now), via=via))
+            return [*entries, result[0]]
+
+        self.update(change)
+        return result[0]
+
+    def restore(self, root: Path | str, previous: Entry | None) -> None:
+        """Put back what ``root``'s entry was before a failed change (used by ``schedule on``'s rollback)."""
+        key = canonical(root)
+
+        def change(entries: list[Entry]) -> list[Entry]:
+            kept = [e for e in entries if e.root != key]
+            if previous is None:
+                return kept
+            at = next((i for i, e in enumerate(entries) if e.root == key), len(kept))
+            return [*kept[:at], previous, *kept[at:]]
+
+        self.update(change)
+
+    def remove(self, root: Path | str) -> Entry | None:
+        """Unregister by real path or as given (works for a deleted folder); None when it was not there."""
+        keys = {canonical(root), str(root)}
+        removed: list[Entry] = []
+
+        def change(entries: list[Entry]) -> list[Entry]:
+            removed.extend(e for e in entries if e.root in keys)
+            return [e for e in entries if e.root not in keys]
+
+        if not self.path.exists():
+            return None
+        self.update(change)
+        return removed[0] if removed else None
+
+    def prune(self, now: datetime, *, lock_timeout: float | None = None) -> list[str]:
+        """Drop gone projects and those missing for 30 days, mark newly missing ones; notes in words.
+
+        Looks first without the lock, so a minute where nothing changed costs no lock and no write.
+        """
+        plan = _prune_plan(self.entries(), now)
+        if plan is None:
+            return []
+        if lock_timeout is not None:
+            saved, self.lock_timeout = self.lock_timeout, lock_timeout
+        notes: list[str] = []
+
+        def change(entries: list[Entry]) -> list[Entry]:
+            decided = _prune_plan(entries, now)
+            if decided is None:
+                return entries
+            kept, said = decided
+            notes.extend(said)
+            return kept
+
+        try:
+            self.update(change)
+        finally:
+            if lock_timeout is not None:
+                self.lock_timeout = saved
+        return notes
+
+
+def _prune_plan(entries: list[Entry], now: datetime) -> tuple[list[Entry], list[str]] | None:
+    """What pruning would do: (kept entries, notes), or None when nothing changes. Pure but for stat()."""
+    kept: list[Entry] = []
+    notes: list[str] = []
+    for e in entries:
+        state, why = presence(e.root)
+        if state == "gone":
+            notes.append(f"removed {e.root} from the schedule: {why}")
+            continue
+        if state == "missing":
+            if e.missing_since is None:
+                kept.append(replace(e, missing_since=to_iso(now)))
+                notes.append(
+                    f"{e.root} is missing: {why}; it stays on the schedule, and is removed after"
+                    f" {MISSING_DAYS} days missing"
+                )
+                continue
+            if now - from_iso(e.missing_since) >= timedelta(days=MISSING_DAYS):
+                notes.append(
+                    f"removed {e.root} from the schedule: missing since {e.missing_since}"
+                    f" ({MISSING_DAYS} days or more)"
+                )
+                continue
+        elif state == "present" and e.missing_since is not None:
+            kept.append(replace(e, missing_since=None))
+            notes.append(f"{e.root} is back; it stays on the schedule")
+            continue
+        kept.append(e)
+    return None if kept == entries else (kept, notes)
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds:g} s" if seconds >= 1 else f"{round(seconds * 1000)} ms"

@@ -1,0 +1,244 @@
+"""The per-user registry: lock, atomic writes, pruning of gone / missing / unreadable projects."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from croft.core.problems import CroftError
+from croft.schedule import registry as reg
+from croft.schedule.registry import Registry, presence, removable_mount
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def project(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "croft.json").write_text('{"timezone": "UTC"}\n')
+    return folder
+
+
+def test_missing_file_is_empty_and_add_creates_0600(tmp_path: Path) -> None:
+    r = Registry(tmp_path / "home")
+    assert r.entries() == []
+    p = project(tmp_path / "a b")
+    entry = r.add(p, "os-job", NOW)
+    assert entry.root == str(p.resolve()) and entry.added_at == "2026-03-01T12:00:00.000Z"
+    assert (r.path.stat().st_mode & 0o777) == 0o600
+    assert sorted(x.name for x in r.home.iterdir()) == ["projects.json", "projects.json.lock"]
+    data = json.loads(r.path.read_text())
+    assert data == [{"root": str(p.resolve()), "addedAt": "2026-03-01T12:00:00.000Z", "via": "os-job"}]
+
+
+def test_add_again_switches_via_keeps_added_at_and_order(tmp_path: Path) -> None:
+    r = Registry(tmp_path / "home")
+    a, b = project(tmp_path / "a"), project(tmp_path / "b")
+    r.add(a, "os-job", NOW)
+    r.add(b, "serve", NOW)
+    r.add(a, "serve", NOW + timedelta(days=1))
+    assert [(e.root, e.via, e.added_at[:10]) for e in r.entries()] == [
+        (str(a), "serve", "2026-03-01"),
+        (str(b), "serve", "2026-03-01"),
+    ]
+
+
+def test_unchanged_add_does_not_rewrite(tmp_path: Path) -> None:
+    r = Registry(tmp_path / "home")
+    a = project(tmp_path / "a")
+    r.add(a, "os-job", NOW)
+    before = r.path.stat().st_ino
+    r.add(a, "os-job", NOW)
+    assert r.path.stat().st_ino == before
+
+
+def test_symlink_is_stored_as_real_folder_and_removed_by_either(tmp_path: Path) -> None:
+    r = Registry(tmp_path / "home")
+    real = project(tmp_path / "real")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    assert r.add(link, "os-job", NOW).root == str(real)
+    assert r.remove(link) is not None
+    assert r.entries() == []
+
+
+def test_remove_of_a_deleted_folder_by_path(tmp_path: Path) -> None:
+    r = Registry(tmp_path / "home")
+    a = project(tmp_path / "a")
+    r.add(a, "os-job", NOW)
+    (a / "croft.json").unlink()
+    a.rmdir()
+    assert r.remove(a) is not None and r.entries() == []
+
+
+def test_remove_unknown_creates_no_file(tmp_path: Path) -> None:
+    r = Registry(tmp_path / "home")
+    assert r.remove(tmp_path / "nope") is None
+    assert not r.path.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [("{not json", "invalid JSON"), ('{"root": "/x"}', "no list"), (b"\xff\xfe", "UTF-8")],
+)
+def test_corrupt_registry_is_config_invalid_with_a_working_fix(
+    tmp_path: Path, text: str | bytes, why: str
+) -> None:
+    r = Registry(tmp_path / "home")
+    r.home.mkdir()
+    if isinstance(text, bytes):
+        r.path.write_bytes(text)
+    else:
+        r.path.write_text(text)
+    with pytest.raises(CroftError) as err:
+        r.add(project(tmp_path / "a"), "os-job", NOW)
+    assert err.value.code == "CONFIG_INVALID" and why in err.value.problem.message
+    assert str(r.path) in err.value.problem.message
+    # never silently replaced
+    assert r.path.read_bytes() == (text if isinstance(text, bytes) else text.encode())
+    subprocess.run(err.value.problem.fix["command"], shell=True, check=True)  # type: ignore[index]
+    assert r.entries() == [] and r.path.with_name("projects.json.broken").exists()
+
+
+def test_malformed_entries_are_skipped(tmp_path: Path) -> None:
+    r = Registry(tmp_path / "home")
+    r.home.mkdir()
+    r.path.write_text(json.dumps([1, {"root": "rel", "via": "os-job"}, {"root": "/x", "via": "os-job"}]))
+    assert [e.root for e in r.entries()] == ["/x"]
+
+
+def test_removable_mount_roots() -> None:
+    assert removable_mount("/Volumes/Disk/p") == ["/Volumes/Disk"]
+    assert removable_mount("/mnt/usb/p") == ["/mnt/usb"]
+    assert removable_mount("/media/usb/p") == ["/media/usb", "/media/usb/p"]
+    assert removable_mount("/run/media/me/usb/p") == ["/run/media/me/usb"]
+    assert removable_mount("/home/me/p") == []
+
+
+def test_presence_cases(tmp_path: Path) -> None:
+    assert presence(str(project(tmp_path / "here"))) == ("present", "")
+    (tmp_path / "empty").mkdir()
+    assert presence(str(tmp_path / "empty"))[0] == "gone"
+    state, why = presence(str(tmp_path / "gone-parent" / "p"))
+    assert state == "missing" and "neither it nor" in why
+    state, why = presence("/mnt/croft-test-unplugged-disk/p")
+    assert state == "missing" and "/mnt/croft-test-unplugged-disk is not mounted" in why
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every folder, so no permission error can happen")
+def test_unreadable_folder_is_unknown_and_kept(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    p = project(locked / "p")
+    r = Registry(tmp_path / "home")
+    r.add(p, "os-job", NOW)
+    locked.chmod(0)
+    try:
+        assert presence(str(p))[0] == "unknown"
+        assert r.prune(NOW) == [] and len(r.entries()) == 1
+    finally:
+        locked.chmod(0o755)
+
+
+def test_unreadable_folder_as_root_is_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Root cannot be refused by the file system, so the permission error is made by os.stat itself."""
+    p = project(tmp_path / "p")
+    real_stat = os.stat
+
+    def stat(path: object, *a: object, **k: object) -> os.stat_result:
+        if str(path).startswith(str(p)):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *a, **k)  # type: ignore[arg-type]
+
+    r = Registry(tmp_path / "home")
+    r.add(p, "os-job", NOW)
+    monkeypatch.setattr(reg.os, "stat", stat)
+    assert presence(str(p)) == ("unknown", "cannot check the project: Permission denied")
+    assert r.prune(NOW) == [] and len(r.entries()) == 1
+
+
+def test_prune_gone_missing_back_and_30_days(tmp_path: Path) -> None:
+    r = Registry(tmp_path / "home")
+    keep = project(tmp_path / "keep")
+    gone = project(tmp_path / "gone")
+    away = project(tmp_path / "away" / "p")
+    for p in (keep, gone, away):
+        r.add(p, "os-job", NOW)
+    (gone / "croft.json").unlink()
+    os.rename(tmp_path / "away", tmp_path / "away-unplugged")
+    notes = r.prune(NOW)
+    assert notes[0] == f"removed {gone} from the schedule: its folder or croft.json is gone"
+    assert notes[1].startswith(f"{away} is missing: neither it nor {away.parent} exists")
+    assert [(e.root, e.missing_since) for e in r.entries()] == [
+        (str(keep), None),
+        (str(away), "2026-03-01T12:00:00.000Z"),
+    ]
+    ino = r.path.stat().st_ino
+    assert r.prune(NOW + timedelta(days=29)) == []
+    assert r.path.stat().st_ino == ino  # unchanged: not rewritten
+    os.rename(tmp_path / "away-unplugged", tmp_path / "away")
+    assert r.prune(NOW + timedelta(days=29)) == [f"{away} is back; it stays on the schedule"]
+    assert r.find(away).missing_since is None  # type: ignore[union-attr]
+    os.rename(tmp_path / "away", tmp_path / "away-unplugged")
+    r.prune(NOW + timedelta(days=30))
+    notes = r.prune(NOW + timedelta(days=60))
+    assert notes == [
+        f"removed {away} from the schedule: missing since 2026-03-31T12:00:00.000Z (30 days or more)"
+    ]
+    assert [e.root for e in r.entries()] == [str(keep)]
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from datetime import UTC, datetime
+    from croft.schedule.registry import Registry
+    Registry(sys.argv[1]).add(sys.argv[2], "os-job", datetime.now(UTC))
+    """
+)
+
+
+def test_24_concurrent_writers_lose_no_entry(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    roots = [project(tmp_path / f"p{i}") for i in range(24)]
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(home), str(p)]) for p in roots]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 24
+    assert sorted(e.root for e in Registry(home).entries()) == sorted(str(p) for p in roots)
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from croft.schedule.registry import Registry
+    with Registry(sys.argv[1]).locked():
+        print("locked", flush=True)
+        time.sleep(600)
+    """
+)
+
+
+def test_a_writer_killed_holding_the_lock_blocks_nobody(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(home)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        busy = Registry(home, lock_timeout=0.3)
+        with pytest.raises(CroftError) as err:
+            busy.add(project(tmp_path / "a"), "os-job", NOW)
+        assert err.value.code == "DB_BUSY" and "for more than 300 ms" in err.value.problem.message
+        assert "lsof" in err.value.problem.hint
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        holder.stdout.close()  # type: ignore[union-attr]
+    started = time.monotonic()
+    Registry(home, lock_timeout=2).add(project(tmp_path / "a"), "os-job", NOW)
+    assert time.monotonic() - started < 1.5
+    assert len(Registry(home).entries()) == 1

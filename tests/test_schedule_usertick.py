@@ -1,0 +1,292 @@
+"""``croft tick --all``: which projects it starts, with what, and what it costs to import."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from croft.core.clock import parse_instant
+from croft.history.db import open_history
+from croft.schedule import spawn, usertick
+from croft.schedule.registry import Registry
+from croft.schedule.setting import write_scheduling
+from croft.schedule.spawn import ROTATE_BYTES, child_env
+
+NOW = "2026-03-01T12:00:00Z"
+REAL_PYTHON = sys.executable  # the fake_python fixture replaces sys.executable itself
+
+
+def scheduled(
+    root: Path, state: str, via: str = "os-job", until: str | None = None, state_dir: Path | None = None
+) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    config: dict[str, str] = {"timezone": "UTC"}
+    if state_dir is not None:
+        config["stateDir"] = str(state_dir)
+    (root / "croft.json").write_text(json.dumps(config))
+    conn = open_history(state_dir or root / ".croft")
+    try:
+        write_scheduling(
+            conn,
+            state,  # type: ignore[arg-type]
+            parse_instant("2026-03-01T11:00:00Z"),
+            via=via,  # type: ignore[arg-type]
+            paused_until=parse_instant(until) if until else None,
+        )
+    finally:
+        conn.close()
+    return root
+
+
+@pytest.fixture
+def fake_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An "interpreter" that records its arguments, folder and environment instead of ticking."""
+    record = tmp_path / "record"
+    record.mkdir()
+    script = tmp_path / "bin dir" / "python"
+    script.parent.mkdir()
+    script.write_text(
+        "#!/bin/sh\n"
+        f'out="{record}/$(basename "$PWD")"\n'
+        'printf "%s\\n" "$@" > "$out.args"\n'
+        'env > "$out.env"\n'
+        'echo "project tick output from $PWD"\n'
+        'pwd > "$out.json"\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(spawn.sys, "executable", str(script))
+    return record
+
+
+def wait_records(record: Path, count: int) -> dict[str, dict]:
+    """{project folder name: {argv, cwd, env}} once ``count`` fake ticks have written their record."""
+    import time
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        done = [f for f in record.glob("*.json") if f.read_text().endswith("\n")]
+        if len(done) >= count:
+            out = {}
+            for f in done:
+                env = dict(
+                    line.split("=", 1)
+                    for line in (record / f"{f.stem}.env").read_text().splitlines()
+                    if "=" in line
+                )
+                argv = (record / f"{f.stem}.args").read_text().splitlines()
+                out[f.stem] = {"argv": argv, "cwd": f.read_text().strip(), "env": env}
+            return out
+        time.sleep(0.05)
+    raise AssertionError(f"only {len(list(record.glob('*.json')))} of {count} ticks started")
+
+
+def test_starts_only_os_job_projects_whose_scheduling_is_on(
+    tmp_path: Path, fake_python: Path, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
+) -> None:
+    monkeypatch.setenv("CROFT_NOW", NOW)
+    monkeypatch.setenv("SECRET_TOKEN", "hunter2")
+    reg = Registry()
+    roots = {
+        "on": scheduled(tmp_path / "on", "on"),
+        "expired": scheduled(tmp_path / "expired", "paused", until="2026-03-01T11:30:00Z"),
+        "paused": scheduled(tmp_path / "paused", "paused", until="2026-03-01T13:00:00Z"),
+        "off": scheduled(tmp_path / "off", "off"),
+        "viaserve": scheduled(tmp_path / "viaserve", "on", via="serve"),
+        "moved": scheduled(tmp_path / "moved", "on", state_dir=tmp_path / "elsewhere"),
+    }
+    (tmp_path / "nohistory").mkdir()
+    (tmp_path / "nohistory" / "croft.json").write_text("{}")
+    roots["nohistory"] = tmp_path / "nohistory"
+    for name, root in roots.items():
+        reg.add(root, "serve" if name == "viaserve" else "os-job", parse_instant(NOW))
+    result = usertick.tick_all()
+    started = sorted(Path(s["root"]).name for s in result["started"])
+    assert started == ["expired", "moved", "on"]
+    skipped = {Path(s["root"]).name: s["reason"] for s in result["skipped"]}
+    assert skipped == {
+        "paused": "scheduling is paused",
+        "off": "scheduling is off",
+        "viaserve": "ticks from croft serve",
+        "nohistory": "scheduling is off",
+    }
+    records = wait_records(fake_python, 3)
+    on = records["on"]
+    assert on["argv"] == ["-m", "croft", "tick"] and on["cwd"] == str(roots["on"])
+    assert "SECRET_TOKEN" not in on["env"]
+    assert on["env"]["CROFT_HOME"] == str(_croft_home) and on["env"]["CROFT_NOW"] == NOW
+    assert set(on["env"]) <= {
+        "HOME",
+        "PATH",
+        "LANG",
+        "CROFT_HOME",
+        "CROFT_NOW",
+        "CROFT_JOB_LABEL",
+        "PWD",
+        "SHLVL",
+        "_",
+        "OLDPWD",
+        *spawn._PASSED,
+    }
+    log = (_croft_home / "logs" / "tick.log").read_text()
+    assert f"{NOW[:-1]}.000Z {roots['on']}: tick started (pid " in log
+    assert (_croft_home / "logs" / "tick.log").stat().st_mode & 0o777 == 0o600
+    assert f"project tick output from {roots['on']}" in log  # the child's own output is appended too
+
+
+def test_child_env_is_built_from_scratch(tmp_path: Path) -> None:
+    env = child_env(tmp_path, {"HOME": "/h", "PATH": "/x:/usr/bin", "API_KEY": "s3cret", "TZ": "UTC"})
+    assert env["PATH"].split(":")[:1] == [os.path.dirname(sys.executable)]
+    parts = env["PATH"].split(":")
+    assert "/x" in parts and parts.count("/usr/bin") == 1
+    assert env["LANG"] == "C.UTF-8" and env["TZ"] == "UTC" and "API_KEY" not in env
+
+
+def test_prunes_gone_projects_and_keeps_ticking_the_rest(
+    tmp_path: Path, fake_python: Path, _croft_home: Path
+) -> None:
+    reg = Registry()
+    on = scheduled(tmp_path / "on", "on")
+    gone = scheduled(tmp_path / "gone", "on")
+    reg.add(on, "os-job", parse_instant(NOW))
+    reg.add(gone, "os-job", parse_instant(NOW))
+    (gone / "croft.json").unlink()
+    result = usertick.tick_all()
+    assert [s["root"] for s in result["started"]] == [str(on)]
+    assert [e.root for e in reg.entries()] == [str(on)]
+    assert (
+        f"removed {gone} from the schedule: its folder or croft.json is gone"
+        in (_croft_home / "logs" / "tick.log").read_text()
+    )
+    wait_records(fake_python, 1)
+
+
+def test_corrupt_registry_is_logged_and_left_alone(_croft_home: Path) -> None:
+    (_croft_home / "projects.json").write_text("[{")
+    done = subprocess.run(
+        [sys.executable, "-m", "croft", "tick", "--all", "--json"], capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    envelope = json.loads(done.stdout)
+    assert envelope["problems"][0]["code"] == "CONFIG_INVALID"
+    assert "tick failed:" in (_croft_home / "logs" / "tick.log").read_text()
+    assert (_croft_home / "projects.json").read_text() == "[{"
+
+
+def test_no_registry_is_quiet(_croft_home: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "croft", "tick", "--all"], capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert not (_croft_home / "logs" / "tick.log").exists()
+
+
+def test_log_is_rotated_past_5_mb(tmp_path: Path, _croft_home: Path, fake_python: Path) -> None:
+    log = _croft_home / "logs" / "tick.log"
+    log.parent.mkdir()
+    log.write_bytes(b"x" * (ROTATE_BYTES + 1))
+    Registry().add(scheduled(tmp_path / "on", "on"), "os-job", parse_instant(NOW))
+    usertick.tick_all()
+    assert (log.parent / "tick.log.1").stat().st_size == ROTATE_BYTES + 1
+    assert log.stat().st_size < 1000
+
+
+def test_a_real_tick_all_imports_no_click_httpx_difflib_or_asset_code(
+    tmp_path: Path, _croft_home: Path
+) -> None:
+    root = scheduled(tmp_path / "p", "off")
+    (root / "assets").mkdir()
+    (root / "assets" / "orders.py").write_text("import sys\nprint('ASSET CODE RAN', file=sys.stderr)\n")
+    Registry().add(root, "os-job", parse_instant(NOW))
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "croft", "tick", "--all"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    modules = {
+        line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")
+    }
+    assert "croft.schedule.usertick" in modules  # the check below looks at a real list
+    assert not {"click", "httpx", "difflib", "orders", "croft.project.facts", "croft.engine"} & modules
+    assert "ASSET CODE RAN" not in done.stderr
+
+
+def test_unknown_argument_is_a_usage_error() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "croft", "tick", "--all", "--bogus", "--json"], capture_output=True, text=True
+    )
+    assert done.returncode == 2 and json.loads(done.stdout)["problems"][0]["code"] == "USAGE"
+
+
+def test_sqlite_setting_read_never_creates_history(tmp_path: Path, _croft_home: Path) -> None:
+    root = tmp_path / "fresh"
+    root.mkdir()
+    (root / "croft.json").write_text("{}")
+    Registry().add(root, "os-job", parse_instant(NOW))
+    usertick.tick_all()
+    assert not (root / ".croft").exists()
+    with pytest.raises(sqlite3.OperationalError):
+        sqlite3.connect(f"file:{root}/.croft/runs.sqlite?mode=ro", uri=True).execute("select 1")
+
+
+def test_the_setting_cache_never_hides_a_change(tmp_path: Path, fake_python: Path, _croft_home: Path) -> None:
+    root = scheduled(tmp_path / "p", "off")
+    Registry().add(root, "os-job", parse_instant(NOW))
+    assert usertick.tick_all()["skipped"] == [{"root": str(root), "reason": "scheduling is off"}]
+    assert (_croft_home / "tick-cache.json").exists()
+    assert usertick.tick_all()["skipped"][0]["reason"] == "scheduling is off"  # from the cache
+    scheduled(root, "on")  # turned on: runs.sqlite changed, so the cache is not trusted
+    assert [s["root"] for s in usertick.tick_all()["started"]] == [str(root)]
+    wait_records(fake_python, 1)
+
+
+def test_a_locked_registry_is_pruned_next_minute_and_the_rest_still_ticks(
+    tmp_path: Path, fake_python: Path, _croft_home: Path
+) -> None:
+    from tests.test_schedule_registry import HOLDER
+
+    on = scheduled(tmp_path / "on", "on")
+    gone = scheduled(tmp_path / "gone", "on")
+    Registry().add(on, "os-job", parse_instant(NOW))
+    Registry().add(gone, "os-job", parse_instant(NOW))
+    (gone / "croft.json").unlink()
+    holder = subprocess.Popen(
+        [REAL_PYTHON, "-c", HOLDER, str(_croft_home)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        result = usertick.tick_all()
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()  # type: ignore[union-attr]
+    assert (
+        f"{_croft_home / 'projects.json'} is locked by another croft; pruning next minute" in result["notes"]
+    )
+    assert [s["root"] for s in result["started"]] == [str(on)]
+    assert len(Registry().entries()) == 2  # nothing was pruned without the lock
+    wait_records(fake_python, 1)
+
+
+def test_one_broken_project_never_stops_the_others(
+    tmp_path: Path, fake_python: Path, _croft_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = scheduled(tmp_path / "broken", "on")
+    fine = scheduled(tmp_path / "fine", "on")
+    for root in (broken, fine):
+        Registry().add(root, "os-job", parse_instant(NOW))
+    real = usertick.project_state_dir
+
+    def state_dir(root: str) -> Path:
+        if root == str(broken):
+            raise RuntimeError("cannot read this one")
+        return real(root)
+
+    monkeypatch.setattr(usertick, "project_state_dir", state_dir)
+    result = usertick.tick_all()
+    assert [s["root"] for s in result["started"]] == [str(fine)]
+    assert f"{broken}: tick not started: RuntimeError: cannot read this one" in result["notes"]
+    wait_records(fake_python, 1)
