@@ -350,7 +350,7 @@ def with_result_code(exc: sqlite3.Error, code: int) -> sqlite3.Error:
         ),
         pytest.param(
             with_result_code(sqlite3.OperationalError("disk"), sqlite3.SQLITE_FULL),
-            "INTERNAL_ERROR",
+            "DISK_FULL",
             False,
             id="full",
         ),

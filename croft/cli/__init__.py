@@ -6,6 +6,8 @@ import importlib
 import sys
 from typing import Any
 
+from croft.cli.boundary import last_resort
+
 __all__ = ["main"]
 
 # command name -> "module:attribute" inside croft.cli. Adding a command is one line here and one module.
@@ -43,6 +45,22 @@ def _build_group() -> Any:
     return cli
 
 
+@last_resort
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    _build_group()(args=args, prog_name="croft")
+    _run_click(args)
+
+
+def _run_click(args: list[str]) -> None:
+    """click without its own error printing: a usage error is a USAGE problem, printed like any other."""
+    import click
+
+    try:
+        code = _build_group().main(args=args, prog_name="croft", standalone_mode=False, obj={"argv": args})
+    except click.exceptions.Abort:
+        raise KeyboardInterrupt from None
+    except click.ClickException as exc:
+        from croft.cli.usage import usage_error
+
+        raise usage_error(exc, args) from None
+    sys.exit(code if isinstance(code, int) else 0)

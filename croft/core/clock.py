@@ -20,15 +20,17 @@ def parse_instant(text: str) -> datetime:
     raw = text.strip()
     if not raw:
         raise ValueError("an empty time")
-    if raw.lstrip("-").isdigit():
-        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=int(raw))
     try:
+        if raw.lstrip("-").isdigit():
+            return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=int(raw))
         value = datetime.fromisoformat(raw.replace("z", "Z").replace("Z", "+00:00"))
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{raw[:40]!r} is outside the years 1 to 9999") from None
     except ValueError:
-        raise ValueError(f"{raw!r} is not an ISO-8601 time or epoch milliseconds") from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+        raise ValueError(f"{raw[:40]!r} is not an ISO-8601 time or epoch milliseconds") from None
 
 
 def now() -> datetime:

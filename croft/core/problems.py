@@ -59,6 +59,9 @@ CODES: dict[str, tuple[str, int]] = {
     "HISTORY_TOO_NEW": ("state", 2),
     "HISTORY_CORRUPT": ("state", 2),
     "INTERNAL_ERROR": ("state", 1),
+    "ENV_INVALID": ("project", 2),
+    "PATH_UNWRITABLE": ("project", 2),
+    "DISK_FULL": ("state", 1),
 }
 
 

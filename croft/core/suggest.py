@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["nearest"]
+from croft.core.problems import CroftError
+
+__all__ = ["nearest", "unknown_asset"]
 
 
 def nearest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
@@ -16,3 +18,25 @@ def nearest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | Non
 
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
     return close[0] if close else None
+
+
+def unknown_asset(name: str, known: Iterable[str], command: str = "run") -> CroftError:
+    """The UNKNOWN_ASSET error for a name on the command line, for every command that takes asset names.
+
+    ``command`` is the croft command the user typed (run, preview, logs): the fix repeats that command with
+    the close name, so a preview's fix previews and never writes.
+    """
+    close = nearest(name, sorted(known))
+    return CroftError(
+        "UNKNOWN_ASSET",
+        f"there is no asset named {name!r}",
+        f"Did you mean {close!r}?" if close else "`croft validate` lists every asset.",
+        suggestion=close,
+        fix={
+            "kind": "command",
+            "description": f"{command} the asset croft thinks you meant",
+            "command": f"croft {command} {close}",
+        }
+        if close
+        else None,
+    )

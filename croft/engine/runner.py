@@ -20,7 +20,7 @@ from croft.core.clock import now
 from croft.core.identity import current
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.result import Next, Result
-from croft.core.suggest import nearest
+from croft.core.suggest import unknown_asset
 from croft.engine import settings
 from croft.engine.catalog import mirror
 from croft.engine.context import StepLog
@@ -70,21 +70,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _unknown(name: str, known: list[str]) -> CroftError:
-    close = nearest(name, known)
-    return CroftError(
-        "UNKNOWN_ASSET",
-        f"there is no asset named {name!r}",
-        f"Did you mean {close!r}?" if close else "`croft validate` lists every asset.",
-        suggestion=close,
-        fix={
-            "kind": "command",
-            "description": "run the asset croft thinks you meant",
-            "command": f"croft run {close}",
-        }
-        if close
-        else None,
-    )
+def _unknown(name: str, known: list[str], preview: bool = False) -> CroftError:
+    return unknown_asset(name, known, "preview" if preview else "run")
 
 
 @dataclass
@@ -100,7 +87,7 @@ def plan(facts: dict[str, AssetFacts], options: RunOptions) -> _Plan:
     if options.selectors:
         for name in options.selectors:
             if name not in facts:
-                raise _unknown(name, sorted(facts))
+                raise _unknown(name, sorted(facts), options.preview)
         requested = list(dict.fromkeys(options.selectors))
         candidates = set() if options.only else graph.downstream(requested)
     else:
@@ -302,7 +289,7 @@ class _Run:
             run_id=self.run_id,
             trigger=self.options.trigger,
             human=self.options.human,
-            argv=self.options.argv,
+            argv=self.redactor.obj(self.options.argv),
             who=current(),
         )
         held = self._take_leases(self.run_id, the_plan.order)
@@ -316,7 +303,7 @@ class _Run:
         except (Interrupted, KeyboardInterrupt):
             status = "interrupted"
         finally:
-            leases.release(self.conn, self.run_id)
+            self._recorded(lambda: leases.release(self.conn, self.run_id))
         failed = any(r["status"] == "failed" for r in self.results.values())
         invalid = any(p.severity == "error" for p in self.discovery_problems)  # e.g. two files, one name
         if status != "interrupted" and (failed or invalid):
@@ -388,8 +375,23 @@ class _Run:
         if status == "interrupted":
             result.exit = 130
         summary = {**result.envelope(), "exit": result.exit_code}
-        runs.finish_run(self.conn, self.run_id, status, self.redactor.obj(summary))
+        if self._recorded(
+            lambda: runs.finish_run(self.conn, self.run_id, status, self.redactor.obj(summary))
+        ):
+            result.ok = False
         return result
+
+    def _recorded(self, write: Any) -> bool:
+        """Do one bookkeeping write; if it fails (a full disk), keep its problem beside the run's own report
+        instead of losing the run id and steps to it. True when it failed; reconcile settles the run later."""
+        try:
+            write()
+            return False
+        except CroftError as exc:
+            self.problems.append(
+                exc.problem.with_(details={**(exc.problem.details or {}), "runId": self.run_id})
+            )
+            return True
 
 
 def _execute_or_internal_error(step: StepInput) -> dict[str, Any]:
