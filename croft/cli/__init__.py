@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
 def _build_group() -> Any:
     import click
 
+    from croft import __version__
+
     class LazyGroup(click.Group):
         def list_commands(self, ctx: click.Context) -> list[str]:
             return sorted(COMMANDS)
@@ -37,7 +39,7 @@ def _build_group() -> Any:
             return getattr(importlib.import_module(f"croft.cli.{module}"), attr)
 
     @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-    @click.version_option(package_name="croft")
+    @click.version_option(version=__version__, prog_name="croft")
     def cli() -> None:
         """croft keeps local data fresh: ingests pull rows from APIs, transforms build tables from tables,
         and the scheduler runs them on time."""

@@ -35,12 +35,10 @@ class StepInput:
 
 
 def write_mode(facts: AssetFacts) -> str:
-    """replace without a key; replace-by-key with one; merge with key + incremental; append only when asked."""
-    if facts.write:
-        return facts.write
-    if facts.key and facts.incremental:
-        return "merge"
-    return "replace"
+    """The mode by the one write-mode rule (``project.rules``) that validate applies too."""
+    from croft.project.rules import resolved_write_mode
+
+    return resolved_write_mode(facts.write, facts.key, bool(facts.incremental), facts.name)
 
 
 def execute(step: StepInput) -> dict[str, Any]:

@@ -12,11 +12,11 @@ import secrets
 import sqlite3
 from datetime import datetime
 from typing import Any, Literal
-from zoneinfo import ZoneInfo
 
 from croft.core.clock import now, parse_instant, to_iso
 from croft.core.identity import ProcessIdentity
 from croft.core.problems import CroftError, Problem
+from croft.core.zones import zone_named
 from croft.history.db import immediate, translate_sqlite_errors
 
 __all__ = [
@@ -87,7 +87,7 @@ def _step_dict(row: sqlite3.Row) -> dict[str, Any]:
 
 def new_run_id(now: datetime, tz: str, conn: sqlite3.Connection) -> str:
     """``r_MMDD_HHMM_xxxx``: the minute in the project's zone and 4 random base-36 characters, unused here."""
-    local = now.astimezone(ZoneInfo(tz))
+    local = now.astimezone(zone_named(tz))
     prefix = f"r_{local:%m%d_%H%M}_"
     with translate_sqlite_errors("choosing a run id"):
         for _ in range(_ID_TRIES):

@@ -186,38 +186,22 @@ def validate(raw: Any, path: Path) -> list[Problem]:
 
 def check_timezone(value: Any) -> tuple[str, str, str | None] | None:
     """None for a real IANA zone, else (message, hint, suggestion). The zone list is only read on failure."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+    from zoneinfo import ZoneInfoNotFoundError
+
+    from croft.core.zones import closest_zone, zone_named
 
     hint = 'use a name from the tz database, such as "Europe/London" or "America/New_York"'
     if not isinstance(value, str) or not value.strip():
         return (f'"timezone" must be an IANA zone name, not {json.dumps(value)}', hint, None)
     try:
-        ZoneInfo(value)
+        zone_named(value)
         return None
     except (ZoneInfoNotFoundError, ValueError, OSError):
         pass
-    suggestion = _closest_zone(value)
+    suggestion = closest_zone(value)
     if suggestion:
         hint = f'did you mean "{suggestion}"?'
     return (f'"timezone" is "{value}", which is not an IANA time zone', hint, suggestion)
-
-
-def _closest_zone(value: str) -> str | None:
-    from zoneinfo import available_timezones
-
-    from croft.core.suggest import nearest
-
-    zones = sorted(available_timezones())
-    by_fold = {zone.casefold(): zone for zone in zones}
-    if value.strip().casefold() in by_fold:
-        return by_fold[value.strip().casefold()]
-    folded = value.strip().replace(" ", "_").casefold()
-    match = nearest(folded, by_fold)
-    if not match:  # "London" alone: match on the city part
-        cities = {zone.rsplit("/", 1)[-1].casefold(): zone for zone in zones}
-        city = nearest(folded.rsplit("/", 1)[-1], cities, cutoff=0.75)
-        return cities[city] if city else None
-    return by_fold[match]
 
 
 def _notify_problems(notify: Any, path: Path) -> list[Problem]:

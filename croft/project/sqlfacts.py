@@ -19,6 +19,7 @@ from typing import Any
 
 from croft.core.problems import Problem, problem
 from croft.core.suggest import nearest
+from croft.project.checkspec import read_only_denies
 from croft.project.facts import AssetFacts
 
 __all__ = [
@@ -35,10 +36,6 @@ HEADER_NAMES = ("check", "description", "key")
 REPEATABLE = frozenset({"check"})
 MAX_ROUNDS = 200
 STUB_COLUMN = "_croft_stub"
-READ_ONLY_ACTIONS = frozenset(
-    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
-)
-DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
 # Authorizer action codes (they share numbers with result codes, so no reverse lookup of sqlite3 names).
 ACTION_NAMES = {
     1: "create an index", 2: "create a table", 3: "create a temp index", 4: "create a temp table",
@@ -415,11 +412,13 @@ def _compile(
     reads: set[str] = set()
 
     def authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _src: str | None) -> int:
-        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
-            denied.append(f"call {arg2}()")
-            return sqlite3.SQLITE_DENY
-        if action not in READ_ONLY_ACTIONS:
-            denied.append(" ".join(x for x in (ACTION_NAMES.get(action, f"action {action}"), arg1) if x))
+        if read_only_denies(action, arg2):
+            what = ACTION_NAMES.get(action, f"action {action}")
+            denied.append(
+                f"call {arg2}()"
+                if action == sqlite3.SQLITE_FUNCTION
+                else " ".join(x for x in (what, arg1) if x)
+            )
             return sqlite3.SQLITE_DENY
         if action == sqlite3.SQLITE_READ and arg1:
             reads.add(arg1.lower())

@@ -26,6 +26,8 @@ from typing import Literal, NamedTuple
 from zoneinfo import ZoneInfo
 
 from croft.core.problems import CroftError, Problem, problem
+from croft.core.zones import closest_zone
+from croft.core.zones import zone_named as _zone_named
 
 __all__ = [
     "CRON_FIELDS_HINT",
@@ -420,11 +422,6 @@ def parse_cron(text: str) -> CronSpec:
 # Zones
 
 
-@lru_cache(maxsize=256)
-def _zone_named(name: str) -> tzinfo:
-    return ZoneInfo(name)
-
-
 def zone(tz: str | tzinfo) -> tzinfo:
     """A zone from its IANA name (cached) or as given; an unknown name is CONFIG_INVALID with did-you-mean."""
     if not isinstance(tz, str):
@@ -432,11 +429,7 @@ def zone(tz: str | tzinfo) -> tzinfo:
     try:
         return _zone_named(tz)
     except Exception:  # ZoneInfoNotFoundError, ValueError for odd keys, OSError for unreadable files
-        from zoneinfo import available_timezones
-
-        names = sorted(available_timezones())
-        by_lower = {n.lower(): n for n in names}
-        guess = by_lower.get(tz.strip().lower()) or closest(tz.strip(), names)
+        guess = closest_zone(tz)
         hint = f'did you mean "{guess}"?' if guess else "use an IANA zone name such as Europe/London or UTC"
         raise CroftError(
             "CONFIG_INVALID", f"{_quote(tz)} is not a time zone croft knows", hint, suggestion=guess

@@ -32,9 +32,9 @@ def _schedule(
 
 
 def _zone(name: str) -> Any:
-    from zoneinfo import ZoneInfo
+    from croft.core.zones import zone_named
 
-    return ZoneInfo(name)
+    return zone_named(name)
 
 
 def validate_project(project: Project) -> Result:
