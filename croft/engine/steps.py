@@ -42,11 +42,14 @@ def write_mode(facts: AssetFacts) -> str:
 
 
 def execute(step: StepInput) -> dict[str, Any]:
-    if step.facts.kind == "ingest":
-        return _ingest(step)
-    if step.facts.kind == "sql":
-        return _sql(step)
-    return _python_transform(step)
+    from croft.engine.sandbox import step_guard
+
+    with step_guard(step.log):  # asset output goes to the step log; os._exit cannot end croft
+        if step.facts.kind == "ingest":
+            return _ingest(step)
+        if step.facts.kind == "sql":
+            return _sql(step)
+        return _python_transform(step)
 
 
 def _write_options(step: StepInput, *, inputs: bool) -> dict[str, Any]:
