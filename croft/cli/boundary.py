@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from croft.core.problems import CroftError, Problem, exit_code_for, problem
+from croft.core.problems import CroftError, Problem, Stopped, exit_code_for, problem
 
 __all__ = ["crash_folder", "fail", "last_resort", "problem_lines", "wants_json"]
 
@@ -48,11 +48,13 @@ def problem_lines(problems: Sequence[Problem]) -> list[str]:
     return lines
 
 
-def fail(problems: list[Problem], as_json: bool, exit_code: int | None = None) -> int:
-    """Print a failure with no data (envelope on stdout, or problem lines on stderr); return its exit code."""
+def fail(
+    problems: list[Problem], as_json: bool, exit_code: int | None = None, data: dict[str, Any] | None = None
+) -> int:
+    """Print a failure (envelope on stdout, or problem lines on stderr); return its exit code."""
     code = exit_code if exit_code is not None else (exit_code_for(problems) or 1)
     if as_json:
-        envelope = {"ok": False, "data": {}, "problems": [p.to_dict() for p in problems], "next": []}
+        envelope = {"ok": False, "data": data or {}, "problems": [p.to_dict() for p in problems], "next": []}
         _write(sys.stdout, json.dumps(envelope, ensure_ascii=False, default=str))
     else:
         _write(sys.stderr, "\n".join(problem_lines(problems)))
@@ -171,6 +173,8 @@ def last_resort(main: Callable[..., None]) -> Callable[..., None]:
             sys.exit(fail([exc.problem, *exc.extra], as_json))
         except KeyboardInterrupt:
             sys.exit(fail([interrupted()], as_json, 130))
+        except Stopped as stop:
+            sys.exit(fail([stop.problem], as_json, 130, stop.data))
         except BrokenPipeError:
             # The reader went away (``croft logs | head``): nothing left to tell it.
             _quiet_stdout()

@@ -9,16 +9,13 @@ after ``CROFT_RETRY_DELAYS``; deterministic ones do not.
 from __future__ import annotations
 
 import contextlib
-import signal
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from croft.core.clock import now
 from croft.core.identity import current
-from croft.core.problems import CroftError, Problem, problem
+from croft.core.problems import CroftError, Problem, Stopped, problem
 from croft.core.result import Next, Result
 from croft.core.suggest import unknown_asset
 from croft.engine import settings
@@ -27,6 +24,7 @@ from croft.engine.context import StepLog
 from croft.engine.reconcile import reconcile
 from croft.engine.staleness import stale_reasons
 from croft.engine.steps import StepInput, execute
+from croft.engine.stopping import stop_signals
 from croft.history import catalog, leases, runs, state
 from croft.history.db import open_history
 from croft.project.config import Project
@@ -52,22 +50,6 @@ class RunOptions:
 
 class Interrupted(Exception):
     """Ctrl-C or SIGTERM reached the run."""
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _unknown(name: str, known: list[str], preview: bool = False) -> CroftError:
@@ -275,6 +257,26 @@ class _Run:
 
     # -- the whole run ------------------------------------------------------------------------------
     def go(self) -> Result:
+        """The run with Ctrl-C / SIGTERM handled from before its first wait (see engine.stopping)."""
+        try:
+            with stop_signals(_stop_at_once):
+                return self._go()
+        except Stopped as stop:
+            raise self._stopped(stop.problem) from None
+
+    def _stopped(self, stop: Problem) -> Stopped:
+        """After a second signal unwound the run: record it interrupted in one short transaction."""
+        run_id = getattr(self, "run_id", None)
+        stop = stop.with_(details={"runId": run_id}) if run_id else stop
+        data = {"runId": run_id, "status": "interrupted", "steps": list(self.results.values())}
+        if run_id:
+            with contextlib.suppress(Exception):
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                runs.interrupt_run(self.conn, run_id, stop, {"ok": False, "data": data, "exit": 130})
+        return Stopped(stop, self.redactor.obj(data))
+
+    def _go(self) -> Result:
         reconcile(
             self.conn,
             lambda assets: mirror(
@@ -292,16 +294,21 @@ class _Run:
             argv=self.redactor.obj(self.options.argv),
             who=current(),
         )
-        held = self._take_leases(self.run_id, the_plan.order)
+        try:
+            held = self._take_leases(self.run_id, the_plan.order)
+        except KeyboardInterrupt:
+            self._recorded(lambda: leases.release(self.conn, self.run_id))
+            return self._interrupted("while it waited for another run's lease")
         if held:
             return self._busy(held)
         status = "succeeded"
         try:
-            with _sigterm_as_interrupt():
-                for name in the_plan.order:
-                    self._one(name, the_plan)
+            for name in the_plan.order:
+                self._one(name, the_plan)
         except (Interrupted, KeyboardInterrupt):
             status = "interrupted"
+            if not any(p.code == "INTERRUPTED" for p in self.problems):  # e.g. in the pause before a retry
+                self.problems.append(_interrupted_problem("between steps or before a retry"))
         finally:
             self._recorded(lambda: leases.release(self.conn, self.run_id))
         failed = any(r["status"] == "failed" for r in self.results.values())
@@ -342,6 +349,10 @@ class _Run:
             self.results[name] = {"asset": name, "status": "skipped", "reason": "up to date", "attempt": 0}
             return
         self._step(name, "; ".join(reasons))
+
+    def _interrupted(self, when: str) -> Result:
+        self.problems.append(_interrupted_problem(when))
+        return self._finish("interrupted")
 
     def _busy(self, held: list[Any]) -> Result:
         first = held[0]
@@ -392,6 +403,26 @@ class _Run:
                 exc.problem.with_(details={**(exc.problem.details or {}), "runId": self.run_id})
             )
             return True
+
+
+def _stop_at_once() -> None:
+    """The second Ctrl-C / SIGTERM: unwind the run past its clean-up (``go`` records it interrupted)."""
+    raise Stopped(
+        problem(
+            "INTERRUPTED",
+            "the run was interrupted twice and stopped at once",
+            "Nothing half-written was kept; run it again when you are ready.",
+        ),
+        {},
+    )
+
+
+def _interrupted_problem(when: str) -> Problem:
+    return problem(
+        "INTERRUPTED",
+        f"the run was interrupted {when}",
+        "Nothing half-written was kept; run it again when you are ready.",
+    )
 
 
 def _execute_or_internal_error(step: StepInput) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from croft.engine import settings
 from croft.engine.context import IngestContext, StepLog, TransformContext
 from croft.engine.extract import Extraction
 from croft.engine.loader import code_error, load_asset_function
+from croft.engine.sqlclock import sql_deadline
 from croft.project.config import Project
 from croft.project.facts import AssetFacts
 
@@ -139,10 +140,13 @@ def _ingest(step: StepInput) -> dict[str, Any]:
 def _sql(step: StepInput) -> dict[str, Any]:
     facts = step.facts
     assert facts.sql is not None
-    result = step.warehouse.write_transform_sql(facts.name, facts.sql, **_write_options(step, inputs=True))
-    done = _counts(result)
-    if step.preview:
-        done["rows"] = _sample(step.warehouse.conn, facts.sql)
+    with sql_deadline(step.warehouse.conn, facts.timeout_s, facts.name):  # a runaway query is TIMEOUT
+        result = step.warehouse.write_transform_sql(
+            facts.name, facts.sql, **_write_options(step, inputs=True)
+        )
+        done = _counts(result)
+        if step.preview:
+            done["rows"] = _sample(step.warehouse.conn, facts.sql)
     return done
 
 

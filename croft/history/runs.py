@@ -331,3 +331,21 @@ def mark_crashed(conn: sqlite3.Connection, run_id: str, problem: Problem) -> Non
             " WHERE run_id = ? AND status = 'running'",
             (stamp, _error_json(problem), run_id),
         )
+
+
+def interrupt_run(conn: sqlite3.Connection, run_id: str, error: Problem, summary: dict[str, Any]) -> None:
+    """Record at once that a run was stopped: its running attempts and itself ``interrupted``, its leases
+    freed. One transaction, for the second Ctrl-C, which does not wait for the run's own clean-up."""
+    stamp = to_iso(now())
+    with immediate(conn, f"recording that run {run_id} was interrupted"):
+        conn.execute(
+            "UPDATE steps SET status = 'interrupted', finished_at = ?, error = ?"
+            " WHERE run_id = ? AND status = 'running'",
+            (stamp, _error_json(error), run_id),
+        )
+        conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
+        conn.execute(
+            "UPDATE runs SET status = 'interrupted', finished_at = ?, summary = ?"
+            " WHERE id = ? AND status = 'running'",
+            (stamp, _dumps(summary), run_id),
+        )

@@ -89,6 +89,9 @@ RULES: tuple[Rule, ...] = (
     Rule("incremental without key", "INCREMENTAL_WITHOUT_KEY", "nokey.py", _ingest('incremental="t"')),
     Rule("unknown write mode", "ASSET_INVALID", "upsert.py", _ingest('key="id", write="upsert"')),
     Rule("unknown SQL header", "HEADER_UNKNOWN_KEY", "hdr.sql", "-- keys: id\nSELECT 1 AS id\n"),
+    Rule(
+        "SQL timeout is not a duration", "ASSET_INVALID", "slow_sql.sql", "-- timeout: soon\nSELECT 1 AS id\n"
+    ),
 )
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from croft.core.problems import Problem, problem
 from croft.core.suggest import nearest
 from croft.project.checkspec import read_only_denies
-from croft.project.facts import AssetFacts
+from croft.project.facts import DEFAULT_TIMEOUT_S, AssetFacts, parse_duration
 
 __all__ = [
     "HEADER_NAMES",
@@ -32,7 +32,7 @@ __all__ = [
     "tokenize",
 ]
 
-HEADER_NAMES = ("check", "description", "key")
+HEADER_NAMES = ("check", "description", "key", "timeout")
 REPEATABLE = frozenset({"check"})
 MAX_ROUNDS = 200
 STUB_COLUMN = "_croft_stub"
@@ -208,9 +208,26 @@ def read_sql_facts(
         key=header.get("key", ()),
         checks=header.get("check", ()),
         description=header.get("description"),
+        timeout_s=_timeout(header.get("timeout"), add, header.get("timeout_line")),
         sql=statement,
         problems=tuple(problems),
     )
+
+
+def _timeout(value: str | None, add: Any, line: int | None) -> float:
+    """``-- timeout: 30s`` read by the same duration rule as a Python asset's ``timeout=``."""
+    if value is None:
+        return DEFAULT_TIMEOUT_S
+    seconds = parse_duration(value)
+    if seconds is None:
+        add(
+            "ASSET_INVALID",
+            f"`-- timeout: {value}` is not a duration",
+            'e.g. `-- timeout: 10m`, "90s" or 600',
+            line,
+        )
+        return DEFAULT_TIMEOUT_S
+    return seconds
 
 
 def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any]:
@@ -245,6 +262,8 @@ def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any
             add("ASSET_INVALID", f"`-- {name}:` is given twice", f"keep one `-- {name}:` line", line)
         elif name == "key":
             header["key"] = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+        elif name == "timeout":
+            header["timeout"], header["timeout_line"] = value, line
         else:
             header[name] = value
     return header
