@@ -257,3 +257,61 @@ def test_the_recorded_argv_is_the_real_command_line(tmp_path: Path):
     [(argv,)] = conn.execute("SELECT argv FROM runs").fetchall()
     conn.close()
     assert json.loads(argv) == ["run", "items", "--only", "--json"]
+
+
+def test_a_full_disk_while_writing_names_the_cause_with_the_run_id_and_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import errno
+
+    from enginekit import croft as croft_in_process
+
+    def no_space(step: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "warehouse.sqlite"))
+
+    root = project(tmp_path)
+    monkeypatch.setattr("croft.engine.runner.execute", no_space)
+    code, envelope = croft_in_process(root, "run")
+    assert code == 1 and envelope["data"]["runId"]
+    [step] = envelope["data"]["steps"]
+    assert step["status"] == "failed" and step["error"]["code"] == "DISK_FULL"
+    assert envelope["problems"][0]["code"] == "DISK_FULL"
+
+
+def test_a_bookkeeping_write_that_fails_keeps_the_run_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from enginekit import croft as croft_in_process
+
+    from croft.core.problems import CroftError
+    from croft.history.db import disk_full
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise CroftError(disk_full("releasing the leases", "runs.sqlite", "database or disk is full"))
+
+    root = project(tmp_path)
+    monkeypatch.setattr("croft.history.leases.release", full)
+    code, envelope = croft_in_process(root, "run")
+    assert code == 1 and envelope["ok"] is False
+    assert envelope["data"]["runId"] and envelope["data"]["steps"][0]["asset"] == "items"
+    problem = envelope["problems"][-1]
+    assert problem["code"] == "DISK_FULL" and problem["details"]["runId"] == envelope["data"]["runId"]
+
+
+def test_a_crash_file_never_holds_a_secret_from_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    from croft.cli import main
+
+    secret = "hunter2-very-secret"
+    root = project(tmp_path, **{".env": f"API_KEY={secret}\n"})
+    monkeypatch.chdir(root)
+
+    def leaky(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(f"failed with key {secret}")
+
+    monkeypatch.setattr("croft.engine.status.project_status", leaky)
+    with pytest.raises(SystemExit):
+        main(["status", "--json"])
+    out = capsys.readouterr().out
+    assert secret not in out and "[redacted:API_KEY]" in out
+    [crash] = (root / ".croft" / "crashes").iterdir()
+    assert secret not in crash.read_text() and "[redacted:API_KEY]" in crash.read_text()

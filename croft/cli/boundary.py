@@ -132,16 +132,32 @@ def _crash_file(exc: BaseException, args: Sequence[str], text: str) -> Path | No
     return None
 
 
+def _redact(args: Sequence[str]) -> Callable[[str], str]:
+    """Hide the project's .env values from what a crash writes or prints (identity when there is none)."""
+    root = _project_root(args)
+    if root is None:
+        return lambda text: text
+    try:
+        from croft.core.redact import Redactor
+        from croft.project.env import read_dotenv
+
+        env = read_dotenv(root / ".env")
+        return Redactor({name: os.environ.get(name, value) for name, value in env.items()}).text
+    except Exception:
+        return lambda text: text
+
+
 def internal_error(exc: BaseException, args: Sequence[str]) -> Problem:
     """The INTERNAL_ERROR for an exception croft did not expect, with its traceback saved (and shown)."""
     import traceback
 
-    text = "".join(traceback.format_exception(exc))
-    path = _crash_file(exc, args, text)
+    redact = _redact(args)
+    text = redact("".join(traceback.format_exception(exc)))
+    path = _crash_file(exc, [redact(a) for a in args], text)
     if os.environ.get("CROFT_DEBUG") == "1":
         _write(sys.stderr, text.rstrip())
     where = f"the traceback is in {path}" if path else "no crash file could be written"
-    summary = str(exc).splitlines()[0][:200] if str(exc) else ""
+    summary = redact(str(exc).splitlines()[0][:200]) if str(exc) else ""
     return problem(
         "INTERNAL_ERROR",
         f"croft failed unexpectedly ({type(exc).__name__}{': ' + summary if summary else ''}); {where}",

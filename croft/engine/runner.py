@@ -380,9 +380,8 @@ class _Run:
             for s in steps
             if s["status"] == "failed"
         ]
-        result = Result(
-            data=self.redactor.obj(data), problems=self.problems, next=nexts, ok=status == "succeeded"
-        )
+        ok = status == "succeeded" and not any(p.severity == "error" for p in self.problems)  # e.g. DISK_FULL
+        result = Result(data=self.redactor.obj(data), problems=self.problems, next=nexts, ok=ok)
         if status == "interrupted":
             result.exit = 130
         summary = {**result.envelope(), "exit": result.exit_code}
@@ -417,6 +416,27 @@ def _stop_at_once() -> None:
     )
 
 
+def _os_error(exc: OSError, asset: str) -> CroftError:
+    """An OS error while a step wrote (its log, the warehouse): DISK_FULL, or the OS's own words."""
+    import errno
+
+    if exc.errno == errno.ENOSPC:
+        return CroftError(
+            "DISK_FULL",
+            f"the disk filled up while {asset} was written ({exc.filename or 'no file named'})",
+            "Free some space on that disk, then run again; nothing half-written was kept.",
+            asset=asset,
+            details={"errno": exc.errno, "file": exc.filename},
+        )
+    return CroftError(
+        "INTERNAL_ERROR",
+        f"the OS refused a write while {asset} ran: {exc.strerror or exc} ({exc.filename or 'no file named'})",
+        "Check that the project's folders are writable and the disk is healthy, then run again.",
+        asset=asset,
+        details={"errno": exc.errno, "file": exc.filename, "exception": type(exc).__name__},
+    )
+
+
 def _interrupted_problem(when: str) -> Problem:
     return problem(
         "INTERRUPTED",
@@ -431,6 +451,8 @@ def _execute_or_internal_error(step: StepInput) -> dict[str, Any]:
         return execute(step)
     except (CroftError, KeyboardInterrupt):
         raise
+    except OSError as exc:
+        raise _os_error(exc, step.facts.name) from exc
     except Exception as exc:
         raise CroftError(
             "INTERNAL_ERROR",
