@@ -77,6 +77,13 @@ def non_utf8_path(tmp: Path) -> Path:
     return folder
 
 
+def two_runs(tmp: Path) -> Path:
+    root = project(tmp)
+    for _ in range(2):
+        subprocess.run([sys.executable, "-m", "croft", "run"], cwd=root, capture_output=True, check=True)
+    return root
+
+
 @dataclass
 class Case:
     id: str
@@ -128,6 +135,7 @@ CASES = [
     Case("preview-unknown-asset", ["preview", "itemz"], project, {"UNKNOWN_ASSET"}),
     Case("logs-unknown-asset", ["logs", "itemz"], project, {"UNKNOWN_ASSET"}),
     Case("logs-unknown-run", ["logs", "r_zzzz"], project, {"USAGE"}),
+    Case("logs-ambiguous-run-id", ["logs", "r_"], two_runs, {"USAGE"}),
     Case("docs-unknown-topic", ["docs", "schedulng"], plain, {"USAGE"}),
     Case("explain-bad-schedule", ["schedule", "explain", "every", "5", "dayz"], plain, {"SCHEDULE_INVALID"}),
     Case(

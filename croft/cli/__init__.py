@@ -64,5 +64,9 @@ def _run_click(args: list[str]) -> None:
     except click.ClickException as exc:
         from croft.cli.usage import usage_error
 
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            click.echo(ctx.get_help())  # bare `croft`: the help is the answer, not an error
+            sys.exit(0)
         raise usage_error(exc, args) from None
     sys.exit(code if isinstance(code, int) else 0)
