@@ -40,3 +40,28 @@ def test_the_table_covers_the_rules_the_issue_names():
         "bare decorator",
     ):
         assert wanted in names
+
+
+SECRET_INGEST = """
+from croft import ingest
+
+
+@ingest(key="id", secrets=["API_KEY"])
+def rows(ctx):
+    yield {"id": 1, "k": len(ctx.secret("API_KEY"))}
+"""
+
+
+def test_a_secret_run_would_miss_is_a_validate_warning(make_project, monkeypatch):
+    monkeypatch.delenv("API_KEY", raising=False)
+    root = make_project({"assets/keyed.py": SECRET_INGEST})
+    code, validated = croft(root, "validate")
+    assert code == 0 and validated["ok"] is True
+    [warning] = [p for p in validated["problems"] if p["code"] == "SECRET_MISSING"]
+    assert warning["severity"] == "warning" and "API_KEY" in warning["message"]
+    code, ran = croft(root, "run")
+    assert code == 2 and "SECRET_MISSING" in {p["code"] for p in ran["problems"]}
+
+    (root / ".env").write_text("API_KEY=abcdef\n")
+    code, validated = croft(root, "validate")
+    assert code == 0 and not [p for p in validated["problems"] if p["code"] == "SECRET_MISSING"]
