@@ -64,14 +64,14 @@ def validate_project(project: Project) -> Result:
                     file=f.rel,
                 )
             )
-        missing = [name for name in f.secrets if not project.env.get(name)]
-        if missing:  # a warning: validate also runs where .env is absent on purpose (CI)
+        absent = [secret for secret in f.secrets if not project.env.get(secret)]
+        if absent:  # a warning: validate also runs where .env is absent on purpose (CI)
             problems.append(
                 Problem(
                     "SECRET_MISSING",
-                    f"{name} declares secret(s) {', '.join(missing)}, missing from .env and the environment;"
+                    f"{name} declares secret(s) {', '.join(absent)}, missing from .env and the environment;"
                     " a run will refuse it",
-                    f"Add {missing[0]}=... to {project.root / '.env'} (git-ignored; values are never printed).",
+                    f"Add {absent[0]}=... to {project.root / '.env'} (git-ignored; values are never printed).",
                     severity="warning",
                     asset=name,
                     file=f.rel,
