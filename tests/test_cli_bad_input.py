@@ -112,6 +112,8 @@ CASES = [
     Case("logs-env-is-a-folder", ["logs"], env_folder, {"ENV_INVALID"}),
     Case("init-twice", ["init", "proj"], lambda t: (project(t), t)[1], {"PROJECT_EXISTS"}),
     Case("init-assets-is-a-file", ["init"], assets_is_a_file, {"PATH_UNWRITABLE"}),
+    # /proc takes no new folders, for root too: a place where nothing can be written.
+    Case("init-unwritable-place", ["init", f"/proc/croft-{os.getpid()}"], plain, {"PATH_UNWRITABLE"}),
     Case("init-bad-zone", ["init", "x", "--timezone", "Mars/Olympus"], plain, {"CONFIG_INVALID"}),
     *(
         Case(f"{cmd[0]}-croft-now-past-9999", cmd, project, {"CLOCK_INVALID"}, env={"CROFT_NOW": FAR})
