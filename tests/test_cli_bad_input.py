@@ -126,6 +126,13 @@ CASES = [
         {"CLOCK_INVALID"},
         env={"CROFT_NOW": FAR},
     ),
+    Case(
+        "explain-croft-now-in-year-1",
+        ["schedule", "explain", "hourly"],
+        plain,
+        {"CLOCK_INVALID"},
+        env={"CROFT_NOW": "0001-01-01T00:00:00Z"},
+    ),
     Case("explain-after-past-9999", ["schedule", "explain", "hourly", "--after", FAR], plain, {"USAGE"}),
     Case("logs-since-past-9999", ["logs", "--since", "99999-01-01"], project, {"USAGE"}),
     Case("run-in-non-utf8-folder", ["run"], non_utf8_path, {"PATH_UNWRITABLE"}),
