@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import sqlite3
+import tempfile
+from pathlib import Path
 
 import pytest
 from enginekit import croft
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from croft.project.rules import RULES, Rule
+from croft.core.problems import CroftError
+from croft.engine.checks import parse_checks
+from croft.engine.cursor import parse_lookback
+from croft.engine.writespec import key_tuple, resolve_mode
+from croft.project.facts import read_python_facts
+from croft.project.rules import RULES, Rule, static_problems
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
@@ -65,3 +74,62 @@ def test_a_secret_run_would_miss_is_a_validate_warning(make_project, monkeypatch
     (root / ".env").write_text("API_KEY=abcdef\n")
     code, validated = croft(root, "validate")
     assert code == 0 and not [p for p in validated["problems"] if p["code"] == "SECRET_MISSING"]
+
+
+# -- a property: whatever options an ingest is written with, if the engine's own last-moment checks would
+# refuse them, croft validate has already reported an error with the same code.
+KEYS = st.sampled_from([None, "id", ["a", "b"], "my id", '"id"', "id;drop", ["ok", "not ok"]])
+WRITES = st.sampled_from([None, "replace", "append", "merge", "upsert"])
+INCREMENTALS = st.sampled_from(
+    [
+        None,
+        "t",
+        {"field": "t", "lookback": "30 days"},
+        {"field": "t", "lookback": "30 dayz"},
+        {"field": "t", "lookback": "2h"},
+    ]
+)
+CHECKS = st.lists(
+    st.sampled_from(
+        ["amount >= 0", "unique(id)", "(x > 0", "x > 0; drop", "min_rows(2)", "not_null(my col)"]
+    ),
+    max_size=3,
+)
+
+
+def engine_refusals(key, write, incremental, checks) -> set[str]:
+    """The codes the engine's checks before a write would raise for these options."""
+    codes: set[str] = set()
+    field = incremental if isinstance(incremental, str) else (incremental or {}).get("field")
+    lookback = incremental.get("lookback") if isinstance(incremental, dict) else None
+    for attempt in (
+        lambda: key_tuple(key),
+        lambda: resolve_mode(write, key_tuple(key) if isinstance(key, str | list) else (), field, "x"),
+        lambda: parse_checks(checks),
+        lambda: parse_lookback(lookback),
+    ):
+        try:
+            attempt()
+        except CroftError as exc:
+            codes.add(exc.code)
+    return codes
+
+
+@settings(max_examples=150, deadline=None)
+@given(key=KEYS, write=WRITES, incremental=INCREMENTALS, checks=CHECKS)
+def test_validate_reports_every_refusal_the_engine_would_make(key, write, incremental, checks):
+    options = [
+        f"{name}={value!r}"
+        for name, value in (("key", key), ("write", write), ("incremental", incremental))
+        if value is not None
+    ]
+    if checks:
+        options.append(f"checks={checks!r}")
+    text = f"from croft import ingest\n\n\n@ingest({', '.join(options)})\ndef rows(ctx):\n    yield {{}}\n"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "x.py"
+        path.write_text(text)
+        facts = read_python_facts(path, "x", "assets/x.py")
+    reported = {p.code for p in (*facts.problems, *static_problems(facts)) if p.severity == "error"}
+    refused = engine_refusals(key, write, incremental, checks)
+    assert refused <= reported, (text, refused, reported)
