@@ -57,6 +57,12 @@ def with_config(content: bytes) -> Callable[[Path], Path]:
     return make
 
 
+def database_folder(tmp: Path) -> Path:
+    root = project(tmp, **{"croft.json": b'{"timezone": "UTC", "database": "data"}'})
+    (root / "data").mkdir()
+    return root
+
+
 def env_folder(tmp: Path) -> Path:
     root = project(tmp)
     (root / ".env").mkdir()
@@ -106,6 +112,16 @@ CASES = [
         )
         for cmd in (["validate"], ["run"], ["status"], ["logs"])
     ),
+    *(
+        Case(
+            f"{cmd[0]}-state-dir-unwritable",
+            cmd,
+            with_config(b'{"timezone": "UTC", "stateDir": "/proc/croft-state"}'),
+            {"PATH_UNWRITABLE"},
+        )
+        for cmd in (["run"], ["status"], ["logs"])
+    ),
+    Case("run-database-is-a-folder", ["run"], database_folder, {"PATH_UNWRITABLE"}),
     Case("validate-nested-config", ["validate"], with_config(b"[" * 100_000), {"CONFIG_INVALID"}),
     Case("run-non-utf8-env", ["run"], lambda t: project(t, **{".env": b"KEY=\xff\xfe\n"}), {"ENV_INVALID"}),
     Case("run-env-is-a-folder", ["run"], env_folder, {"ENV_INVALID"}),

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from croft.core.problems import CroftError
-from croft.history.db import BUSY_TIMEOUT_MS, disk_full
+from croft.history.db import BUSY_TIMEOUT_MS, cannot_open, disk_full
 
 __all__ = ["BUSY_TIMEOUT_MS", "problem_for", "translating"]
 
@@ -48,6 +48,8 @@ def problem_for(
         )
     if code == sqlite3.SQLITE_FULL:
         return CroftError(disk_full(what, str(path), str(exc)).with_(**where))
+    if code == sqlite3.SQLITE_CANTOPEN:
+        return CroftError(cannot_open(what, str(path), str(exc)).with_(**where))
     if code == sqlite3.SQLITE_AUTH:
         return CroftError(
             "SQL_NOT_SELECT",
