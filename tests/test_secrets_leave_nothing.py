@@ -164,3 +164,26 @@ def test_an_asset_calling_os_exit_fails_its_step_and_croft_still_reports(make_pr
     steps = {s["asset"]: s["status"] for s in envelope["data"]["steps"]}
     assert steps == {"fine": "ok", "quitter": "failed"}
     assert history(root, "SELECT status FROM runs") == [{"status": "failed"}]
+
+
+def test_a_thread_left_behind_by_a_step_never_writes_to_croft_stdout(capsys):
+    import threading
+
+    from croft.engine.sandbox import output_routing, step_guard
+
+    lines: list[str] = []
+
+    def leftover(text: str) -> None:
+        worker = threading.Thread(target=lambda: print(text))
+        worker.start()
+        worker.join()
+
+    with output_routing():
+        print("croft's own line")
+        with step_guard(lines.append):
+            print("asset line")
+            leftover("asset thread line")
+        leftover(f"after the step {SECRET}")  # a generator still running after its TIMEOUT
+    out = capsys.readouterr().out
+    assert out == "croft's own line\n"
+    assert lines == ["stdout: asset line", "stdout: asset thread line"]

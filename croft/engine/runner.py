@@ -22,6 +22,7 @@ from croft.engine import settings
 from croft.engine.catalog import mirror
 from croft.engine.context import StepLog
 from croft.engine.reconcile import reconcile
+from croft.engine.sandbox import output_routing
 from croft.engine.staleness import stale_reasons
 from croft.engine.steps import StepInput, execute
 from croft.engine.stopping import stop_signals
@@ -259,7 +260,7 @@ class _Run:
     def go(self) -> Result:
         """The run with Ctrl-C / SIGTERM handled from before its first wait (see engine.stopping)."""
         try:
-            with stop_signals(_stop_at_once):
+            with stop_signals(_stop_at_once), output_routing():
                 return self._go()
         except Stopped as stop:
             raise self._stopped(stop.problem) from None

@@ -10,7 +10,10 @@ Inside :func:`step_guard`:
   ``SystemExit``), so the step fails as ``ASSET_CODE_ERROR`` and croft still prints and records the run.
 
 Everything is restored when the step ends, so each step (and each later run in a long-lived process)
-starts from croft's real streams.
+starts from croft's real streams. Around a whole run, :func:`output_routing` also covers a thread that an
+ended step left behind (a generator still running after its TIMEOUT): between steps its writes are
+dropped instead of reaching croft's stdout before the envelope; only the thread that started the run
+writes to the real streams.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["AssetExit", "step_guard"]
+__all__ = ["AssetExit", "output_routing", "step_guard"]
 
 
 class AssetExit(Exception):
@@ -66,6 +69,49 @@ class _LogStream(io.TextIOBase):
         return "utf-8"
 
 
+class _Router(io.TextIOBase):
+    """sys.stdout/sys.stderr for a run: the step's log while a step runs, else the real stream for the
+    run's own thread and nothing for any other (a thread an ended step left behind)."""
+
+    def __init__(self, real: Any):
+        self.real = real
+        self.owner = threading.current_thread()
+        self.target: _LogStream | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        target = self.target
+        if target is not None:
+            return target.write(text)
+        if threading.current_thread() is self.owner:
+            return int(self.real.write(text))
+        return len(text)
+
+    def flush(self) -> None:
+        target = self.target
+        if target is not None:
+            target.flush()
+        elif threading.current_thread() is self.owner:
+            self.real.flush()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self.real, "encoding", "utf-8"))
+
+
+@contextlib.contextmanager
+def output_routing() -> Iterator[None]:
+    """Route sys.stdout/sys.stderr through :class:`_Router` for a whole run; restored at its end."""
+    real = (sys.stdout, sys.stderr)
+    sys.stdout, sys.stderr = _Router(real[0]), _Router(real[1])
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = real
+
+
 def _raise_exit(code: int = 0) -> None:
     raise AssetExit(code)
 
@@ -101,13 +147,19 @@ def step_guard(log: Callable[[str], None]) -> Iterator[None]:
         with contextlib.suppress(Exception):
             stream.flush()
     out, err = _LogStream(log, "stdout"), _LogStream(log, "stderr")
+    routers = [r for r in (real["stdout"], real["stderr"]) if isinstance(r, _Router)]
     with _descriptors(log):
-        sys.stdout, sys.stderr = out, err
+        if len(routers) == 2:  # inside output_routing: point the routers at this step's log
+            routers[0].target, routers[1].target = out, err
+        else:
+            sys.stdout, sys.stderr = out, err
         os._exit = _raise_exit  # type: ignore[assignment]
         try:
             yield
         finally:
             os._exit = real["_exit"]
+            for router in routers:
+                router.target = None
             sys.stdout, sys.stderr = real["stdout"], real["stderr"]
             out.flush()
             err.flush()
