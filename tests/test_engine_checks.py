@@ -97,12 +97,48 @@ def test_a_key_implies_unique_and_not_null() -> None:
     assert implied_checks(()) == []
 
 
+PASSING = ("unique(id)", "not_null(id)", "min_rows(4)", "id > 0", "amount >= 0")
+# For each passing check, a change to the table that breaks it and no other check.
+BREAKERS = {
+    "unique(id)": "INSERT INTO orders VALUES (3, 1.0, 'x', '" + NEW + "', 'h')",
+    "not_null(id)": "INSERT INTO orders VALUES (NULL, 1.0, 'x', '" + NEW + "', 'h')",
+    "min_rows(4)": "DELETE FROM orders WHERE id = 1",
+    "id > 0": "INSERT INTO orders VALUES (-1, 1.0, 'x', '" + NEW + "', 'h')",
+    "amount >= 0": "INSERT INTO orders VALUES (9, -1.0, 'x', '" + NEW + "', 'h')",
+}
+
+
 def test_passing_checks_raise_nothing(conn: sqlite3.Connection) -> None:
-    check(conn, "unique(id)", "not_null(id)", "min_rows(4)", "id > 0", "amount >= 0")  # -5 is an old row
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    check(conn, *PASSING)  # -5 is an old row
+    conn.set_trace_callback(None)
+    # Each check really ran a query over the table...
+    assert len([s for s in statements if "orders" in s]) >= len(PASSING)
+    assert any("id > 0" in s for s in statements) and any("amount >= 0" in s for s in statements)
+    # ...and would have failed, alone, on a table that breaks it: the pass above was a real evaluation.
+    assert set(BREAKERS) == set(PASSING)
+    for text, change in BREAKERS.items():
+        conn.execute("SAVEPOINT probe")
+        conn.execute(change)
+        with pytest.raises(CroftError) as caught:
+            check(conn, *PASSING)
+        failed = {p.details["check"] for p in [caught.value.problem, *caught.value.extra] if p.details}
+        assert failed == {text}
+        conn.execute("ROLLBACK TO probe")
+        conn.execute("RELEASE probe")
 
 
 def test_expression_checks_only_see_rows_of_this_write_and_null_passes(conn: sqlite3.Connection) -> None:
     check(conn, "amount >= 0")  # row 2 (-5) is old; row 4 (NULL) passes
+    # The same check over the older write's rows meets row 2 and fails: the pass looked at rows 3 and 4 only.
+    with pytest.raises(CroftError) as caught:
+        run_checks(conn, "orders", parse_checks(["amount >= 0"]), stamp=OLD, columns=COLUMNS, asset="orders")
+    assert caught.value.problem.details["sample"] == [{"id": 2, "amount": -5.0, "status": "paid"}]
+    # NULL passes by the rule, not by accident: an expression that is false for row 4's NULL fails on it.
+    with pytest.raises(CroftError) as caught:
+        check(conn, "coalesce(amount, -1) >= 0")
+    assert caught.value.problem.details["sample"] == [{"id": 4, "amount": None, "status": "open"}]
 
 
 def test_a_failing_expression_reports_count_and_sample(conn: sqlite3.Connection) -> None:

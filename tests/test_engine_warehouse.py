@@ -192,7 +192,7 @@ def test_append_inserts_every_row_every_time(wh: Warehouse) -> None:
 def test_mode_inference_and_refusals(wh: Warehouse) -> None:
     with pytest.raises(CroftError) as caught:
         wh.write_ingest("x", [], cursor_field="ts", now=at(0))
-    assert caught.value.code == "ASSET_INVALID"
+    assert caught.value.code == "INCREMENTAL_WITHOUT_KEY"  # the same code croft validate gives
     with pytest.raises(CroftError):
         wh.write_ingest("x", [], mode="merge", now=at(0))
     with pytest.raises(CroftError):

@@ -225,12 +225,12 @@ def test_a_file_that_is_not_sqlite_is_refused_with_a_move_aside_fix(tmp_path):
     assert path.read_bytes() == before
 
 
-def test_an_unwritable_state_folder_is_an_internal_error_naming_it(tmp_path):
+def test_an_unwritable_state_folder_is_path_unwritable_naming_it(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     with pytest.raises(CroftError) as caught:
         open_history(blocker / ".croft")
-    assert caught.value.code == "INTERNAL_ERROR"
+    assert caught.value.code == "PATH_UNWRITABLE"  # the user's path, not a bug in croft
     assert str(blocker / ".croft") in caught.value.problem.message
 
 
@@ -350,7 +350,7 @@ def with_result_code(exc: sqlite3.Error, code: int) -> sqlite3.Error:
         ),
         pytest.param(
             with_result_code(sqlite3.OperationalError("disk"), sqlite3.SQLITE_FULL),
-            "INTERNAL_ERROR",
+            "DISK_FULL",
             False,
             id="full",
         ),

@@ -6,6 +6,8 @@ import importlib
 import sys
 from typing import Any
 
+from croft.cli.boundary import last_resort
+
 __all__ = ["main"]
 
 # command name -> "module:attribute" inside croft.cli. Adding a command is one line here and one module.
@@ -26,6 +28,8 @@ COMMANDS: dict[str, str] = {
 def _build_group() -> Any:
     import click
 
+    from croft import __version__
+
     class LazyGroup(click.Group):
         def list_commands(self, ctx: click.Context) -> list[str]:
             return sorted(COMMANDS)
@@ -37,7 +41,7 @@ def _build_group() -> Any:
             return getattr(importlib.import_module(f"croft.cli.{module}"), attr)
 
     @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-    @click.version_option(package_name="croft")
+    @click.version_option(version=__version__, prog_name="croft")
     def cli() -> None:
         """croft keeps local data fresh: ingests pull rows from APIs, transforms build tables from tables,
         and the scheduler runs them on time."""
@@ -45,10 +49,30 @@ def _build_group() -> Any:
     return cli
 
 
+@last_resort
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if args[:2] == ["tick", "--all"]:  # the per-user tick runs every minute: no click on its path
         from croft.schedule.usertick import main as tick_all
 
         sys.exit(tick_all(args[2:]))
-    _build_group()(args=args, prog_name="croft")
+    _run_click(args)
+
+
+def _run_click(args: list[str]) -> None:
+    """click without its own error printing: a usage error is a USAGE problem, printed like any other."""
+    import click
+
+    try:
+        code = _build_group().main(args=args, prog_name="croft", standalone_mode=False, obj={"argv": args})
+    except click.exceptions.Abort:
+        raise KeyboardInterrupt from None
+    except click.ClickException as exc:
+        from croft.cli.usage import usage_error
+
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            click.echo(ctx.get_help())  # bare `croft`: the help is the answer, not an error
+            sys.exit(0)
+        raise usage_error(exc, args) from None
+    sys.exit(code if isinstance(code, int) else 0)

@@ -7,7 +7,7 @@ import json
 import click
 
 from croft.cli.project_option import load, project_option
-from croft.cli.render import json_option, run_command
+from croft.cli.render import command_line, json_option, run_command
 from croft.core.result import Result
 
 
@@ -59,5 +59,5 @@ def command(asset: str, project_dir: str | None, watch: bool = False) -> Result:
     from croft.engine.runner import RunOptions, run_assets
 
     return run_assets(
-        load(project_dir), RunOptions(selectors=[asset], only=True, preview=True, argv=["preview", asset])
+        load(project_dir), RunOptions(selectors=[asset], only=True, preview=True, argv=command_line())
     )

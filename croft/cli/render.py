@@ -13,34 +13,31 @@ from typing import Any
 
 import click
 
-from croft.core.problems import CroftError, Problem
+from croft.cli.boundary import problem_lines
+from croft.core.problems import CroftError
 from croft.core.result import Result, dumps
 
-__all__ = ["emit", "json_option", "problem_lines", "respond", "run_command"]
+__all__ = ["command_line", "emit", "json_option", "problem_lines", "respond", "run_command"]
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON envelope on stdout.")
 
 
-def problem_lines(problems: list[Problem]) -> list[str]:
-    lines = []
-    for p in problems:
-        where = f" [{p.asset}]" if p.asset else ""
-        lines.append(f"{p.severity}: {p.code}{where}: {p.message}")
-        if p.hint:
-            lines.append(f"  hint: {p.hint}")
-        if p.suggestion:
-            lines.append(f"  try: {p.suggestion}")
-        if p.fix and p.fix.get("command"):
-            lines.append(f"  fix: {p.fix['command']}")
-        lines.append(f"  more: {p.docs}")
-    return lines
+def command_line() -> list[str]:
+    """The arguments croft was really invoked with (after ``croft``), as main() received them."""
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_root().obj if ctx is not None else None
+    if isinstance(obj, dict) and isinstance(obj.get("argv"), list):
+        return list(obj["argv"])
+    return sys.argv[1:]
 
 
 def emit(result: Result, as_json: bool, human: Callable[[Result], str] | None = None) -> None:
     if as_json:
         click.echo(dumps(result.envelope()))
     else:
-        text = human(result) if human else ""
+        # A failed result that carries no data (a CroftError, a refusal) is told by its problems alone:
+        # the renderers only ever see the data their command's success builds.
+        text = human(result) if human and result.data else ""
         if text:
             click.echo(text)
         lines = problem_lines(result.problems)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from croft.cli.project_option import load, project_option
-from croft.cli.render import json_option, run_command
+from croft.cli.render import command_line, json_option, run_command
 from croft.core.result import Result
 
 
@@ -45,5 +43,5 @@ def command(assets: tuple[str, ...], only: bool, project_dir: str | None) -> Res
     """
     from croft.engine.runner import RunOptions, run_assets
 
-    options = RunOptions(selectors=list(assets), only=only, argv=["run", *sys.argv[2:]])
+    options = RunOptions(selectors=list(assets), only=only, argv=command_line())
     return run_assets(load(project_dir), options)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["from_iso", "now", "parse_instant", "to_iso"]
+__all__ = ["FIRST_YEAR", "LAST_YEAR", "from_iso", "now", "parse_instant", "to_iso"]
+
+FIRST_YEAR, LAST_YEAR = 2, 9998
 
 
 def parse_instant(text: str) -> datetime:
@@ -20,15 +22,22 @@ def parse_instant(text: str) -> datetime:
     raw = text.strip()
     if not raw:
         raise ValueError("an empty time")
-    if raw.lstrip("-").isdigit():
-        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=int(raw))
     try:
-        value = datetime.fromisoformat(raw.replace("z", "Z").replace("Z", "+00:00"))
+        if raw.lstrip("-").isdigit():
+            value = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=int(raw))
+        else:
+            value = datetime.fromisoformat(raw.replace("z", "Z").replace("Z", "+00:00"))
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        value = value.astimezone(UTC)
+    except OverflowError:
+        value = None
     except ValueError:
-        raise ValueError(f"{raw!r} is not an ISO-8601 time or epoch milliseconds") from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+        raise ValueError(f"{raw[:40]!r} is not an ISO-8601 time or epoch milliseconds") from None
+    if value is None or not FIRST_YEAR <= value.year <= LAST_YEAR:
+        # Zones, lookbacks and the next fires are computed around an instant: keep a year of room either side.
+        raise ValueError(f"{raw[:40]!r} is outside the years {FIRST_YEAR} to {LAST_YEAR} croft computes with")
+    return value
 
 
 def now() -> datetime:

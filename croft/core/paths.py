@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["croft_home", "data_path", "job_label", "state_dir"]
+__all__ = ["croft_home", "data_path", "job_label", "require_utf8_path", "state_dir"]
 
 DEFAULT_LABEL = "dev.croft.tick"
 
@@ -35,3 +35,23 @@ def data_path(*parts: str) -> Path:
     if packaged.is_dir():
         return packaged.joinpath(*parts)
     return Path(__file__).resolve().parents[2].joinpath(*parts)
+
+
+def require_utf8_path(path: Path) -> None:
+    """Refuse a folder whose name is not UTF-8: SQLite cannot open files under it, and it cannot be shown.
+
+    Raises PATH_UNWRITABLE; the name is shown with the bad bytes escaped.
+    """
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        from croft.core.problems import CroftError
+
+        shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise CroftError(
+            "PATH_UNWRITABLE",
+            f"the folder {shown} has a name that is not UTF-8; croft's SQLite files cannot live there",
+            "Rename the folder (or the one above it) to a UTF-8 name, then run the command again.",
+            details={"path": shown},
+        ) from None

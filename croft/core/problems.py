@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-__all__ = ["CODES", "CroftError", "Problem", "exit_code_for", "problem"]
+__all__ = ["CODES", "CroftError", "Problem", "Stopped", "exit_code_for", "problem"]
 
 Severity = Literal["error", "warning", "info"]
 
@@ -62,6 +62,9 @@ CODES: dict[str, tuple[str, int]] = {
     "INSTALL_FAILED": ("state", 2),
     "SCHEDULER_STALE": ("state", 1),
     "JOB_AT_RISK": ("state", 1),
+    "ENV_INVALID": ("project", 2),
+    "PATH_UNWRITABLE": ("project", 2),
+    "DISK_FULL": ("state", 1),
 }
 
 
@@ -141,6 +144,19 @@ class CroftError(Exception):
 
     def __str__(self) -> str:
         return f"{self.problem.code}: {self.problem.message}"
+
+
+class Stopped(BaseException):
+    """A second Ctrl-C: the run was recorded interrupted and croft ends now, past every clean-up handler.
+
+    A BaseException (like KeyboardInterrupt, but not one) so no ``except Exception`` or
+    ``except KeyboardInterrupt`` on the way out can catch it and carry on; the CLI boundary prints it.
+    """
+
+    def __init__(self, problem: Problem, data: dict[str, Any]):
+        super().__init__(problem.message)
+        self.problem = problem
+        self.data = data
 
 
 def exit_code_for(problems: list[Problem]) -> int:

@@ -9,14 +9,23 @@ evaluated under an authorizer that only lets it read, so check text cannot chang
 
 from __future__ import annotations
 
-import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from croft.core.problems import CroftError, Problem
+from croft.project.checkspec import (
+    Check,
+    Expression,
+    MinRows,
+    NotNull,
+    Unique,
+    is_identifier,
+    parse_check,
+    parse_checks,
+    read_only_denies,
+)
 
 __all__ = [
     "Check",
@@ -33,23 +42,7 @@ __all__ = [
     "run_checks",
 ]
 
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SAMPLE_SIZE = 5
-
-# What user SQL may do: read tables, call functions, walk CTEs. Everything else (writes, DDL, ATTACH,
-# PRAGMA, transactions) is refused by SQLite itself with "not authorized".
-_ALLOWED_ACTIONS = frozenset(
-    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
-)
-_DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
-
-_COLUMNS_CHECK = re.compile(r"^(unique|not_null)\s*\(([^()]*)\)$", re.IGNORECASE)
-_MIN_ROWS = re.compile(r"^min_rows\s*\(\s*(\d+)\s*\)$", re.IGNORECASE)
-
-
-def is_identifier(name: object) -> bool:
-    """A plain SQL name: letters, digits and underscores, not starting with a digit."""
-    return isinstance(name, str) and bool(IDENTIFIER.match(name))
 
 
 def quote(name: str) -> str:
@@ -66,9 +59,7 @@ def read_only(conn: sqlite3.Connection, reads: set[str] | None = None) -> Iterat
     """
 
     def authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, _src: str | None) -> int:
-        if action not in _ALLOWED_ACTIONS:
-            return sqlite3.SQLITE_DENY
-        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
+        if read_only_denies(action, arg2):
             return sqlite3.SQLITE_DENY
         reading = action == sqlite3.SQLITE_READ and db == "main"
         if reading and reads is not None and arg1 and not arg1.startswith(("sqlite_", "_croft_")):
@@ -80,101 +71,6 @@ def read_only(conn: sqlite3.Connection, reads: set[str] | None = None) -> Iterat
         yield
     finally:
         conn.set_authorizer(None)
-
-
-@dataclass(frozen=True)
-class Check:
-    """One parsed check; ``text`` is what the user wrote, used to name it in problems."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Unique(Check):
-    columns: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class NotNull(Check):
-    columns: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class MinRows(Check):
-    count: int
-
-
-@dataclass(frozen=True)
-class Expression(Check):
-    sql: str
-
-
-def _invalid(text: str, why: str) -> CroftError:
-    return CroftError(
-        "ASSET_INVALID",
-        f"The check {text!r} {why}.",
-        "A check is unique(a, b), not_null(a, b), min_rows(n), or one boolean SQL expression over the "
-        "table's columns, such as amount >= 0.",
-        details={"check": text},
-    )
-
-
-def parse_check(text: str) -> Check:
-    """Parse one check. Raises ASSET_INVALID for anything that is not a single check or expression."""
-    if not isinstance(text, str) or not text.strip():
-        raise _invalid(str(text), "is empty")
-    raw = text.strip()
-    columns = _COLUMNS_CHECK.match(raw)
-    if columns:
-        names = tuple(part.strip() for part in columns.group(2).split(","))
-        bad = [name for name in names if not is_identifier(name)]
-        if not names or bad:
-            raise _invalid(
-                raw, f"names {', '.join(map(repr, bad)) or 'no column'}, which is not a column name"
-            )
-        kind = Unique if columns.group(1).lower() == "unique" else NotNull
-        return kind(text=raw, columns=names)
-    rows = _MIN_ROWS.match(raw)
-    if rows:
-        return MinRows(text=raw, count=int(rows.group(1)))
-    _require_single_expression(raw)
-    return Expression(text=raw, sql=raw)
-
-
-def _require_single_expression(text: str) -> None:
-    """Refuse ``;``, comments and unbalanced parentheses outside quotes: the text must stay one expression
-    when croft wraps it in its own query."""
-    depth = 0
-    index = 0
-    closers = {"'": "'", '"': '"', "`": "`", "[": "]"}
-    while index < len(text):
-        char = text[index]
-        if char in closers:
-            end = text.find(closers[char], index + 1)
-            while end != -1 and char != "[" and text[end + 1 : end + 2] == closers[char]:
-                end = text.find(closers[char], end + 2)  # a doubled quote is an escaped quote
-            if end == -1:
-                raise _invalid(text, "has an unclosed quote")
-            index = end + 1
-            continue
-        if char == ";":
-            raise _invalid(text, "contains ';' (a check is one expression, not statements)")
-        if text.startswith("--", index) or text.startswith("/*", index):
-            raise _invalid(text, "contains an SQL comment")
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth < 0:
-                raise _invalid(text, "closes a parenthesis it never opened")
-        index += 1
-    if depth:
-        raise _invalid(text, "leaves a parenthesis open")
-
-
-def parse_checks(texts: Iterable[str | Check] | None) -> list[Check]:
-    """Parse a list of checks (already-parsed ones pass through)."""
-    return [t if isinstance(t, Check) else parse_check(t) for t in (texts or ())]
 
 
 def implied_checks(key: Sequence[str]) -> list[Check]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from croft.core.duration import parse_seconds
 from croft.core.problems import CroftError
 
 __all__ = [
@@ -40,16 +41,6 @@ _TIMESTAMP = re.compile(
     r"^\d{4}-\d{2}-\d{2}"
     r"(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|z|[+-]\d{2}(?::?\d{2})?)?)?$"
 )
-
-_LOOKBACK = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]+)\s*$")
-_LOOKBACK_UNITS: dict[str, float] = {
-    "ms": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
-    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400,
-    "w": 604800, "week": 604800, "weeks": 604800,
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -133,8 +124,8 @@ def _require_same_type(saved: Cursor, kind: str, value: Any) -> None:
             "CURSOR_INVALID",
             f"The cursor value {value!r} is a {kind}, but the saved cursor {saved.value!r} "
             f"is a {saved.type}.",
-            "A cursor keeps the type of its first load. Yield the same type as before, or rebuild the asset "
-            "so the cursor starts again.",
+            "A cursor keeps the type of its first load: yield the same type as before (croft has no command"
+            " yet to reset a cursor).",
             details={"saved": saved.value, "saved_type": saved.type, "value": value, "value_type": kind},
         )
 
@@ -238,16 +229,15 @@ def parse_lookback(text: str | int | float | timedelta | None) -> timedelta:
         return text
     if isinstance(text, int | float) and not isinstance(text, bool):
         return timedelta(seconds=text)
-    match = _LOOKBACK.match(str(text))
-    unit = match.group(2).lower() if match else ""
-    if not match or unit not in _LOOKBACK_UNITS:
+    seconds = parse_seconds(text, bare_text=False)
+    if seconds is None:
         raise CroftError(
             "ASSET_INVALID",
             f"The lookback {text!r} is not a duration.",
             'Write a lookback as a number and a unit, such as "30 days", "2h", "90 min" or "1s".',
             details={"lookback": text},
         )
-    return timedelta(seconds=float(match.group(1)) * _LOOKBACK_UNITS[unit])
+    return timedelta(seconds=seconds)
 
 
 def default_lookback(cursor: Cursor, *, keyed: bool) -> timedelta:

@@ -33,6 +33,7 @@ __all__ = [
     "HttpClient",
     "default_backoff",
     "drop_none_params",
+    "drop_secret_headers",
     "parse_retry_after",
     "redact_url",
     "status_error",
@@ -41,7 +42,8 @@ __all__ = [
 
 DEFAULT_TIMEOUT = 30.0  # seconds per request (connect, read, write, pool each)
 DEFAULT_MAX_RETRIES = 3  # retries after the first attempt, so four attempts at most
-MAX_RETRY_AFTER = 300.0  # a server asking for a longer pause fails the step; the runner retries later
+MAX_RETRY_AFTER = 300.0
+MAX_REDIRECTS = 20  # as httpx's own default  # a server asking for a longer pause fails the step; the runner retries later
 BODY_CHARS = 500  # how much of an error response's body goes into the problem
 
 # Query parameters whose values are credentials by their name alone, whatever .env says.
@@ -366,7 +368,7 @@ class HttpClient:
                         target = target.copy_merge_params(params)
                     raw = str(target)
                     shown = redact_url(raw, self._redactor)
-                    response = self._client.request(method, target, **kwargs)
+                    response = self._send(method, target, kwargs)
             except CroftError as error:
                 name = (error.problem.details or {}).get("error", "error")
                 self._log(f"{method} {shown} -> {name} ({_ms(started)} ms)")
@@ -396,6 +398,35 @@ class HttpClient:
                 redactor=self._redactor,
             )
 
+    def _send(self, method: str, target: httpx.URL, kwargs: dict[str, Any]) -> httpx.Response:
+        """Send, following redirects here rather than in httpx, so a hop to another origin never carries a
+        header holding a secret (Authorization, Cookie, a credential-named header, or any .env value)."""
+        options = dict(kwargs)
+        follow = options.pop("follow_redirects", True)
+        response = self._client.request(method, target, follow_redirects=False, **options)
+        origin = _origin(response.request.url)
+        hops = 0
+        while follow and response.next_request is not None:
+            hops += 1
+            if hops > MAX_REDIRECTS:
+                raise httpx.TooManyRedirects("Exceeded maximum allowed redirects.", request=response.request)
+            following, before = response.next_request, response.request.headers
+            response.close()
+            if _origin(following.url) != origin:
+                dropped = drop_secret_headers(following.headers, self._redactor)
+                dropped += [  # the ones httpx itself already left out (Authorization, Cookie)
+                    name
+                    for name, value in before.items()
+                    if name not in following.headers
+                    and name not in dropped
+                    and _carries_secret(name, value, self._redactor)
+                ]
+                if dropped:
+                    shown = redact_url(str(following.url), self._redactor)
+                    self._log(f"redirect to another origin ({shown}): not forwarding {', '.join(dropped)}")
+            response = self._client.send(following, follow_redirects=False)
+        return response
+
     def close(self) -> None:
         self._client.close()
 
@@ -419,6 +450,32 @@ class HttpClient:
     def _wait(self, seconds: float, after: str) -> None:
         self._log(f"retrying in {seconds:.1f} s after {after}")
         self._sleep(seconds)
+
+
+# Headers that carry credentials by their name alone; any header holding a .env value is dropped too.
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+_SECRET_HEADER_NAME = re.compile(r"auth|token|secret|passw|api[-_]?key|session|credential|signature", re.I)
+
+
+def drop_secret_headers(headers: httpx.Headers, redactor: Redactor | None) -> list[str]:
+    """Remove every header of ``headers`` that carries a secret; return the names removed (for the log)."""
+    dropped = [name for name, value in headers.items() if _carries_secret(name, value, redactor)]
+    for name in dropped:
+        del headers[name]
+    return dropped
+
+
+def _carries_secret(name: str, value: str, redactor: Redactor | None) -> bool:
+    return (
+        name.lower() in _SECRET_HEADERS
+        or _SECRET_HEADER_NAME.search(name) is not None
+        or (redactor is not None and redactor.text(value) != value)
+    )
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return (url.scheme, url.host, url.port or default)
 
 
 def _ms(started: float) -> int:

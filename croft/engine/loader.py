@@ -54,7 +54,7 @@ def load_asset_function(root: Path, name: str, path: Path) -> Callable[..., Any]
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() at import time is the asset's error, not croft's exit
         raise code_error(exc, name, root, "importing the asset") from exc
     for value in vars(module).values():
         if callable(value) and isinstance(getattr(value, "__croft__", None), dict):

@@ -93,8 +93,21 @@ def show_logs(
                 out.append({**_run(run), "steps": [_step(s, redact, False) for s in in_order]})
             return Result(data=project.redactor.obj({"mode": "runs", "runs": out}), ok=True)
         steps = runs.list_steps(conn, asset=asset, failed=failed, since=since_iso, limit=50)
+        if asset and not steps:
+            _require_asset(project, conn, asset)
         triggers = {s["run_id"]: (runs.get_run(conn, s["run_id"]) or {}).get("trigger") for s in steps}
         data = {"mode": "steps", "steps": [_step(s, redact, True, triggers[s["run_id"]]) for s in steps]}
         return Result(data=project.redactor.obj(data), ok=True)
     finally:
         conn.close()
+
+
+def _require_asset(project: Project, conn: Any, asset: str) -> None:
+    """A name with no history must at least be an asset: a typo is UNKNOWN_ASSET, not "no history yet"."""
+    from croft.core.suggest import unknown_asset
+    from croft.project.discovery import discover
+
+    facts, _ = discover(project)
+    if asset in facts or runs.list_steps(conn, asset=asset, limit=1):
+        return
+    raise unknown_asset(asset, facts, "logs")

@@ -9,24 +9,23 @@ after ``CROFT_RETRY_DELAYS``; deterministic ones do not.
 from __future__ import annotations
 
 import contextlib
-import signal
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from croft.core.clock import now
 from croft.core.identity import current
-from croft.core.problems import CroftError, Problem, problem
+from croft.core.problems import CroftError, Problem, Stopped, problem
 from croft.core.result import Next, Result
-from croft.core.suggest import nearest
+from croft.core.suggest import unknown_asset
 from croft.engine import settings
 from croft.engine.catalog import mirror
 from croft.engine.context import StepLog
 from croft.engine.reconcile import reconcile
+from croft.engine.sandbox import output_routing
 from croft.engine.staleness import stale_reasons
 from croft.engine.steps import StepInput, execute
+from croft.engine.stopping import stop_signals
 from croft.history import catalog, leases, runs, state
 from croft.history.db import open_history
 from croft.project.config import Project
@@ -54,37 +53,8 @@ class Interrupted(Exception):
     """Ctrl-C or SIGTERM reached the run."""
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _unknown(name: str, known: list[str]) -> CroftError:
-    close = nearest(name, known)
-    return CroftError(
-        "UNKNOWN_ASSET",
-        f"there is no asset named {name!r}",
-        f"Did you mean {close!r}?" if close else "`croft validate` lists every asset.",
-        suggestion=close,
-        fix={
-            "kind": "command",
-            "description": "run the asset croft thinks you meant",
-            "command": f"croft run {close}",
-        }
-        if close
-        else None,
-    )
+def _unknown(name: str, known: list[str], preview: bool = False) -> CroftError:
+    return unknown_asset(name, known, "preview" if preview else "run")
 
 
 @dataclass
@@ -100,7 +70,7 @@ def plan(facts: dict[str, AssetFacts], options: RunOptions) -> _Plan:
     if options.selectors:
         for name in options.selectors:
             if name not in facts:
-                raise _unknown(name, sorted(facts))
+                raise _unknown(name, sorted(facts), options.preview)
         requested = list(dict.fromkeys(options.selectors))
         candidates = set() if options.only else graph.downstream(requested)
     else:
@@ -288,6 +258,26 @@ class _Run:
 
     # -- the whole run ------------------------------------------------------------------------------
     def go(self) -> Result:
+        """The run with Ctrl-C / SIGTERM handled from before its first wait (see engine.stopping)."""
+        try:
+            with stop_signals(_stop_at_once), output_routing():
+                return self._go()
+        except Stopped as stop:
+            raise self._stopped(stop.problem) from None
+
+    def _stopped(self, stop: Problem) -> Stopped:
+        """After a second signal unwound the run: record it interrupted in one short transaction."""
+        run_id = getattr(self, "run_id", None)
+        stop = stop.with_(details={"runId": run_id}) if run_id else stop
+        data = {"runId": run_id, "status": "interrupted", "steps": list(self.results.values())}
+        if run_id:
+            with contextlib.suppress(Exception):
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                runs.interrupt_run(self.conn, run_id, stop, {"ok": False, "data": data, "exit": 130})
+        return Stopped(stop, self.redactor.obj(data))
+
+    def _go(self) -> Result:
         reconcile(
             self.conn,
             lambda assets: mirror(
@@ -302,21 +292,26 @@ class _Run:
             run_id=self.run_id,
             trigger=self.options.trigger,
             human=self.options.human,
-            argv=self.options.argv,
+            argv=self.redactor.obj(self.options.argv),
             who=current(),
         )
-        held = self._take_leases(self.run_id, the_plan.order)
+        try:
+            held = self._take_leases(self.run_id, the_plan.order)
+        except KeyboardInterrupt:
+            self._recorded(lambda: leases.release(self.conn, self.run_id))
+            return self._interrupted("while it waited for another run's lease")
         if held:
             return self._busy(held)
         status = "succeeded"
         try:
-            with _sigterm_as_interrupt():
-                for name in the_plan.order:
-                    self._one(name, the_plan)
+            for name in the_plan.order:
+                self._one(name, the_plan)
         except (Interrupted, KeyboardInterrupt):
             status = "interrupted"
+            if not any(p.code == "INTERRUPTED" for p in self.problems):  # e.g. in the pause before a retry
+                self.problems.append(_interrupted_problem("between steps or before a retry"))
         finally:
-            leases.release(self.conn, self.run_id)
+            self._recorded(lambda: leases.release(self.conn, self.run_id))
         failed = any(r["status"] == "failed" for r in self.results.values())
         invalid = any(p.severity == "error" for p in self.discovery_problems)  # e.g. two files, one name
         if status != "interrupted" and (failed or invalid):
@@ -356,6 +351,10 @@ class _Run:
             return
         self._step(name, "; ".join(reasons))
 
+    def _interrupted(self, when: str) -> Result:
+        self.problems.append(_interrupted_problem(when))
+        return self._finish("interrupted")
+
     def _busy(self, held: list[Any]) -> Result:
         first = held[0]
         busy = problem(
@@ -382,17 +381,72 @@ class _Run:
             for s in steps
             if s["status"] == "failed"
         ]
-        result = Result(
-            data=self.redactor.obj(data), problems=self.problems, next=nexts, ok=status == "succeeded"
-        )
+        ok = status == "succeeded" and not any(p.severity == "error" for p in self.problems)  # e.g. DISK_FULL
+        result = Result(data=self.redactor.obj(data), problems=self.problems, next=nexts, ok=ok)
         if status == "interrupted":
             result.exit = 130
         summary = {**result.envelope(), "exit": result.exit_code}
-        runs.finish_run(self.conn, self.run_id, status, self.redactor.obj(summary))
+        if self._recorded(
+            lambda: runs.finish_run(self.conn, self.run_id, status, self.redactor.obj(summary))
+        ):
+            result.ok = False
         from croft.schedule.notify import after_run  # lazy: decides in one settings read; never raises
 
         after_run(self.project, self.conn, self.options, self.redactor.obj(summary))
         return result
+
+    def _recorded(self, write: Any) -> bool:
+        """Do one bookkeeping write; if it fails (a full disk), keep its problem beside the run's own report
+        instead of losing the run id and steps to it. True when it failed; reconcile settles the run later."""
+        try:
+            write()
+            return False
+        except CroftError as exc:
+            self.problems.append(
+                exc.problem.with_(details={**(exc.problem.details or {}), "runId": self.run_id})
+            )
+            return True
+
+
+def _stop_at_once() -> None:
+    """The second Ctrl-C / SIGTERM: unwind the run past its clean-up (``go`` records it interrupted)."""
+    raise Stopped(
+        problem(
+            "INTERRUPTED",
+            "the run was interrupted twice and stopped at once",
+            "Nothing half-written was kept; run it again when you are ready.",
+        ),
+        {},
+    )
+
+
+def _os_error(exc: OSError, asset: str) -> CroftError:
+    """An OS error while a step wrote (its log, the warehouse): DISK_FULL, or the OS's own words."""
+    import errno
+
+    if exc.errno == errno.ENOSPC:
+        return CroftError(
+            "DISK_FULL",
+            f"the disk filled up while {asset} was written ({exc.filename or 'no file named'})",
+            "Free some space on that disk, then run again; nothing half-written was kept.",
+            asset=asset,
+            details={"errno": exc.errno, "file": exc.filename},
+        )
+    return CroftError(
+        "INTERNAL_ERROR",
+        f"the OS refused a write while {asset} ran: {exc.strerror or exc} ({exc.filename or 'no file named'})",
+        "Check that the project's folders are writable and the disk is healthy, then run again.",
+        asset=asset,
+        details={"errno": exc.errno, "file": exc.filename, "exception": type(exc).__name__},
+    )
+
+
+def _interrupted_problem(when: str) -> Problem:
+    return problem(
+        "INTERRUPTED",
+        f"the run was interrupted {when}",
+        "Nothing half-written was kept; run it again when you are ready.",
+    )
 
 
 def _execute_or_internal_error(step: StepInput) -> dict[str, Any]:
@@ -401,6 +455,8 @@ def _execute_or_internal_error(step: StepInput) -> dict[str, Any]:
         return execute(step)
     except (CroftError, KeyboardInterrupt):
         raise
+    except OSError as exc:
+        raise _os_error(exc, step.facts.name) from exc
     except Exception as exc:
         raise CroftError(
             "INTERNAL_ERROR",

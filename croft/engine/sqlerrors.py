@@ -8,10 +8,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from croft.core.problems import CroftError
+from croft.history.db import BUSY_TIMEOUT_MS, cannot_open, disk_full
 
 __all__ = ["BUSY_TIMEOUT_MS", "problem_for", "translating"]
-
-BUSY_TIMEOUT_MS = 5000
 
 
 @contextmanager
@@ -47,6 +46,10 @@ def problem_for(
             details=details,
             **where,
         )
+    if code == sqlite3.SQLITE_FULL:
+        return CroftError(disk_full(what, str(path), str(exc)).with_(**where))
+    if code == sqlite3.SQLITE_CANTOPEN:
+        return CroftError(cannot_open(what, str(path), str(exc)).with_(**where))
     if code == sqlite3.SQLITE_AUTH:
         return CroftError(
             "SQL_NOT_SELECT",

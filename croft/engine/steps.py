@@ -16,6 +16,7 @@ from croft.engine import settings
 from croft.engine.context import IngestContext, StepLog, TransformContext
 from croft.engine.extract import Extraction
 from croft.engine.loader import code_error, load_asset_function
+from croft.engine.sqlclock import sql_deadline
 from croft.project.config import Project
 from croft.project.facts import AssetFacts
 
@@ -35,20 +36,21 @@ class StepInput:
 
 
 def write_mode(facts: AssetFacts) -> str:
-    """replace without a key; replace-by-key with one; merge with key + incremental; append only when asked."""
-    if facts.write:
-        return facts.write
-    if facts.key and facts.incremental:
-        return "merge"
-    return "replace"
+    """The mode by the one write-mode rule (``project.rules``) that validate applies too."""
+    from croft.project.rules import resolved_write_mode
+
+    return resolved_write_mode(facts.write, facts.key, bool(facts.incremental), facts.name)
 
 
 def execute(step: StepInput) -> dict[str, Any]:
-    if step.facts.kind == "ingest":
-        return _ingest(step)
-    if step.facts.kind == "sql":
-        return _sql(step)
-    return _python_transform(step)
+    from croft.engine.sandbox import step_guard
+
+    with step_guard(step.log):  # asset output goes to the step log; os._exit cannot end croft
+        if step.facts.kind == "ingest":
+            return _ingest(step)
+        if step.facts.kind == "sql":
+            return _sql(step)
+        return _python_transform(step)
 
 
 def _write_options(step: StepInput, *, inputs: bool) -> dict[str, Any]:
@@ -138,10 +140,13 @@ def _ingest(step: StepInput) -> dict[str, Any]:
 def _sql(step: StepInput) -> dict[str, Any]:
     facts = step.facts
     assert facts.sql is not None
-    result = step.warehouse.write_transform_sql(facts.name, facts.sql, **_write_options(step, inputs=True))
-    done = _counts(result)
-    if step.preview:
-        done["rows"] = _sample(step.warehouse.conn, facts.sql)
+    with sql_deadline(step.warehouse.conn, facts.timeout_s, facts.name):  # a runaway query is TIMEOUT
+        result = step.warehouse.write_transform_sql(
+            facts.name, facts.sql, **_write_options(step, inputs=True)
+        )
+        done = _counts(result)
+        if step.preview:
+            done["rows"] = _sample(step.warehouse.conn, facts.sql)
     return done
 
 

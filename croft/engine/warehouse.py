@@ -412,7 +412,7 @@ class Warehouse:
                 "ASSET_INVALID",
                 f"The key of {spec.asset} changed from {list(saved_key)} to {list(spec.key)}, but its table "
                 "already holds rows keyed the old way.",
-                f"Put the key back, or rebuild the table (`croft run {spec.asset} --rebuild`).",
+                "Put the key back as it was (croft has no command yet to start a table over).",
                 asset=spec.asset,
                 details={"saved_key": list(saved_key), "key": list(spec.key)},
             )

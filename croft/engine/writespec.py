@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from croft.core.problems import CroftError
 from croft.engine.checks import is_identifier
+from croft.project.rules import resolved_write_mode
 
 __all__ = [
     "Kind",
@@ -46,34 +47,9 @@ class WriteSpec:
 
 
 def resolve_mode(mode: str | None, key: Sequence[str], cursor_field: str | None, asset: str) -> Mode:
-    """The write mode (croft-engine §2.2): no key -> replace; key -> replace by key; key + incremental ->
-    merge; append only when asked."""
-    if mode is None:
-        if cursor_field and not key:
-            raise CroftError(
-                "ASSET_INVALID",
-                f"{asset} is incremental without a key, so re-read rows would be duplicated.",
-                'Add key="id" so re-read rows merge, or say write="append" to keep every row.',
-                asset=asset,
-            )
-        return "merge" if key and cursor_field else "replace"
-    if mode not in ("replace", "merge", "append"):
-        raise CroftError(
-            "ASSET_INVALID",
-            f"{asset} has write={mode!r}.",
-            'write is "replace", "merge" or "append".',
-            asset=asset,
-        )
-    if mode == "merge" and not key:
-        raise CroftError("ASSET_INVALID", f"{asset} merges without a key.", 'Add key="id".', asset=asset)
-    if mode == "replace" and cursor_field:
-        raise CroftError(
-            "ASSET_INVALID",
-            f'{asset} says write="replace" but is incremental.',
-            'Drop write= (croft merges when there is a key) or use write="append".',
-            asset=asset,
-        )
-    return mode  # type: ignore[return-value]
+    """The write mode (croft-engine §2.2), by the one rule ``croft validate`` also applies
+    (``project.rules.write_mode_problem``)."""
+    return resolved_write_mode(mode, key, bool(cursor_field), asset)  # type: ignore[return-value]
 
 
 def key_tuple(key: str | Sequence[str] | None) -> tuple[str, ...]:

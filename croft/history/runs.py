@@ -12,11 +12,11 @@ import secrets
 import sqlite3
 from datetime import datetime
 from typing import Any, Literal
-from zoneinfo import ZoneInfo
 
 from croft.core.clock import now, parse_instant, to_iso
 from croft.core.identity import ProcessIdentity
 from croft.core.problems import CroftError, Problem
+from croft.core.zones import zone_named
 from croft.history.db import immediate, translate_sqlite_errors
 
 __all__ = [
@@ -87,7 +87,7 @@ def _step_dict(row: sqlite3.Row) -> dict[str, Any]:
 
 def new_run_id(now: datetime, tz: str, conn: sqlite3.Connection) -> str:
     """``r_MMDD_HHMM_xxxx``: the minute in the project's zone and 4 random base-36 characters, unused here."""
-    local = now.astimezone(ZoneInfo(tz))
+    local = now.astimezone(zone_named(tz))
     prefix = f"r_{local:%m%d_%H%M}_"
     with translate_sqlite_errors("choosing a run id"):
         for _ in range(_ID_TRIES):
@@ -330,4 +330,22 @@ def mark_crashed(conn: sqlite3.Connection, run_id: str, problem: Problem) -> Non
             "UPDATE steps SET status = 'crashed', finished_at = ?, error = ?"
             " WHERE run_id = ? AND status = 'running'",
             (stamp, _error_json(problem), run_id),
+        )
+
+
+def interrupt_run(conn: sqlite3.Connection, run_id: str, error: Problem, summary: dict[str, Any]) -> None:
+    """Record at once that a run was stopped: its running attempts and itself ``interrupted``, its leases
+    freed. One transaction, for the second Ctrl-C, which does not wait for the run's own clean-up."""
+    stamp = to_iso(now())
+    with immediate(conn, f"recording that run {run_id} was interrupted"):
+        conn.execute(
+            "UPDATE steps SET status = 'interrupted', finished_at = ?, error = ?"
+            " WHERE run_id = ? AND status = 'running'",
+            (stamp, _error_json(error), run_id),
+        )
+        conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
+        conn.execute(
+            "UPDATE runs SET status = 'interrupted', finished_at = ?, summary = ?"
+            " WHERE id = ? AND status = 'running'",
+            (stamp, _dumps(summary), run_id),
         )

@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from croft.core.paths import require_utf8_path
 from croft.core.paths import state_dir as _state_dir
 from croft.core.problems import CroftError, Problem, problem
 from croft.project.env import read_dotenv
@@ -98,6 +99,7 @@ def find_root(start: Path | None = None) -> Path:
 
 def load_project(start: Path | None = None) -> Project:
     root = find_root(start)
+    require_utf8_path(root)
     return Project(root=root, config=load_config(root))
 
 
@@ -113,8 +115,16 @@ def load_config(root: Path) -> Config:
             "run `croft init` to make this folder a project",
             fix={"command": "croft init"},
         ) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise CroftError(
+            _bad(path, None, f"{CONFIG_FILE} cannot be read as UTF-8 text ({_why(err)})", _SAVE_AS)
+        ) from None
     try:
         raw = json.loads(text)
+    except RecursionError:
+        raise CroftError(
+            _bad(path, None, f"{CONFIG_FILE} is nested too deeply to read", f"a complete config is {EXAMPLE}")
+        ) from None
     except json.JSONDecodeError as err:
         raise CroftError(
             _bad(
@@ -176,37 +186,22 @@ def validate(raw: Any, path: Path) -> list[Problem]:
 
 def check_timezone(value: Any) -> tuple[str, str, str | None] | None:
     """None for a real IANA zone, else (message, hint, suggestion). The zone list is only read on failure."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+    from zoneinfo import ZoneInfoNotFoundError
+
+    from croft.core.zones import closest_zone, zone_named
 
     hint = 'use a name from the tz database, such as "Europe/London" or "America/New_York"'
     if not isinstance(value, str) or not value.strip():
         return (f'"timezone" must be an IANA zone name, not {json.dumps(value)}', hint, None)
     try:
-        ZoneInfo(value)
+        zone_named(value)
         return None
     except (ZoneInfoNotFoundError, ValueError, OSError):
         pass
-    suggestion = _closest_zone(value)
+    suggestion = closest_zone(value)
     if suggestion:
         hint = f'did you mean "{suggestion}"?'
     return (f'"timezone" is "{value}", which is not an IANA time zone', hint, suggestion)
-
-
-def _closest_zone(value: str) -> str | None:
-    import difflib
-    from zoneinfo import available_timezones
-
-    zones = sorted(available_timezones())
-    by_fold = {zone.casefold(): zone for zone in zones}
-    if value.strip().casefold() in by_fold:
-        return by_fold[value.strip().casefold()]
-    folded = value.strip().replace(" ", "_").casefold()
-    match = difflib.get_close_matches(folded, list(by_fold), n=1, cutoff=0.6)
-    if not match:  # "London" alone: match on the city part
-        cities = {zone.rsplit("/", 1)[-1].casefold(): zone for zone in zones}
-        match = difflib.get_close_matches(folded.rsplit("/", 1)[-1], list(cities), n=1, cutoff=0.75)
-        return cities[match[0]] if match else None
-    return by_fold[match[0]]
 
 
 def _notify_problems(notify: Any, path: Path) -> list[Problem]:
@@ -248,17 +243,27 @@ def _notify_problems(notify: Any, path: Path) -> list[Problem]:
 
 
 def _unknown(path: Path, key: str, known: tuple[str, ...] | list[str]) -> Problem:
-    import difflib  # only on the error path: config loading is on the every-minute tick path
+    from croft.core.suggest import nearest  # difflib only on the error path: config is on the tick path
 
     by_fold = {k.casefold().replace("_", ""): k for k in known}
     folded = key.casefold().replace("_", "")
     guess = by_fold.get(folded)
     if guess is None:
-        close = difflib.get_close_matches(folded, list(by_fold), n=1, cutoff=0.6)
-        guess = by_fold[close[0]] if close else None
+        close = nearest(folded, by_fold)
+        guess = by_fold[close] if close else None
     listed = ", ".join(k for k in sorted(known) if k != "$schema")
     hint = (f'did you mean "{guess}"? ' if guess else "") + f"known keys: {listed}"
     return _bad(path, key, f'{CONFIG_FILE} has an unknown key "{key}"', hint, suggestion=guess)
+
+
+_SAVE_AS = "save croft.json as a readable UTF-8 file holding one JSON object"
+
+
+def _why(err: BaseException) -> str:
+    """An OS or decoding error in a few words, without the file's content."""
+    if isinstance(err, UnicodeDecodeError):
+        return f"byte 0x{err.object[err.start]:02x} at offset {err.start} is not UTF-8"
+    return getattr(err, "strerror", None) or type(err).__name__
 
 
 def _bad(path: Path, key: str | None, message: str, hint: str, **extra: Any) -> Problem:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from croft.core.problems import Problem, problem
 from croft.project.config import Project
 from croft.project.facts import NAME_PATTERN, AssetFacts, read_python_facts
+from croft.project.rules import static_problems
 from croft.project.sqlfacts import read_sql_facts
 
 __all__ = ["RESERVED_NAMES", "AssetFacts", "all_problems", "asset_files", "check_name", "discover"]
@@ -67,9 +69,11 @@ def discover(
             continue
         path, rel = paths[0], rels[0]
         if path.suffix == ".sql":
-            assets[name] = read_sql_facts(path, name, rel, known_columns)
+            facts = read_sql_facts(path, name, rel, known_columns)
         else:
-            assets[name] = read_python_facts(path, name, rel)
+            facts = read_python_facts(path, name, rel)
+        ruled = static_problems(facts)
+        assets[name] = replace(facts, problems=(*facts.problems, *ruled)) if ruled else facts
     return assets, problems
 
 
@@ -100,6 +104,8 @@ def check_name(name: str, rel: str) -> Problem | None:
         why = "starts with _, which croft keeps for its own tables"
     elif name == "croft" or name.startswith("croft_"):
         why = "starts with croft, which croft keeps for itself"
+    elif name.startswith("sqlite_"):
+        why = "starts with sqlite_, which SQLite keeps for its own tables"
     elif not NAME_PATTERN.fullmatch(name):
         why = "must be lowercase letters, digits and _, starting with a letter"
     elif name in RESERVED_NAMES:
@@ -119,6 +125,8 @@ def suggest_name(name: str) -> str | None:
     text = re.sub(r"_+", "_", text)
     if text == "croft" or text.startswith("croft_"):
         text = text.removeprefix("croft").strip("_") or "data"
+    if text.startswith("sqlite_"):
+        text = text.removeprefix("sqlite_") or "data"
     if text and text[0].isdigit():
         text = "t_" + text
     if text in RESERVED_NAMES:

@@ -20,6 +20,21 @@ def read_dotenv(path: Path) -> dict[str, str]:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         return {}
+    except (OSError, UnicodeDecodeError) as err:
+        from croft.core.problems import CroftError
+
+        # The value is a secret: say where the file broke, never what it holds.
+        why = (
+            f"byte {err.start} is not UTF-8"
+            if isinstance(err, UnicodeDecodeError)
+            else (err.strerror or type(err).__name__)
+        )
+        raise CroftError(
+            "ENV_INVALID",
+            f"{path} cannot be read as a text file of NAME=value lines ({why})",
+            f"Make {path.name} a UTF-8 text file (not a folder) that this user can read, or remove it.",
+            details={"file": str(path)},
+        ) from None
     return parse_dotenv(text)
 
 

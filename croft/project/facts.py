@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from croft import INGEST_OPTIONS, TRANSFORM_OPTIONS
+from croft.core.duration import parse_seconds
 from croft.core.problems import Problem, problem
 from croft.core.suggest import nearest
 
@@ -40,13 +41,6 @@ DEFAULT_TIMEOUT_S = 600.0
 DECORATOR_KINDS: dict[str, Kind] = {"ingest": "ingest", "transform": "python"}
 INGEST_FORM = '@ingest(schedule="every hour", key="id")\ndef rows(ctx):\n    yield {...}'
 TRANSFORM_FORM = '@transform(inputs=["orders"], key="id")\ndef rows(ctx):\n    yield from ctx.rows("orders")'
-_UNITS = {
-    "ms": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
-    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
-    "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
-    "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0,
-}  # fmt: skip
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*")
 
 
 @dataclass(frozen=True)
@@ -110,17 +104,8 @@ class DecoratedAsset:
 
 def parse_duration(value: Any) -> float | None:
     """Seconds in ``600``, ``"90s"``, ``"10m"``, ``"1.5 hours"``; None when it is not a positive duration."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value) if value > 0 else None
-    if not isinstance(value, str):
-        return None
-    match = _DURATION.fullmatch(value.lower())
-    if not match or match.group(2) not in {"", *_UNITS}:
-        return None
-    seconds = float(match.group(1)) * _UNITS.get(match.group(2), 1.0)
-    return seconds if seconds > 0 else None
+    seconds = parse_seconds(value)
+    return seconds if seconds else None
 
 
 def find_asset_function(tree: ast.Module) -> list[DecoratedAsset]:
@@ -167,6 +152,7 @@ class _Reader:
         self.path, self.name, self.rel = path, name, rel
         self.problems: list[Problem] = []
         self.values: dict[str, Any] = {}
+        self.lines: dict[str, int] = {}
 
     def invalid(
         self, message: str, hint: str, line: int | None, code: str = "ASSET_INVALID", **extra: Any
@@ -215,6 +201,12 @@ class _Reader:
                 found[1].function.lineno,
             )
         asset = found[0]
+        if isinstance(asset.function, ast.AsyncFunctionDef):
+            self.invalid(
+                f"async def {asset.function.name} cannot be an asset; croft iterates a plain generator",
+                "write it as `def rows(ctx):` that yields rows; ctx.http already waits for you",
+                asset.function.lineno,
+            )
         self.read_options(asset)
         return self.build(asset.kind)
 
@@ -232,7 +224,6 @@ class _Reader:
             self.invalid(
                 f"@{word}() takes keyword options only", f"write it as:\n{form}", call.args[0].lineno
             )
-        self.lines: dict[str, int] = {}
         for kw in call.keywords:
             line = kw.value.lineno
             if kw.arg is None:
@@ -298,15 +289,8 @@ class _Reader:
             "inputs", v.get("inputs"), example='inputs=["orders", "customers"]', pattern=NAME_PATTERN
         )
         out["incremental"] = self.incremental(v.get("incremental"))
-        if "write" in v:
-            if v["write"] in WRITE_MODES:
-                out["write"] = v["write"]
-            else:
-                self.bad(
-                    "write",
-                    f"must be one of {', '.join(WRITE_MODES)}, not {v['write']!r}",
-                    "omit it to let croft choose from key= and incremental=",
-                )
+        if v.get("write") in WRITE_MODES:
+            out["write"] = v["write"]
         if "description" in v:
             if isinstance(v["description"], str):
                 out["description"] = v["description"]
@@ -385,21 +369,9 @@ class _Reader:
                 f"for example:\n{TRANSFORM_FORM}",
                 None,
             )
-        write, key, incremental = out.get("write"), out["key"], out["incremental"]
-        if write == "merge" and not key:
-            self.bad(
-                "write", '"merge" needs key= to know which rows match', 'add key="id" (your unique column)'
-            )
-        if incremental and write == "replace":
-            self.bad(
-                "write",
-                '"replace" rebuilds the table, so incremental= cannot apply',
-                'drop write= (croft merges when there is a key) or use write="append"',
-            )
-        elif incremental and not key and write != "append":
-            self.bad(
-                "incremental",
-                "without key= would duplicate re-read rows",
-                'add key="id" so re-read rows are merged, or say write="append" to keep every row',
-                code="INCREMENTAL_WITHOUT_KEY",
-            )
+        from croft.project.rules import write_mode_problem
+
+        bad = write_mode_problem(self.values.get("write"), out["key"], bool(out["incremental"]))
+        if bad:
+            code, option, message, hint = bad
+            self.bad(option, message, hint, code=code)

@@ -8,6 +8,7 @@ import os
 import shlex
 from pathlib import Path
 
+from croft.core.paths import require_utf8_path
 from croft.core.problems import CroftError
 
 __all__ = ["detect_timezone", "init_project"]
@@ -81,6 +82,7 @@ def detect_timezone() -> str:
 def init_project(directory: Path, timezone: str | None = None) -> dict[str, object]:
     """Write the files of a new project into ``directory``; never overwrites an existing file."""
     root = directory.resolve()
+    require_utf8_path(root)
     config = root / "croft.json"
     if config.exists():
         raise CroftError(
@@ -93,7 +95,7 @@ def init_project(directory: Path, timezone: str | None = None) -> dict[str, obje
                 "command": f"cd {shlex.quote(str(root))} && croft validate",
             },
         )
-    zone = timezone or detect_timezone()
+    zone = _checked_zone(timezone) if timezone is not None else detect_timezone()
     files = {
         "croft.json": json.dumps({"timezone": zone}, indent=2) + "\n",
         ".gitignore": GITIGNORE,
@@ -102,13 +104,50 @@ def init_project(directory: Path, timezone: str | None = None) -> dict[str, obje
         "assets/example_summary.sql": EXAMPLE_SQL,
         "lib/__init__.py": '"""Code shared by assets: an edit here re-holds the assets that import it."""\n',
     }
-    written, kept = [], []
-    for rel, text in files.items():
-        path = root / rel
-        if path.exists():
-            kept.append(rel)
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        written.append(rel)
-    return {"root": str(root), "timezone": zone, "written": written, "kept": kept}
+    kept = [rel for rel in files if (root / rel).exists()]
+    todo = {rel: text for rel, text in files.items() if rel not in kept}
+    _write_all(root, todo)
+    return {"root": str(root), "timezone": zone, "written": list(todo), "kept": kept}
+
+
+def _checked_zone(name: str) -> str:
+    """``--timezone`` goes through the same rule as croft.json's "timezone", so init never writes a bad one."""
+    from croft.project.config import check_timezone
+
+    bad = check_timezone(name)
+    if bad is None:
+        return name
+    message, hint, suggestion = bad
+    raise CroftError(
+        "CONFIG_INVALID",
+        message.replace('"timezone" is', "--timezone is"),
+        hint,
+        suggestion=suggestion,
+        details={"option": "--timezone"},
+    )
+
+
+def _write_all(root: Path, files: dict[str, str]) -> None:
+    """Write every file or none: on the first OS error, what this call created is removed again."""
+    made: list[Path] = []
+    try:
+        for rel, text in files.items():
+            path = root / rel
+            missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+            for folder in reversed(missing):
+                folder.mkdir()
+                made.append(folder)
+            with path.open("x", encoding="utf-8") as handle:
+                made.append(path)
+                handle.write(text)
+    except OSError as err:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir() if path.is_dir() else path.unlink()
+        where = Path(err.filename) if err.filename else root
+        raise CroftError(
+            "PATH_UNWRITABLE",
+            f"croft init could not write {where}: {err.strerror or type(err).__name__}; nothing was written",
+            "Pick a folder this user can write, and make sure assets/ and lib/ are folders, not files.",
+            details={"path": str(where), "errno": err.errno},
+        ) from None

@@ -19,7 +19,8 @@ from typing import Any
 
 from croft.core.problems import Problem, problem
 from croft.core.suggest import nearest
-from croft.project.facts import AssetFacts
+from croft.project.checkspec import read_only_denies
+from croft.project.facts import DEFAULT_TIMEOUT_S, AssetFacts, parse_duration
 
 __all__ = [
     "HEADER_NAMES",
@@ -31,14 +32,10 @@ __all__ = [
     "tokenize",
 ]
 
-HEADER_NAMES = ("check", "description", "key")
+HEADER_NAMES = ("check", "description", "key", "timeout")
 REPEATABLE = frozenset({"check"})
 MAX_ROUNDS = 200
 STUB_COLUMN = "_croft_stub"
-READ_ONLY_ACTIONS = frozenset(
-    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
-)
-DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
 # Authorizer action codes (they share numbers with result codes, so no reverse lookup of sqlite3 names).
 ACTION_NAMES = {
     1: "create an index", 2: "create a table", 3: "create a temp index", 4: "create a temp table",
@@ -211,9 +208,26 @@ def read_sql_facts(
         key=header.get("key", ()),
         checks=header.get("check", ()),
         description=header.get("description"),
+        timeout_s=_timeout(header.get("timeout"), add, header.get("timeout_line")),
         sql=statement,
         problems=tuple(problems),
     )
+
+
+def _timeout(value: str | None, add: Any, line: int | None) -> float:
+    """``-- timeout: 30s`` read by the same duration rule as a Python asset's ``timeout=``."""
+    if value is None:
+        return DEFAULT_TIMEOUT_S
+    seconds = parse_duration(value)
+    if seconds is None:
+        add(
+            "ASSET_INVALID",
+            f"`-- timeout: {value}` is not a duration",
+            'e.g. `-- timeout: 10m`, "90s" or 600',
+            line,
+        )
+        return DEFAULT_TIMEOUT_S
+    return seconds
 
 
 def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any]:
@@ -248,6 +262,8 @@ def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any
             add("ASSET_INVALID", f"`-- {name}:` is given twice", f"keep one `-- {name}:` line", line)
         elif name == "key":
             header["key"] = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+        elif name == "timeout":
+            header["timeout"], header["timeout_line"] = value, line
         else:
             header[name] = value
     return header
@@ -415,11 +431,13 @@ def _compile(
     reads: set[str] = set()
 
     def authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _src: str | None) -> int:
-        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
-            denied.append(f"call {arg2}()")
-            return sqlite3.SQLITE_DENY
-        if action not in READ_ONLY_ACTIONS:
-            denied.append(" ".join(x for x in (ACTION_NAMES.get(action, f"action {action}"), arg1) if x))
+        if read_only_denies(action, arg2):
+            what = ACTION_NAMES.get(action, f"action {action}")
+            denied.append(
+                f"call {arg2}()"
+                if action == sqlite3.SQLITE_FUNCTION
+                else " ".join(x for x in (what, arg1) if x)
+            )
             return sqlite3.SQLITE_DENY
         if action == sqlite3.SQLITE_READ and arg1:
             reads.add(arg1.lower())

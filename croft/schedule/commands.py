@@ -9,7 +9,6 @@ failure users do not notice.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -19,10 +18,10 @@ from typing import Any
 
 from croft.core import clock
 from croft.core.clock import from_iso, to_iso
+from croft.core.duration import parse_seconds
 from croft.core.paths import croft_home, job_label
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.result import Next, Result
-from croft.engine.cursor import _LOOKBACK_UNITS
 from croft.project.config import Project
 from croft.schedule import heartbeat, jobrecord
 from croft.schedule.jobs.base import SERVE_FALLBACK
@@ -43,24 +42,11 @@ DEFAULT_WAIT_MS = 70_000
 ALREADY_TICKING = timedelta(minutes=2)
 Progress = Callable[[str], None]
 
-# The same words as an ingest's lookback (one table of duration units), without its milliseconds.
-_UNITS = {word: seconds for word, seconds in _LOOKBACK_UNITS.items() if seconds >= 1}
-_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*")
-
 
 def parse_pause_length(text: str) -> timedelta:
     """``90m``, ``1h30m``, ``2 days``, ``1.5h``: at least a minute, at most a year."""
-    raw = text.strip().lower()
-    total = 0.0
-    pos = 0
-    while pos < len(raw):
-        match = _PART.match(raw, pos)
-        if not match or match.group(2) not in _UNITS:
-            total = -1
-            break
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    if not raw or total < 60 or total > 365 * 86400:
+    total = parse_seconds(text, bare_text=False)
+    if total is None or total < 60 or total > 365 * 86400:
         raise CroftError(
             "USAGE",
             f'--for "{text}" is not a pause length',

@@ -26,6 +26,9 @@ from typing import Literal, NamedTuple
 from zoneinfo import ZoneInfo
 
 from croft.core.problems import CroftError, Problem, problem
+from croft.core.suggest import closest
+from croft.core.zones import closest_zone
+from croft.core.zones import zone_named as _zone_named
 
 __all__ = [
     "CRON_FIELDS_HINT",
@@ -155,38 +158,6 @@ class _BadValue(Exception):
 
 def _quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
-
-
-def closest(word: str, choices: tuple[str, ...] | list[str] | set[str] | frozenset[str]) -> str | None:
-    """The choice nearest to ``word`` by edit distance (adjacent swaps count one), or None if none is close.
-
-    Close means at most a third of the word's length (at least one edit); ties go to the earlier choice.
-    """
-    word = word.lower()
-    limit = max(1, len(word) // 3)
-    best: tuple[int, int, str] | None = None
-    for index, choice in enumerate(choices):
-        if abs(len(choice) - len(word)) > limit:
-            continue
-        distance = _edit_distance(word, choice.lower())
-        if distance <= limit and (best is None or (distance, index) < best[:2]):
-            best = (distance, index, choice)
-    return best[2] if best else None
-
-
-def _edit_distance(a: str, b: str) -> int:
-    """Optimal string alignment distance: insertions, deletions, substitutions and adjacent swaps."""
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        row = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                row[j] = min(row[j], prev2[j - 2] + 1)
-        prev2, prev = prev, row
-    return prev[len(b)]
 
 
 def whole_number(digits: str) -> int:
@@ -420,11 +391,6 @@ def parse_cron(text: str) -> CronSpec:
 # Zones
 
 
-@lru_cache(maxsize=256)
-def _zone_named(name: str) -> tzinfo:
-    return ZoneInfo(name)
-
-
 def zone(tz: str | tzinfo) -> tzinfo:
     """A zone from its IANA name (cached) or as given; an unknown name is CONFIG_INVALID with did-you-mean."""
     if not isinstance(tz, str):
@@ -432,11 +398,7 @@ def zone(tz: str | tzinfo) -> tzinfo:
     try:
         return _zone_named(tz)
     except Exception:  # ZoneInfoNotFoundError, ValueError for odd keys, OSError for unreadable files
-        from zoneinfo import available_timezones
-
-        names = sorted(available_timezones())
-        by_lower = {n.lower(): n for n in names}
-        guess = by_lower.get(tz.strip().lower()) or closest(tz.strip(), names)
+        guess = closest_zone(tz)
         hint = f'did you mean "{guess}"?' if guess else "use an IANA zone name such as Europe/London or UTC"
         raise CroftError(
             "CONFIG_INVALID", f"{_quote(tz)} is not a time zone croft knows", hint, suggestion=guess

@@ -32,9 +32,9 @@ def _schedule(
 
 
 def _zone(name: str) -> Any:
-    from zoneinfo import ZoneInfo
+    from croft.core.zones import zone_named
 
-    return ZoneInfo(name)
+    return zone_named(name)
 
 
 def validate_project(project: Project) -> Result:
@@ -60,6 +60,19 @@ def validate_project(project: Project) -> Result:
                     "ASSET_INVALID",
                     f"{name} reads {missing}, which is not an asset of this project",
                     f"Add assets/{missing}.py or assets/{missing}.sql, or fix the name in {f.rel}.",
+                    asset=name,
+                    file=f.rel,
+                )
+            )
+        absent = [secret for secret in f.secrets if not project.env.get(secret)]
+        if absent:  # a warning: validate also runs where .env is absent on purpose (CI)
+            problems.append(
+                Problem(
+                    "SECRET_MISSING",
+                    f"{name} declares secret(s) {', '.join(absent)}, missing from .env and the environment;"
+                    " a run will refuse it",
+                    f"Add {absent[0]}=... to {project.root / '.env'} (git-ignored; values are never printed).",
+                    severity="warning",
                     asset=name,
                     file=f.rel,
                 )

@@ -1,0 +1,211 @@
+"""The last-resort error boundary around every ``croft`` invocation.
+
+Whatever escapes a command ends here: a ``CroftError`` becomes its envelope (or its problem lines), Ctrl-C
+becomes ``INTERRUPTED`` (exit 130), and anything else is ``INTERNAL_ERROR`` with the traceback written to a
+crash file whose path the message gives (``CROFT_DEBUG=1`` prints it inline too). Under ``--json`` stdout
+holds exactly one envelope whatever happened.
+
+This module imports no click and nothing heavy: it wraps the click-free fast paths (``croft tick``) too.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from croft.core.problems import CroftError, Problem, Stopped, exit_code_for, problem
+
+__all__ = ["crash_folder", "fail", "last_resort", "problem_lines", "wants_json"]
+
+
+def wants_json(args: Sequence[str]) -> bool:
+    """``--json`` anywhere before a ``--`` separator: the caller asked for one envelope on stdout."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+    return False
+
+
+def problem_lines(problems: Sequence[Problem]) -> list[str]:
+    """The human form of problems: one ``severity: CODE: message`` line each, then hint, try and fix."""
+    lines = []
+    for p in problems:
+        where = f" [{p.asset}]" if p.asset else ""
+        lines.append(f"{p.severity}: {p.code}{where}: {p.message}")
+        if p.hint:
+            lines.append(f"  hint: {p.hint}")
+        if p.suggestion:
+            lines.append(f"  try: {p.suggestion}")
+        if p.fix and p.fix.get("command"):
+            lines.append(f"  fix: {p.fix['command']}")
+        lines.append(f"  more: {p.docs}")
+    return lines
+
+
+def fail(
+    problems: list[Problem], as_json: bool, exit_code: int | None = None, data: dict[str, Any] | None = None
+) -> int:
+    """Print a failure (envelope on stdout, or problem lines on stderr); return its exit code."""
+    code = exit_code if exit_code is not None else (exit_code_for(problems) or 1)
+    if as_json:
+        envelope = {"ok": False, "data": data or {}, "problems": [p.to_dict() for p in problems], "next": []}
+        _write(sys.stdout, json.dumps(envelope, ensure_ascii=False, default=str))
+    else:
+        _write(sys.stderr, "\n".join(problem_lines(problems)))
+    return code
+
+
+def _write(stream: Any, text: str) -> None:
+    """Write a line even when the text holds surrogates from a non-UTF-8 path (they are shown escaped)."""
+    try:
+        stream.write(text + "\n")
+    except UnicodeEncodeError:
+        stream.write(text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
+    stream.flush()
+
+
+def crash_folder(args: Sequence[str]) -> Path:
+    """Where a crash file goes: the project's state folder when croft runs in one, else the user cache.
+
+    The project is found cheaply (``--project`` or a ``croft.json`` at or above the working folder) and its
+    ``stateDir`` is read only if croft.json still parses, since reading it may be what crashed.
+    """
+    root = _project_root(args)
+    if root is not None:
+        configured = None
+        try:
+            raw = json.loads((root / "croft.json").read_text(encoding="utf-8"))
+            configured = raw.get("stateDir") if isinstance(raw, dict) else None
+        except Exception:
+            configured = None
+        from croft.core.paths import state_dir
+
+        return state_dir(root, configured if isinstance(configured, str) else None) / "crashes"
+    cache = os.environ.get("XDG_CACHE_HOME")
+    if cache:
+        base = Path(cache)
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path.home() / ".cache"
+    return base / "croft" / "crashes"
+
+
+def _project_root(args: Sequence[str]) -> Path | None:
+    start: Path | None = None
+    for i, arg in enumerate(args):
+        if arg == "--project" and i + 1 < len(args):
+            start = Path(args[i + 1])
+        elif arg.startswith("--project="):
+            start = Path(arg.split("=", 1)[1])
+    try:
+        here = (start or Path.cwd()).resolve()
+        for folder in (here, *here.parents):
+            if (folder / "croft.json").is_file():
+                return folder
+    except (OSError, RuntimeError):
+        return None
+    return None
+
+
+def _crash_file(exc: BaseException, args: Sequence[str], text: str) -> Path | None:
+    """Write the traceback; on failure try the temp folder; None when nothing could be written."""
+    import tempfile
+    import time
+
+    name = f"crash-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}.txt"
+    header = f"croft {' '.join(args)}\n{type(exc).__name__}\n\n"
+    for folder in (crash_folder(args), Path(tempfile.gettempdir()) / "croft-crashes"):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / name
+            path.write_text(header + text, encoding="utf-8", errors="backslashreplace")
+            return path
+        except OSError:
+            continue
+    return None
+
+
+def _redact(args: Sequence[str]) -> Callable[[str], str]:
+    """Hide the project's .env values from what a crash writes or prints (identity when there is none)."""
+    root = _project_root(args)
+    if root is None:
+        return lambda text: text
+    try:
+        from croft.core.redact import Redactor
+        from croft.project.env import read_dotenv
+
+        env = read_dotenv(root / ".env")
+        return Redactor({name: os.environ.get(name, value) for name, value in env.items()}).text
+    except Exception:
+        return lambda text: text
+
+
+def internal_error(exc: BaseException, args: Sequence[str]) -> Problem:
+    """The INTERNAL_ERROR for an exception croft did not expect, with its traceback saved (and shown)."""
+    import traceback
+
+    redact = _redact(args)
+    text = redact("".join(traceback.format_exception(exc)))
+    path = _crash_file(exc, [redact(a) for a in args], text)
+    if os.environ.get("CROFT_DEBUG") == "1":
+        _write(sys.stderr, text.rstrip())
+    where = f"the traceback is in {path}" if path else "no crash file could be written"
+    summary = redact(str(exc).splitlines()[0][:200]) if str(exc) else ""
+    return problem(
+        "INTERNAL_ERROR",
+        f"croft failed unexpectedly ({type(exc).__name__}{': ' + summary if summary else ''}); {where}",
+        "This is a bug in croft: please report it with that file. Set CROFT_DEBUG=1 to see the traceback here.",
+        details={"exception": type(exc).__name__, **({"crashFile": str(path)} if path else {})},
+    )
+
+
+def interrupted() -> Problem:
+    return problem(
+        "INTERRUPTED",
+        "croft was interrupted before it finished",
+        "Nothing half-written was kept; run the command again when you are ready.",
+    )
+
+
+def last_resort(main: Callable[..., None]) -> Callable[..., None]:
+    """Decorate ``main(argv)`` so nothing it raises ends in a traceback (SystemExit passes through)."""
+
+    @functools.wraps(main)
+    def guarded(argv: list[str] | None = None) -> None:
+        args = list(sys.argv[1:] if argv is None else argv)
+        as_json = wants_json(args)
+        try:
+            main(argv)
+        except SystemExit:
+            raise
+        except CroftError as exc:
+            sys.exit(fail([exc.problem, *exc.extra], as_json))
+        except KeyboardInterrupt:
+            sys.exit(fail([interrupted()], as_json, 130))
+        except Stopped as stop:
+            sys.exit(fail([stop.problem], as_json, 130, stop.data))
+        except BrokenPipeError:
+            # The reader went away (``croft logs | head``): nothing left to tell it.
+            _quiet_stdout()
+            sys.exit(1)
+        except BaseException as exc:
+            sys.exit(fail([internal_error(exc, args)], as_json))
+
+    return guarded
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

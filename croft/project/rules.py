@@ -1,0 +1,174 @@
+"""Every static rule an asset must pass, in one table that ``croft validate`` and ``croft run`` both apply.
+
+Discovery runs :func:`static_problems` on each asset's facts, so a rule broken here is on the facts
+``validate`` prints and the facts a run refuses to execute (before any data is touched). The engine's own
+last-moment checks (``writespec.resolve_mode``, ``key_tuple``, ``parse_checks``, ``cursor.parse_lookback``)
+call the same functions, so the two can never disagree.
+
+``RULES`` also lists the rules the readers enforce while parsing (names, decorators, async functions,
+SQL headers), each with an example of a bad asset, so a test can generate one bad asset per rule and
+check that validate and run both refuse it with the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from croft.core.duration import parse_seconds
+from croft.core.problems import CroftError, Problem, problem
+from croft.project.checkspec import is_identifier, parse_check
+
+if TYPE_CHECKING:
+    from croft.project.facts import AssetFacts
+
+__all__ = [
+    "RULES",
+    "Rule",
+    "lookback_problem",
+    "resolved_write_mode",
+    "static_problems",
+    "write_mode_problem",
+]
+
+WRITE_MODES = ("replace", "append", "merge")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One static rule: the code it reports and a bad asset (file under assets/, its text) that breaks it."""
+
+    name: str
+    code: str
+    file: str
+    text: str
+
+
+def _ingest(options: str, body: str = 'yield {"id": 1}', head: str = "def") -> str:
+    return f"from croft import ingest\n\n\n@ingest({options})\n{head} rows(ctx):\n    {body}\n"
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("name starts with sqlite_", "NAME_INVALID", "sqlite_stats.py", _ingest('key="id"')),
+    Rule("name is an SQL keyword", "NAME_INVALID", "select.py", _ingest('key="id"')),
+    Rule("key is not a column name", "ASSET_INVALID", "quoted_key.py", _ingest("key='\"id\"'")),
+    Rule(
+        "SQL key header is not a column name", "ASSET_INVALID", "quoted.sql", '-- key: "id"\nSELECT 1 AS id\n'
+    ),
+    Rule("malformed check", "ASSET_INVALID", "bad_check.py", _ingest('key="id", checks=["(amount > 0"]')),
+    Rule(
+        "malformed SQL check header",
+        "ASSET_INVALID",
+        "bad_check_sql.sql",
+        "-- check: x > 0; drop\nSELECT 1 AS x\n",
+    ),
+    Rule("async def asset", "ASSET_INVALID", "later.py", _ingest('key="id"', head="async def")),
+    Rule(
+        "lookback is not a duration",
+        "ASSET_INVALID",
+        "dayz.py",
+        _ingest('key="id", incremental={"field": "t", "lookback": "30 dayz"}'),
+    ),
+    Rule(
+        "timeout is not a duration", "ASSET_INVALID", "slow.py", _ingest('key="id", timeout="10 mins please"')
+    ),
+    Rule(
+        "bare decorator",
+        "ASSET_INVALID",
+        "bare.py",
+        "from croft import transform\n\n\n@transform\ndef rows(ctx):\n    yield {}\n",
+    ),
+    Rule("merge without key", "ASSET_INVALID", "merge.py", _ingest('write="merge"')),
+    Rule(
+        "replace but incremental",
+        "ASSET_INVALID",
+        "repl.py",
+        _ingest('key="id", incremental="t", write="replace"'),
+    ),
+    Rule("incremental without key", "INCREMENTAL_WITHOUT_KEY", "nokey.py", _ingest('incremental="t"')),
+    Rule("unknown write mode", "ASSET_INVALID", "upsert.py", _ingest('key="id", write="upsert"')),
+    Rule("unknown SQL header", "HEADER_UNKNOWN_KEY", "hdr.sql", "-- keys: id\nSELECT 1 AS id\n"),
+    Rule(
+        "SQL timeout is not a duration", "ASSET_INVALID", "slow_sql.sql", "-- timeout: soon\nSELECT 1 AS id\n"
+    ),
+)
+
+
+def write_mode_problem(write: Any, key: Sequence[str], incremental: bool) -> tuple[str, str, str, str] | None:
+    """The one write-mode rule: (code, option, message, hint) for a combination croft refuses, else None.
+
+    No key → replace; key → replace by key; key + incremental → merge; append only when asked.
+    """
+    if write is not None and write not in WRITE_MODES:
+        return (
+            "ASSET_INVALID",
+            "write",
+            f"must be one of {', '.join(WRITE_MODES)}, not {write!r}",
+            "omit it to let croft choose from key= and incremental=",
+        )
+    if write == "merge" and not key:
+        return (
+            "ASSET_INVALID",
+            "write",
+            '"merge" needs key= to know which rows match',
+            'add key="id" (your unique column)',
+        )
+    if incremental and write == "replace":
+        return (
+            "ASSET_INVALID",
+            "write",
+            '"replace" rebuilds the table, so incremental= cannot apply',
+            'drop write= (croft merges when there is a key) or use write="append"',
+        )
+    if incremental and not key and write != "append":
+        return (
+            "INCREMENTAL_WITHOUT_KEY",
+            "incremental",
+            "without key= would duplicate re-read rows",
+            'add key="id" so re-read rows are merged, or say write="append" to keep every row',
+        )
+    return None
+
+
+def resolved_write_mode(write: Any, key: Sequence[str], incremental: bool, asset: str) -> str:
+    """The mode a write uses; raises the rule's problem for a combination croft refuses."""
+    bad = write_mode_problem(write, key, incremental)
+    if bad:
+        code, option, message, hint = bad
+        raise CroftError(code, f"{asset}: {option}= {message}", hint, asset=asset)
+    if write:
+        return str(write)
+    return "merge" if key and incremental else "replace"
+
+
+def lookback_problem(lookback: Any) -> str | None:
+    """Why an incremental ``lookback`` is not a duration, or None (None itself means the default)."""
+    if lookback is None or parse_seconds(lookback, bare_text=False) is not None:
+        return None
+    return f"lookback {lookback!r} is not a duration"
+
+
+def static_problems(facts: AssetFacts) -> list[Problem]:
+    """Problems of the rules that need the whole of an asset's facts (the readers check the rest)."""
+    found: list[Problem] = []
+
+    def add(message: str, hint: str, code: str = "ASSET_INVALID") -> None:
+        found.append(problem(code, f"{facts.rel}: {message}", hint, asset=facts.name, file=facts.rel))
+
+    bad_keys = [k for k in facts.key if not is_identifier(k)]
+    if bad_keys:
+        add(
+            f"key {', '.join(map(repr, bad_keys))} is not a column name",
+            "a key names columns: letters, digits and underscores, without quotes",
+        )
+    for text in facts.checks:
+        try:
+            parse_check(text)
+        except CroftError as exc:
+            add(exc.problem.message, exc.problem.hint)
+    incremental = facts.incremental or {}
+    why = lookback_problem(incremental.get("lookback"))
+    if why:
+        add(why, 'write a lookback as a number and a unit, such as "30 days", "2h", "90 min" or "1s"')
+    return found
