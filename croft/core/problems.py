@@ -59,6 +59,9 @@ CODES: dict[str, tuple[str, int]] = {
     "HISTORY_TOO_NEW": ("state", 2),
     "HISTORY_CORRUPT": ("state", 2),
     "INTERNAL_ERROR": ("state", 1),
+    "SCHEDULE_PAUSED": ("run", 4),
+    "SCHEDULE_BACKOFF": ("run", 4),
+    "LARGE_REPROCESS": ("run", 4),
 }
 
 
