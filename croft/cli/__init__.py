@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "logs": "logs:command",
     "schedule": "schedule:group",
     "docs": "docs:command",
+    "tick": "tick:command",
 }
 
 
@@ -45,4 +46,8 @@ def _build_group() -> Any:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["tick"] and "--all" not in args:  # every minute: no click (croft/cli/tick.py)
+        from croft.cli.tick import run as tick
+
+        sys.exit(tick(args[1:]))
     _build_group()(args=args, prog_name="croft")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from croft.cli.project_option import load, project_option
 from croft.cli.render import json_option, run_command
 from croft.core.result import Result
 
@@ -67,3 +68,58 @@ def _project_zone() -> str:
         if exc.code == "NOT_A_PROJECT":
             return "UTC"
         raise
+
+
+def _setting_human(result: Result) -> str:
+    data = result.data
+    return f"scheduling is {data['state']} for this project" if data else ""
+
+
+@group.command("on")
+@click.option(
+    "--no-os-job",
+    "no_os_job",
+    is_flag=True,
+    help="Only turn scheduling on in this project; `croft tick` (run by you, cron or `croft serve`) does the ticking.",
+)
+@project_option
+@json_option
+@run_command(_setting_human)
+def on(no_os_job: bool, project_dir: str | None) -> Result:
+    """Turn scheduling on for this project (for now only with --no-os-job: no OS job is installed)."""
+    from croft.core.problems import CroftError
+
+    if not no_os_job:
+        raise CroftError(
+            "USAGE",
+            "this croft cannot install the per-user OS job yet",
+            "croft schedule on --no-os-job turns scheduling on; then run croft tick every minute yourself",
+            suggestion="croft schedule on --no-os-job",
+        )
+    return _flip(project_dir, "on")
+
+
+@group.command("off")
+@project_option
+@json_option
+@run_command(_setting_human)
+def off(project_dir: str | None) -> Result:
+    """Turn scheduling off for this project: ticks exit at once and start nothing."""
+    return _flip(project_dir, "off")
+
+
+def _flip(project_dir: str | None, state: str) -> Result:
+    """Only the setting in runs.sqlite (croft.schedule.setting); nothing else is installed or removed."""
+    from croft.core import clock
+    from croft.history.db import open_history
+    from croft.schedule.setting import write_scheduling
+
+    project = load(project_dir)
+    conn = open_history(project.config.state_dir)
+    try:
+        after = write_scheduling(
+            conn, "on" if state == "on" else "off", clock.now(), via="serve" if state == "on" else None
+        )
+    finally:
+        conn.close()
+    return Result(data=after.to_json())

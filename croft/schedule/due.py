@@ -32,6 +32,7 @@ __all__ = [
     "FailedStart",
     "Hold",
     "View",
+    "approval_hold",
     "clock_words",
     "due_work",
     "edited_ago",
@@ -227,6 +228,35 @@ def is_retryable(error: Mapping[str, Any] | None) -> bool:
     return bool(error.get("retryable"))
 
 
+def approval_hold(info: AssetInfo, approved: str | None, now: datetime, tz: str) -> Hold | None:
+    """SCHEDULE_HELD: the code differs from the code a person last ran (or nobody ever ran it).
+
+    The one rule the tick, status and ``croft run --due`` (at plan time and at each step's start) share.
+    """
+    name = info.name
+    if info.code_hash is not None and info.code_hash == approved and info.loads:
+        return None
+    hint = (
+        f"the scheduler only runs code a person has run; check the change, then croft run {name}"
+        " releases it (croft preview shows what it would do first)"
+    )
+    if approved and info.loads and info.zone_from and info.zone_hash == approved:
+        return Hold(
+            "SCHEDULE_HELD",
+            f"the project time zone changed ({info.zone_from} → {tz}) since it was last run"
+            f" by hand; croft run {name} releases it",
+            hint,
+        )
+    new = "" if approved else "new: "
+    ago = edited_ago(info.edited_at, now)
+    edited = f"code edited {ago} ago" if ago else "code edited"
+    if not info.loads:
+        reason = f"{new}{edited} and it does not load; fix it, then croft run {name} releases it"
+    else:
+        reason = f"{new}{edited}, not run by hand yet; croft run {name} releases it"
+    return Hold("SCHEDULE_HELD", reason, hint)
+
+
 def _at(text: str | None) -> datetime | None:
     if not text:
         return None
@@ -403,30 +433,8 @@ class _Decider:
         return None
 
     def approval(self, info: AssetInfo) -> Hold | None:
-        """SCHEDULE_HELD: the code differs from the code a person last ran (or nobody ever ran it)."""
-        name = info.name
-        approved = (self.g.state.get(name) or {}).get("approved_code_hash")
-        if info.code_hash is not None and info.code_hash == approved and info.loads:
-            return None
-        hint = (
-            f"the scheduler only runs code a person has run; check the change, then croft run {name}"
-            " releases it (croft preview shows what it would do first)"
-        )
-        if approved and info.loads and info.zone_from and info.zone_hash == approved:
-            return Hold(
-                "SCHEDULE_HELD",
-                f"the project time zone changed ({info.zone_from} → {self.g.tz}) since it was last run"
-                f" by hand; croft run {name} releases it",
-                hint,
-            )
-        new = "" if approved else "new: "
-        ago = edited_ago(info.edited_at, self.now)
-        edited = f"code edited {ago} ago" if ago else "code edited"
-        if not info.loads:
-            reason = f"{new}{edited} and it does not load; fix it, then croft run {name} releases it"
-        else:
-            reason = f"{new}{edited}, not run by hand yet; croft run {name} releases it"
-        return Hold("SCHEDULE_HELD", reason, hint)
+        approved = (self.g.state.get(info.name) or {}).get("approved_code_hash")
+        return approval_hold(info, approved, self.now, self.g.tz)
 
     def failure_backoff(self, info: AssetInfo) -> Hold | None:
         name = info.name
