@@ -143,6 +143,15 @@ class DueRules:
         return to_iso(latest) if latest else None
 
 
+def _fault_before_run() -> None:
+    """Crash tests: ``CROFT_FAULT=before_run`` kills a scheduled run before it records anything."""
+    import os
+    import signal
+
+    if "before_run" in {p.strip() for p in os.environ.get("CROFT_FAULT", "").split(",")}:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv: list[str]) -> Any:
     """``croft run --due A B``: the normal runner with the scheduler's rules; a refusal before the run
     is recorded is left in the run's log folder for the next tick to read."""
@@ -153,6 +162,7 @@ def due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv
     from croft.engine.runner import RunOptions, run_assets
     from croft.project.config import find_root, load_project
 
+    _fault_before_run()
     try:
         project = load_project(Path(project_dir) if project_dir else None)
         options = RunOptions(

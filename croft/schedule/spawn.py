@@ -50,7 +50,7 @@ def spawn_due_run(
     folder = Path(state_dir) / "logs" / run_id
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "process.log"
-    argv = [sys.executable, "-m", "croft", "run", "--due", "--run-id", run_id, *assets]
+    argv = [sys.executable, "-m", "croft", "run", "--due", "--json", "--run-id", run_id, *assets]
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         child = subprocess.Popen(
