@@ -76,6 +76,7 @@ class AssetInfo:
     edited_at: str | None = None
     zone_from: str | None = None
     zone_hash: str | None = None
+    spec: Any = field(default=None, compare=False)  # the parsed cron (cron.CronSpec) when known
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ class DueInput:
     starting: Sequence[tuple[str, Sequence[str]]] = ()  # (run id, assets) of runs still starting
     failed_starts: Sequence[FailedStart] = ()
     rollbacks: Mapping[str, str | None] = field(default_factory=dict)  # asset -> last_fire_at to read
+    next_fires: bool = True  # views carry the next fire and the missed count (status); the tick skips them
 
 
 @dataclass(frozen=True)
@@ -324,12 +326,15 @@ class _Decider:
     def ingest(self, info: AssetInfo, view: View) -> None:
         if not info.cron:
             return
-        try:
-            spec = cron.parse_cron(info.cron)
-        except Exception:  # validate reports SCHEDULE_INVALID; the scheduler leaves it alone
-            return
-        nxt = cron.next_fire(spec, self.g.tz, self.now)
-        view.next_fire_at = to_iso(nxt) if nxt else None
+        spec = info.spec
+        if spec is None:
+            try:
+                spec = cron.parse_cron(info.cron)
+            except Exception:  # validate reports SCHEDULE_INVALID; the scheduler leaves it alone
+                return
+        if self.g.next_fires:
+            nxt = cron.next_fire(spec, self.g.tz, self.now)
+            view.next_fire_at = to_iso(nxt) if nxt else None
         latest = cron.latest_fire_at_or_before(spec, self.g.tz, self.now)
         handled = _later(view.last_fire_at, self.g.last_ok.get(info.name))
         if latest is None:

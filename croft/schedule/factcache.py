@@ -23,13 +23,13 @@ __all__ = ["CACHE_KEY", "asset_paths", "load_facts", "stat_key"]
 
 CACHE_KEY = "schedule.facts"
 _SUFFIXES = (".py", ".sql")
-_FORMAT = 1
+_FORMAT = 2  # bump when an entry's shape changes: old caches are read again once
 
 
-def asset_paths(folder: Path) -> list[Path]:
+def asset_paths(folder: Path) -> list[str]:
     """``assets/**/*.py|.sql`` as discovery sees them (hidden entries, ``__pycache__`` and ``__init__.py``
-    left out), found with ``os.scandir`` so the listing costs no parse."""
-    found: list[Path] = []
+    left out), as sorted path strings found with ``os.scandir``: the listing costs no parse and little else."""
+    found: list[str] = []
     todo = [str(folder)]
     while todo:
         current = todo.pop()
@@ -38,27 +38,29 @@ def asset_paths(folder: Path) -> list[Path]:
         except OSError:
             continue
         for entry in entries:
-            if entry.name.startswith(".") or entry.name == "__pycache__":
+            name = entry.name
+            if name.startswith(".") or name == "__pycache__":
                 continue
             if entry.is_dir(follow_symlinks=True):
                 todo.append(entry.path)
-            elif entry.name.endswith(_SUFFIXES) and entry.name != "__init__.py" and entry.is_file():
-                found.append(Path(entry.path))
-    return sorted(found)
+            elif name.endswith(_SUFFIXES) and name != "__init__.py" and entry.is_file():
+                found.append(entry.path)
+    found.sort()
+    return found
 
 
-def _stat(path: Path) -> str:
+def _stat(path: str) -> str:
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return "gone"
     return f"{st.st_size}:{st.st_mtime_ns}"
 
 
-def stat_key(root: Path, path: Path, deps: list[str], zone: str) -> str:
+def stat_key(root: str, path: str, deps: list[str], zone: str) -> str:
     """The file's key: its stat, its local imports' stats and the zone (never its contents)."""
     parts = [zone, _stat(path)]
-    parts += [f"{rel}={_stat(root / rel)}" for rel in deps]
+    parts += [f"{rel}={_stat(os.path.join(root, rel))}" for rel in deps]
     return "|".join(parts)
 
 
@@ -126,7 +128,50 @@ def _read_one(
     )
     out = asdict(info)
     out["inputs"] = list(info.inputs)
+    out["spec"] = _spec_json(info.cron)
     return {"info": out, "deps": deps}
+
+
+_SPEC_SETS = ("minutes", "hours", "doms", "months", "dows")
+_SPEC_FLAGS = ("dom_star", "dow_star", "is_interval")
+
+
+def _spec_json(text: str | None) -> dict[str, Any] | None:
+    """The parsed cron, stored with the facts so an idle tick never parses a cron again."""
+    from croft.schedule import cron
+
+    if not text:
+        return None
+    try:
+        spec = cron.parse_cron(text)
+    except Exception:
+        return None
+    return {
+        "text": spec.text,
+        **{k: sorted(getattr(spec, k)) for k in _SPEC_SETS},
+        **{k: getattr(spec, k) for k in _SPEC_FLAGS},
+    }
+
+
+def _spec(value: Any) -> Any:
+    from croft.schedule.cron import CronSpec
+
+    if not isinstance(value, dict):
+        return None
+    try:
+        return CronSpec(
+            text=value["text"],
+            minutes=frozenset(value["minutes"]),
+            hours=frozenset(value["hours"]),
+            doms=frozenset(value["doms"]),
+            months=frozenset(value["months"]),
+            dows=frozenset(value["dows"]),
+            dom_star=bool(value["dom_star"]),
+            dow_star=bool(value["dow_star"]),
+            is_interval=bool(value["is_interval"]),
+        )
+    except (KeyError, TypeError):
+        return None
 
 
 def load_facts(
@@ -148,9 +193,12 @@ def load_facts(
             cached = value
     entries: dict[str, Any] = cached.get("files") or {}
     old_zone = cached.get("zone")
-    by_name: dict[str, list[Path]] = {}
+    base = str(root)
+    prefix = len(base) + 1
+    by_name: dict[str, list[str]] = {}
     for path in asset_paths(root / "assets"):
-        by_name.setdefault(path.stem, []).append(path)
+        stem = os.path.splitext(os.path.basename(path))[0]
+        by_name.setdefault(stem, []).append(path)
     fresh: dict[str, Any] = {}
     read: list[str] = []
     infos: dict[str, AssetInfo] = {}
@@ -158,15 +206,15 @@ def load_facts(
         if len(paths) > 1:
             continue  # two files, one name: no asset (validate says NAME_CONFLICT)
         path = paths[0]
-        rel = path.relative_to(root).as_posix()
+        rel = path[prefix:].replace(os.sep, "/")
         old = entries.get(rel)
-        key = stat_key(root, path, list((old or {}).get("deps") or ()), zone)
+        key = stat_key(base, path, list((old or {}).get("deps") or ()), zone)
         if old is None or old.get("key") != key:
             zone_from = old_zone if old is not None and old_zone and old_zone != zone else None
             if zone_from is None and old is not None:
                 zone_from = (old.get("info") or {}).get("zone_from")
-            entry = _read_one(project, path, name, old, zone_from)
-            entry["key"] = stat_key(root, path, entry["deps"], zone)
+            entry = _read_one(project, Path(path), name, old, zone_from)
+            entry["key"] = stat_key(base, path, entry["deps"], zone)
             read.append(name)
         else:
             entry = old
@@ -175,6 +223,7 @@ def load_facts(
             continue
         info = dict(entry["info"])
         info["inputs"] = tuple(info.get("inputs") or ())
+        info["spec"] = _spec(info.get("spec"))
         infos[name] = AssetInfo(**info)
     if conn is not None and store and (read or set(fresh) != set(entries) or old_zone != zone):
         from croft.history.state import put_setting

@@ -38,15 +38,18 @@ def last_ok_starts(conn: sqlite3.Connection) -> dict[str, str]:
 
 @translate_sqlite_errors("reading the latest steps")
 def latest_steps(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
-    """Each asset's most recent step row (any status), as ``runs`` would give it."""
+    """Each asset's most recent step row (any status), as ``runs`` would give it.
+
+    The inner MAX per asset is answered from the (asset, started_at) index, so this stays cheap as the
+    history grows; ties on the start time go to the highest attempt.
+    """
     rows = conn.execute(
-        "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY asset"
-        " ORDER BY started_at DESC, attempt DESC, rowid DESC) AS rn FROM steps) WHERE rn = 1"
+        "SELECT s.* FROM steps s JOIN (SELECT asset, MAX(started_at) AS at FROM steps GROUP BY asset) m"
+        " ON s.asset = m.asset AND s.started_at = m.at ORDER BY s.attempt, s.rowid"
     )
     out: dict[str, dict[str, Any]] = {}
     for r in rows:
         step = dict(r)
-        step.pop("rn", None)
         step["error"] = json.loads(step["error"]) if step.get("error") else None
         out[step["asset"]] = step
     return out
@@ -87,6 +90,8 @@ def due_input(
     failed_starts: Sequence[FailedStart] = (),
     rollbacks: Mapping[str, str | None] | None = None,
     landed: Mapping[str, str] | None = None,
+    latest: dict[str, dict[str, Any]] | None = None,
+    next_fires: bool = True,
 ) -> DueInput:
     """The DueInput for a project; ``conn`` None (no runs.sqlite) means nothing has happened yet.
 
@@ -98,7 +103,7 @@ def due_input(
     for asset, at in (landed or {}).items():
         if at > last_ok.get(asset, ""):
             last_ok[asset] = at
-    latest = latest_steps(conn)
+    latest = dict(latest) if latest is not None else latest_steps(conn)
     for asset in landed or {}:
         latest.pop(asset, None)
     return DueInput(
@@ -115,15 +120,19 @@ def due_input(
         starting=starting,
         failed_starts=failed_starts,
         rollbacks=rollbacks or {},
+        next_fires=next_fires,
     )
 
 
-def landed_writes(conn: sqlite3.Connection, database: Path) -> dict[str, str]:
+def landed_writes(
+    conn: sqlite3.Connection, database: Path, latest: dict[str, dict[str, Any]] | None = None
+) -> dict[str, str]:
     """Crashed latest steps whose write the warehouse committed anyway (a crash after COMMIT, before the
     step row was finished): asset -> the step's start. The warehouse is opened read-only, and only when
     there is such a step."""
     with translate_sqlite_errors("reading crashed steps"):
-        crashed = [s for s in latest_steps(conn).values() if s["status"] == "crashed" and s["attempt"] >= 1]
+        steps = latest if latest is not None else latest_steps(conn)
+        crashed = [s for s in steps.values() if s["status"] == "crashed" and s["attempt"] >= 1]
     if not crashed or not Path(database).is_file():
         return {}
     found: dict[str, str] = {}

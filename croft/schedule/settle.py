@@ -50,6 +50,8 @@ class Settled:
     new_failures: list[FailedStart] = field(default_factory=list)
     rollbacks: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # asset -> (fire, before)
     still: list[dict[str, Any]] = field(default_factory=list)  # notes of runs still in flight
+    noted: int = 0  # how many notes and failed starts were stored (to skip a write that changes nothing)
+    failed_read: int = 0
 
     def rollback_view(self) -> dict[str, str | None]:
         return {asset: before for asset, (_, before) in self.rollbacks.items()}
@@ -63,14 +65,17 @@ def _plural(assets: list[str], one: str, many: str) -> str:
 def settle(conn: sqlite3.Connection, state_dir: Path, now: datetime) -> Settled:
     """Read-only: what became of each noted run (the tick then writes it with ``apply_settled``)."""
     out = Settled()
-    for value in get_setting(conn, FAILED_KEY) or []:
+    stored_failed = get_setting(conn, FAILED_KEY) or []
+    stored_notes = get_setting(conn, SPAWNED_KEY) or []
+    out.failed_read, out.noted = len(stored_failed), len(stored_notes)
+    for value in stored_failed:
         try:
             failed = FailedStart.from_json(value)
         except (KeyError, TypeError, ValueError):
             continue
         if parse_instant(failed.at) + RETRY_BACKOFF > now:
             out.failed_starts.append(failed)
-    for note in get_setting(conn, SPAWNED_KEY) or []:
+    for note in stored_notes:
         run_id, assets = str(note.get("runId")), [str(a) for a in note.get("assets") or ()]
         row = conn.execute(
             "SELECT status, pid, proc_start, boot_id FROM runs WHERE id = ?", (run_id,)
@@ -127,7 +132,15 @@ def _child_may_live(note: dict[str, Any], now: datetime) -> bool:
 
 
 def apply_settled(conn: sqlite3.Connection, settled: Settled) -> None:
-    """Write what ``settle`` found: fires go back (only where no later fire moved them), notes are pruned."""
+    """Write what ``settle`` found: fires go back (only where no later fire moved them), notes are pruned.
+
+    Nothing is written when nothing changed (the idle tick's case)."""
+    if (
+        not settled.rollbacks
+        and settled.noted == len(settled.still)
+        and settled.failed_read == len(settled.failed_starts)
+    ):
+        return
     with immediate(conn, "settling the runs earlier ticks started"):
         for asset, (fire, before) in settled.rollbacks.items():
             conn.execute(

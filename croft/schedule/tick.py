@@ -89,11 +89,9 @@ def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[
 def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], problems: list[Problem]) -> None:
     import os
 
-    from croft.engine.reconcile import reconcile
-    from croft.history import runs
     from croft.schedule.due import due_work
     from croft.schedule.factcache import load_facts
-    from croft.schedule.gather import due_input, landed_writes
+    from croft.schedule.gather import due_input, landed_writes, latest_steps
     from croft.schedule.setting import read_scheduling
     from croft.schedule.settle import FailedStart, apply_settled, forget_spawn, note_child, note_spawn, settle
     from croft.schedule.spawn import child_env, spawn_due_run
@@ -102,12 +100,16 @@ def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], prob
     state_dir = project.config.state_dir
     state_rel = _rel(project)
     infos, _read = load_facts(conn, project)
-    reconcile(conn, lambda assets: _refresh_catalog(project, conn, assets, infos))
+    if _anything_to_reconcile(conn):
+        from croft.engine.reconcile import reconcile
+
+        reconcile(conn, lambda assets: _refresh_catalog(project, conn, assets, infos))
     settled = settle(conn, state_dir, now)
     apply_settled(conn, settled)
     for failure in settled.new_failures:
         again = f"it runs again after {_words(failure, now, tz)}"
         problems.append(_crash_warning(state_rel, failure.run_id, failure.assets, failure.reason, again))
+    latest = latest_steps(conn)
     given = due_input(
         conn,
         infos,
@@ -116,12 +118,16 @@ def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], prob
         setting=read_scheduling(conn),
         starting=settled.starting,
         failed_starts=settled.failed_starts,
-        landed=landed_writes(conn, project.config.database),
+        landed=landed_writes(conn, project.config.database, latest),
+        latest=latest,
+        next_fires=False,
     )
     work = due_work(given)
     data["held"] = [hold.to_json(asset) for asset, hold in work.held]
     env = child_env(os.environ)
     for group in work.groups:
+        from croft.history import runs
+
         run_id = runs.new_run_id(now, tz, conn)
         fires = {a: work.fires[a] for a in group if a in work.fires}
         note_spawn(conn, run_id, group, now, fires, group)
@@ -143,6 +149,14 @@ def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], prob
             continue
         note_child(conn, run_id, child)
         data["spawned"].append({"runId": run_id, "assets": group, "reason": work.group_reason(group)})
+
+
+def _anything_to_reconcile(conn: Any) -> bool:
+    """Reconcile writes; an idle tick skips it when no run is recorded running and no lease is held."""
+    row = conn.execute(
+        "SELECT EXISTS(SELECT 1 FROM runs WHERE status = 'running') OR EXISTS(SELECT 1 FROM leases)"
+    ).fetchone()
+    return bool(row[0])
 
 
 def _words(failure: Any, now: datetime, tz: str) -> str:
