@@ -1,0 +1,154 @@
+"""The read-only scheduler view (status), the facts cache, settling, and the small commands around the tick."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+
+from enginekit import croft
+from schedulekit import ISSUES, SUMMARY
+
+from croft.core.clock import parse_instant
+from croft.core.identity import ProcessIdentity
+from croft.core.problems import Problem
+from croft.history import runs
+from croft.history.db import open_history
+from croft.project.config import load_project
+from croft.schedule.factcache import load_facts
+from croft.schedule.gather import landed_writes
+from croft.schedule.settle import apply_settled, note_spawn, settle
+from croft.schedule.view import schedule_view
+
+NOW = datetime(2026, 6, 1, 10, 5, tzinfo=UTC)
+
+
+def _project(make_project):
+    return make_project(
+        {
+            "assets/issues.py": ISSUES.format(schedule="every hour"),
+            "assets/summary.sql": SUMMARY.format(source="issues"),
+        }
+    )
+
+
+def test_the_view_without_runs_sqlite_reads_every_asset_as_new_and_creates_nothing(make_project):
+    root = _project(make_project)
+    view = schedule_view(load_project(root), NOW)
+    assert not (root / ".croft").exists()
+    issues = view["assets"]["issues"]
+    assert issues["due"] and issues["hold"]["code"] == "SCHEDULE_HELD"
+    assert issues["hold"]["reason"].startswith("new: ")
+    assert issues["nextFireAt"] == "2026-06-01T12:00+01:00" and issues["next"] == "scheduling off"
+    assert view["assets"]["summary"]["next"] == "after inputs"
+    assert view["scheduling"]["effective"] == "off" and view["scheduling"]["heartbeatAt"] is None
+
+
+def test_status_shows_schedule_next_fire_missed_fires_and_holds(make_project, monkeypatch):
+    root = _project(make_project)
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T09:30:00Z")
+    assert croft(root, "run")[0] == 0
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T13:10:00Z")
+    code, status = croft(root, "status")
+    assert code == 0
+    block = next(a for a in status["data"]["assets"] if a["asset"] == "issues")["schedule"]
+    assert block["due"] and block["missedFires"] == 4 and block["hold"] is None
+    assert block["dueReason"] == "fired at 14:00; 4 missed fires run once"
+    assert block["schedule"] == "every hour" and block["cron"] == "0 * * * *"
+    assert block["next"] == "scheduling off"
+
+
+def test_the_facts_cache_reads_a_file_only_when_its_stat_key_moves(make_project):
+    root = _project(make_project)
+    project = load_project(root)
+    conn = open_history(project.config.state_dir)
+    try:
+        infos, read = load_facts(conn, project)
+        assert sorted(read) == ["issues", "summary"] and infos["summary"].inputs == ("issues",)
+        assert infos["issues"].cron == "0 * * * *" and infos["issues"].spec is not None
+        assert load_facts(conn, project)[1] == []
+        (root / "assets" / "issues.py").write_text(ISSUES.format(schedule="every 2 hours"))
+        infos, read = load_facts(conn, project)
+        assert read == ["issues"] and infos["issues"].cron == "0 */2 * * *"
+        (root / "assets" / "issues.py").write_text("from croft import ingest\n\n@ingest(schedule=\n")
+        infos, read = load_facts(conn, project)
+        # A file that no longer loads keeps its schedule: it stays scheduled, and held.
+        assert read == ["issues"] and not infos["issues"].loads and infos["issues"].cron == "0 */2 * * *"
+    finally:
+        conn.close()
+
+
+def test_a_zone_change_is_said_as_such(make_project, monkeypatch):
+    root = _project(make_project)
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T09:30:00Z")
+    assert croft(root, "run")[0] == 0
+    project = load_project(root)
+    conn = open_history(project.config.state_dir)
+    load_facts(conn, project)
+    conn.close()
+    (root / "croft.json").write_text(json.dumps({"timezone": "America/New_York"}))
+    view = schedule_view(load_project(root), parse_instant("2026-06-01T10:05:00Z"))
+    hold = view["assets"]["issues"]["hold"]
+    assert hold["code"] == "SCHEDULE_HELD"
+    assert hold["reason"].startswith("the project time zone changed (Europe/London → America/New_York)")
+
+
+def test_a_crash_after_the_warehouse_commit_counts_the_write(make_project):
+    root = _project(make_project)
+    conn = open_history(root / ".croft")
+    try:
+        who = ProcessIdentity(1, None, None)
+        runs.create_run(conn, run_id="r_x", trigger="schedule", human=False, argv=[], who=who)
+        runs.start_step(
+            conn, run_id="r_x", asset="summary", attempt=1, reason="stale", code_hash=None, log_path=None
+        )
+        runs.mark_crashed(conn, "r_x", Problem("RUN_CRASHED", "x", "y"))
+        wh = sqlite3.connect(root / "warehouse.sqlite")
+        wh.execute("CREATE TABLE _croft_writes (asset TEXT, loaded_at TEXT, run_id TEXT, attempt INTEGER)")
+        wh.execute("INSERT INTO _croft_writes VALUES ('summary', 'now', 'r_x', 1)")
+        wh.commit()
+        wh.close()
+        landed = landed_writes(conn, root / "warehouse.sqlite")
+        assert list(landed) == ["summary"]
+    finally:
+        conn.close()
+
+
+def test_settling_gives_a_fire_back_only_while_no_later_fire_moved_it(make_project):
+    root = _project(make_project)
+    conn = open_history(root / ".croft")
+    try:
+        note_spawn(conn, "r_gone", ["issues"], NOW, {"issues": "2026-06-01T10:00:00.000Z"}, ["issues"])
+        conn.execute("UPDATE schedule_state SET last_fire_at = '2026-06-01T11:00:00.000Z'")
+        later = parse_instant("2026-06-01T10:30:00Z")
+        settled = settle(conn, root / ".croft", later)
+        assert [f.reason for f in settled.new_failures] == ["its process ended before it recorded the run"]
+        apply_settled(conn, settled)
+        row = conn.execute("SELECT last_fire_at FROM schedule_state WHERE asset = 'issues'").fetchone()
+        assert row[0] == "2026-06-01T11:00:00.000Z"
+    finally:
+        conn.close()
+
+
+def test_schedule_on_needs_no_os_job_for_now_and_off_turns_it_off(make_project):
+    root = _project(make_project)
+    code, refused = croft(root, "schedule", "on")
+    assert code == 2 and refused["problems"][0]["suggestion"] == "croft schedule on --no-os-job"
+    code, on = croft(root, "schedule", "on", "--no-os-job")
+    assert code == 0 and on["data"]["state"] == "on"
+    code, off = croft(root, "schedule", "off")
+    assert code == 0 and off["data"]["state"] == "off"
+
+
+def test_run_due_refuses_only_and_a_run_id_without_due(make_project):
+    root = _project(make_project)
+    code, envelope = croft(root, "run", "--due", "--only", "issues")
+    assert code == 2 and "does not go with --only" in envelope["problems"][0]["message"]
+    code, envelope = croft(root, "run", "--run-id", "r_1", "issues")
+    assert code == 2 and envelope["problems"][0]["code"] == "USAGE"
+
+
+def test_run_due_leaves_out_an_asset_whose_file_vanished(make_project):
+    root = _project(make_project)
+    code, envelope = croft(root, "run", "--due", "gone")
+    assert code == 0 and envelope["data"]["steps"] == []
