@@ -411,3 +411,77 @@ def test_the_child_runs_detached_in_its_own_session_after_the_tick_has_exited(pr
     assert os.getsid(note["pid"]) == note["pid"] != os.getsid(0)
     wait_for_runs(root)
     assert query(root, "SELECT status FROM runs WHERE id = ?", run_id) == [{"status": "succeeded"}]
+
+
+PATH_PROBE = """
+import json, sys
+sys.argv = ["croft", "tick", "--json"]
+from croft.cli import main
+import io, contextlib
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        main()
+    except SystemExit:
+        pass
+data = json.loads(out.getvalue())["data"]
+data["fullTick"] = "croft.schedule.tick" in sys.modules
+data["typing"] = "typing" in sys.modules or "dataclasses" in sys.modules
+print(json.dumps(data))
+"""
+
+
+def _probe_tick(root, now: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", PATH_PROBE],
+        cwd=root,
+        env=env_at(now),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    wait_for_runs(root)
+    return data
+
+
+def test_an_idle_tick_only_beats_while_nothing_it_read_has_changed(project):
+    root = project(
+        {
+            "assets/issues.py": "from lib.fetch import ROWS\n" + ISSUES.format(schedule="every hour"),
+            "assets/summary.sql": SUMMARY.format(source="issues"),
+            "lib/__init__.py": "",
+            "lib/fetch.py": "ROWS = 2\n",
+        }
+    )
+    assert tick(root, "2026-06-01T10:05:00Z")["spawned"]  # the 11:00 fire runs
+    full = _probe_tick(root, "2026-06-01T10:06:00Z")  # nothing to do: leaves the memo
+    assert full["fullTick"] and full["spawned"] == [] and full["held"] == []
+    idle = _probe_tick(root, "2026-06-01T10:07:00Z")
+    assert not idle["fullTick"] and not idle["typing"] and idle["heartbeatAt"] == "2026-06-01T10:07:00.000Z"
+    assert query(root, "SELECT heartbeat_at, pid FROM tick") == [
+        {"heartbeat_at": "2026-06-01T10:07:00.000Z", "pid": None}
+    ]
+    # A module an asset imports changes: the full tick decides again (nothing is due yet), then idles.
+    (root / "lib" / "fetch.py").write_text("ROWS = 3\n")
+    assert _probe_tick(root, "2026-06-01T10:08:00Z")["fullTick"]
+    assert not _probe_tick(root, "2026-06-01T10:09:00Z")["fullTick"]
+    assert croft_json(root, "2026-06-01T10:10:00Z", "run", "summary")[0] == 0
+    assert _probe_tick(root, "2026-06-01T10:11:00Z")["fullTick"]  # the history changed
+    assert not _probe_tick(root, "2026-06-01T10:12:00Z")["fullTick"]
+    # A new asset file (new code: due and held, so no memo), the clock going back, and the next fire.
+    (root / "assets" / "extra.sql").write_text(SUMMARY.format(source="issues"))
+    new = _probe_tick(root, "2026-06-01T10:13:00Z")
+    assert new["fullTick"] and [h["asset"] for h in new["held"]] == ["extra"]
+    assert _probe_tick(root, "2026-06-01T10:13:30Z")["fullTick"]
+    (root / "assets" / "extra.sql").unlink()
+    assert _probe_tick(root, "2026-06-01T10:14:00Z")["fullTick"]
+    assert not _probe_tick(root, "2026-06-01T10:15:00Z")["fullTick"]
+    assert _probe_tick(root, "2026-06-01T10:13:45Z")["fullTick"]  # earlier than the memo was made
+    assert not _probe_tick(root, "2026-06-01T10:16:00Z")["fullTick"]
+    fired = _probe_tick(root, "2026-06-01T11:00:00Z")  # the edit to lib/ is caught at the fire
+    assert fired["fullTick"] and fired["spawned"] == [] and fired["held"][0]["code"] == "SCHEDULE_HELD"
+    code, _ = croft_json(root, "2026-06-01T11:03:00Z", "schedule", "off")
+    off = _probe_tick(root, "2026-06-01T11:04:00Z")
+    assert code == 0 and off["exited"] == "off"

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # the idle tick goes through main() without loading typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["main"]
 

@@ -8,8 +8,10 @@ the click group and this module parses its two flags itself. ``command`` (the cl
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # nothing of typing (or pathlib) is loaded on the idle path
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["run"]
 
@@ -34,8 +36,6 @@ _EXITED = {
 
 
 def _parse(args: list[str]) -> tuple[bool, str | None]:
-    from croft.core.problems import CroftError
-
     as_json, project = False, None
     rest = list(args)
     while rest:
@@ -47,6 +47,8 @@ def _parse(args: list[str]) -> tuple[bool, str | None]:
         elif word.startswith("--project="):
             project = word.split("=", 1)[1]
         else:
+            from croft.core.problems import CroftError
+
             raise CroftError("USAGE", f"croft tick does not take {word!r}", USAGE)
     return as_json, project
 
@@ -60,18 +62,50 @@ def human(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _idle(args: list[str]) -> dict[str, Any] | None:
+    """The idle tick (croft.schedule.idle) when it can answer; None means: run the full tick."""
+    import os
+    import time
+
+    started = time.perf_counter()
+    try:
+        _, project_dir = _parse(args)
+        from croft.core.clock import now, to_iso
+
+        moment = to_iso(now())
+    except Exception:  # a usage error or a bad CROFT_NOW: the full path reports it properly
+        return None
+    from croft.schedule.idle import idle_tick
+
+    data = idle_tick(project_dir or os.getcwd(), moment)
+    if data is not None:
+        data["tookMs"] = int((time.perf_counter() - started) * 1000)
+    return data
+
+
 def run(args: list[str]) -> int:
     """Parse, tick, print; returns the exit code. Never raises a CroftError to the caller."""
-    from croft.core import clock
-    from croft.core.problems import CroftError
-    from croft.core.result import Result, dumps
-
     if "-h" in args or "--help" in args:
         print(HELP)
         return 0
     as_json = "--json" in args
+    quick = _idle(args)
+    if quick is not None:
+        if as_json:
+            import json
+
+            print(json.dumps({"ok": True, "data": quick, "problems": [], "next": []}, ensure_ascii=False))
+        else:
+            print(human(quick))
+        return 0
+    from croft.core import clock
+    from croft.core.problems import CroftError
+    from croft.core.result import Result, dumps
+
     try:
         as_json, project_dir = _parse(args)
+        from pathlib import Path
+
         from croft.project.config import load_project
         from croft.schedule.tick import project_tick
 

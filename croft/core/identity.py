@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from collections import namedtuple
 from functools import cache
 
 __all__ = ["ProcessIdentity", "boot_id", "current", "is_alive", "start_time"]
 
 
-@dataclass(frozen=True)
-class ProcessIdentity:
+class ProcessIdentity(namedtuple("ProcessIdentity", ["pid", "start", "boot"])):
+    """pid, start time, boot id. A plain named tuple: the per-minute tick loads no dataclass machinery."""
+
     pid: int
     start: str | None
     boot: str | None

@@ -18,49 +18,18 @@ from typing import Any
 from croft.core.clock import to_iso
 from croft.project.config import Project
 from croft.schedule.due import AssetInfo
+from croft.schedule.filekeys import asset_paths, stat_text
 
-__all__ = ["CACHE_KEY", "asset_paths", "load_facts", "stat_key"]
+__all__ = ["CACHE_KEY", "cached_deps", "load_facts", "stat_key"]
 
 CACHE_KEY = "schedule.facts"
-_SUFFIXES = (".py", ".sql")
 _FORMAT = 2  # bump when an entry's shape changes: old caches are read again once
-
-
-def asset_paths(folder: Path) -> list[str]:
-    """``assets/**/*.py|.sql`` as discovery sees them (hidden entries, ``__pycache__`` and ``__init__.py``
-    left out), as sorted path strings found with ``os.scandir``: the listing costs no parse and little else."""
-    found: list[str] = []
-    todo = [str(folder)]
-    while todo:
-        current = todo.pop()
-        try:
-            entries = list(os.scandir(current))
-        except OSError:
-            continue
-        for entry in entries:
-            name = entry.name
-            if name.startswith(".") or name == "__pycache__":
-                continue
-            if entry.is_dir(follow_symlinks=True):
-                todo.append(entry.path)
-            elif name.endswith(_SUFFIXES) and name != "__init__.py" and entry.is_file():
-                found.append(entry.path)
-    found.sort()
-    return found
-
-
-def _stat(path: str) -> str:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return "gone"
-    return f"{st.st_size}:{st.st_mtime_ns}"
 
 
 def stat_key(root: str, path: str, deps: list[str], zone: str) -> str:
     """The file's key: its stat, its local imports' stats and the zone (never its contents)."""
-    parts = [zone, _stat(path)]
-    parts += [f"{rel}={_stat(os.path.join(root, rel))}" for rel in deps]
+    parts = [zone, stat_text(path)]
+    parts += [f"{rel}={stat_text(os.path.join(root, rel))}" for rel in deps]
     return "|".join(parts)
 
 
@@ -196,7 +165,7 @@ def load_facts(
     base = str(root)
     prefix = len(base) + 1
     by_name: dict[str, list[str]] = {}
-    for path in asset_paths(root / "assets"):
+    for path in asset_paths(os.path.join(base, "assets")):
         stem = os.path.splitext(os.path.basename(path))[0]
         by_name.setdefault(stem, []).append(path)
     fresh: dict[str, Any] = {}
@@ -230,3 +199,12 @@ def load_facts(
 
         put_setting(conn, CACHE_KEY, {"format": _FORMAT, "zone": zone, "files": fresh})
     return infos, read
+
+
+def cached_deps(conn: sqlite3.Connection) -> list[str]:
+    """Every project-local module the cached assets imported (relative paths), for the idle tick."""
+    from croft.history.state import get_setting
+
+    value = get_setting(conn, CACHE_KEY) or {}
+    files = value.get("files") if isinstance(value, dict) else None
+    return sorted({d for entry in (files or {}).values() for d in entry.get("deps") or ()})

@@ -149,6 +149,31 @@ def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], prob
             continue
         note_child(conn, run_id, child)
         data["spawned"].append({"runId": run_id, "assets": group, "reason": work.group_reason(group)})
+    idle = not (data["spawned"] or data["held"] or problems or settled.still or settled.failed_starts)
+    _leave_memo(project, conn, now, infos if idle else None)
+
+
+def _leave_memo(project: Project, conn: Any, now: datetime, infos: dict[str, Any] | None) -> None:
+    """After a tick that found nothing to do, the memo that lets the next ticks only beat (``idle``);
+    after any other tick, no memo."""
+    from croft.history.state import delete_setting, put_setting
+    from croft.schedule import cron
+    from croft.schedule.factcache import cached_deps
+    from croft.schedule.idle import MEMO_KEY, make_memo
+
+    if infos is None:
+        delete_setting(conn, MEMO_KEY)
+        return
+    tz = project.config.timezone
+    fires = [
+        cron.next_fire(info.spec or cron.parse_cron(info.cron), tz, now)
+        for info in infos.values()
+        if info.kind == "ingest" and info.cron
+    ]
+    until = min((to_iso(f) for f in fires if f is not None), default="9999-12-31T23:59:59.999Z")
+    config_text = (project.root / "croft.json").read_text(encoding="utf-8")
+    memo = make_memo(conn, str(project.root), config_text, to_iso(now), until, cached_deps(conn))
+    put_setting(conn, MEMO_KEY, memo)
 
 
 def _anything_to_reconcile(conn: Any) -> bool:
