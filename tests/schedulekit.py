@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from enginekit import history
 
 from croft.core.identity import ProcessIdentity, is_alive
 
@@ -62,12 +63,7 @@ def tick(root: Path, now: str, *, wait: bool = True, **extra: str) -> dict[str, 
 
 
 def query(root: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(root / ".croft" / "runs.sqlite", timeout=10)
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in conn.execute(sql, params)]
-    finally:
-        conn.close()
+    return history(root, sql, *params)
 
 
 def setting(root: Path, key: str) -> Any:
@@ -111,3 +107,29 @@ def steps_of(root: Path, run_id: str) -> list[dict[str, Any]]:
     return query(
         root, "SELECT asset, attempt, status, reason FROM steps WHERE run_id = ? ORDER BY rowid", run_id
     )
+
+
+def lease(root: Path, asset: str, run_id: str, pid: int) -> None:
+    """Give ``asset``'s lease to run ``run_id`` held by the live process ``pid``."""
+    from croft.core.identity import boot_id, start_time
+    from croft.history import leases
+    from croft.history.db import open_history
+
+    conn = open_history(root / ".croft")
+    try:
+        assert leases.acquire(conn, [asset], run_id, ProcessIdentity(pid, start_time(pid), boot_id())) == []
+    finally:
+        conn.close()
+
+
+def note(root: Path, run_id: str, assets: list[str], at: str, fires: dict[str, str]) -> None:
+    """Record a spawned run as a tick does (fires, attempt and note in one transaction)."""
+    from croft.core.clock import parse_instant
+    from croft.history.db import open_history
+    from croft.schedule.settle import note_spawn
+
+    conn = open_history(root / ".croft")
+    try:
+        note_spawn(conn, run_id, assets, parse_instant(at), fires, assets)
+    finally:
+        conn.close()

@@ -14,6 +14,8 @@ from schedulekit import (
     SUMMARY,
     croft_json,
     env_at,
+    lease,
+    note,
     query,
     runs_of,
     schedule_on,
@@ -136,13 +138,7 @@ def test_a_leased_asset_is_skipped_and_stays_due(project):
     root = project()
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
-        code = (
-            "import sys; from croft.history.db import open_history; from croft.history import leases;"
-            "from croft.core.identity import ProcessIdentity, start_time, boot_id;"
-            "c = open_history(sys.argv[1]); pid = int(sys.argv[2]);"
-            "leases.acquire(c, ['issues'], 'r_other', ProcessIdentity(pid, start_time(pid), boot_id()))"
-        )
-        subprocess.run([sys.executable, "-c", code, str(root / ".croft"), str(holder.pid)], check=True)
+        lease(root, "issues", "r_other", holder.pid)
         held = tick(root, T0)
         assert held["spawned"] == [] and held["held"][0]["code"] == "ASSET_BUSY"
         assert "run r_other holds it; it stays due" in held["held"][0]["message"]
@@ -163,23 +159,9 @@ def test_a_run_that_met_a_lease_after_the_tick_planned_gives_its_fire_back(proje
     root = project()
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
-        code = (
-            "import sys; from croft.history.db import open_history; from croft.history import leases;"
-            "from croft.core.identity import ProcessIdentity, start_time, boot_id;"
-            "c = open_history(sys.argv[1]); pid = int(sys.argv[2]);"
-            "leases.acquire(c, ['issues'], 'r_late', ProcessIdentity(pid, start_time(pid), boot_id()))"
-        )
         # As a tick does: fire, attempt and note recorded; then the lease appears before the child runs.
-        env = env_at(T0)
-        subprocess.run([sys.executable, "-c", code, str(root / ".croft"), str(holder.pid)], check=True)
-        note = (
-            "import sys; from datetime import datetime, UTC; from croft.history.db import open_history;"
-            "from croft.schedule.settle import note_spawn;"
-            "c = open_history(sys.argv[1]);"
-            "note_spawn(c, 'r_0601_1105_late', ['issues'], datetime(2026,6,1,10,5,tzinfo=UTC),"
-            " {'issues': '2026-06-01T10:00:00.000Z'}, ['issues'])"
-        )
-        subprocess.run([sys.executable, "-c", note, str(root / ".croft")], check=True, env=env)
+        lease(root, "issues", "r_late", holder.pid)
+        note(root, "r_0601_1105_late", ["issues"], T0, {"issues": "2026-06-01T10:00:00.000Z"})
         assert state_of(root, "issues")["last_fire_at"] == "2026-06-01T10:00:00.000Z"
         code_, envelope = croft_json(root, T0, "run", "--due", "--run-id", "r_0601_1105_late", "issues")
         assert code_ == 0 and envelope["data"]["runId"] == "r_0601_1105_late"
@@ -317,33 +299,21 @@ def test_the_tick_imports_no_click_httpx_or_parser_and_reads_no_asset_file_when_
         print("PROBE", [m for m in heavy if m in sys.modules], assets, len(parsed), file=sys.stderr)
         """
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=root,
-        env=env_at("2026-06-01T10:30:00Z"),
-        capture_output=True,
-        text=True,
-    )
-    line = next(x for x in out.stderr.splitlines() if x.startswith("PROBE"))
-    assert line == "PROBE [] [] 0", out.stderr
+
+    def run_probe(now: str) -> str:
+        out = subprocess.run(
+            [sys.executable, "-c", probe], cwd=root, env=env_at(now), capture_output=True, text=True
+        )
+        return out.stderr
+
+    first = run_probe("2026-06-01T10:30:00Z")  # a full tick: it settles the run the tick above started
+    assert next(x for x in first.splitlines() if x.startswith("PROBE")) == "PROBE [] [] 0", first
     # An edit is read once, then not again.
     (root / "assets" / "issues.py").write_text(textwrap.dedent(ISSUES.format(schedule="every 2 hours")))
-    first = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=root,
-        env=env_at("2026-06-01T10:31:00Z"),
-        capture_output=True,
-        text=True,
-    )
-    assert "croft.project.facts" in first.stderr and "issues.py" in first.stderr
-    second = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=root,
-        env=env_at("2026-06-01T10:32:00Z"),
-        capture_output=True,
-        text=True,
-    )
-    assert next(x for x in second.stderr.splitlines() if x.startswith("PROBE")) == "PROBE [] [] 0"
+    edited = run_probe("2026-06-01T10:31:00Z")
+    assert "croft.project.facts" in edited and "issues.py" in edited
+    second = run_probe("2026-06-01T10:32:00Z")
+    assert next(x for x in second.splitlines() if x.startswith("PROBE")) == "PROBE [] [] 0"
 
 
 def test_the_child_gets_an_explicit_environment_without_shell_secrets(project, tmp_path):
@@ -374,14 +344,7 @@ def test_a_child_that_refuses_to_start_leaves_its_reason(project):
     refusal = root / ".croft" / "logs" / "r_refused" / "_not_started.json"
     refusal.parent.mkdir(parents=True)
     refusal.write_text(json.dumps({"code": "CONFIG_INVALID", "message": "croft.json is broken"}))
-    note = (
-        "import sys; from datetime import datetime, UTC; from croft.history.db import open_history;"
-        "from croft.schedule.settle import note_spawn;"
-        "c = open_history(sys.argv[1]);"
-        "note_spawn(c, 'r_refused', ['issues'], datetime(2026,6,1,11,0,tzinfo=UTC),"
-        " {'issues': '2026-06-01T11:00:00.000Z'}, ['issues'])"
-    )
-    subprocess.run([sys.executable, "-c", note, str(root / ".croft")], check=True, env=env_at(T0))
+    note(root, "r_refused", ["issues"], "2026-06-01T11:00:00Z", {"issues": "2026-06-01T11:00:00.000Z"})
     _, envelope = croft_json(root, "2026-06-01T11:01:00Z", "tick")
     (warning,) = [p for p in envelope["problems"] if p["code"] == "RUN_CRASHED"]
     assert "it refused to start: CONFIG_INVALID: croft.json is broken" in warning["message"]

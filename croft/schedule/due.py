@@ -20,6 +20,7 @@ from typing import Any
 from croft.core.clock import parse_instant, to_iso
 from croft.core.problems import Problem, problem
 from croft.engine.staleness import data_version, stale_reasons
+from croft.project.graph import Graph
 from croft.schedule import cron
 from croft.schedule.setting import Scheduling, effective_state
 
@@ -292,10 +293,7 @@ class _Decider:
         for name, info in self.assets.items():
             found = [known[i.lower()] for i in info.inputs if i.lower() in known and known[i.lower()] != name]
             self.inputs[name] = tuple(dict.fromkeys(found))
-        self.readers: dict[str, list[str]] = {n: [] for n in self.assets}
-        for name, ins in self.inputs.items():
-            for source in ins:
-                self.readers[source].append(name)
+        self.graph = Graph(self.inputs)
         self.state_now = effective_state(given.setting, self.now)
         self.views: dict[str, View] = {}
         self._holds: dict[str, Hold | None] = {}
@@ -303,14 +301,7 @@ class _Decider:
         self.starting = self._starting()
 
     def downstream(self, names: Sequence[str] | set[str]) -> set[str]:
-        seen: set[str] = set()
-        todo = [r for n in names for r in self.readers.get(n, [])]
-        while todo:
-            name = todo.pop()
-            if name not in seen:
-                seen.add(name)
-                todo.extend(self.readers.get(name, []))
-        return seen
+        return self.graph.downstream(names)
 
     def _starting(self) -> dict[str, str]:
         out: dict[str, str] = {}
