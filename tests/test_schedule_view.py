@@ -152,3 +152,31 @@ def test_run_due_leaves_out_an_asset_whose_file_vanished(make_project):
     root = _project(make_project)
     code, envelope = croft(root, "run", "--due", "gone")
     assert code == 0 and envelope["data"]["steps"] == []
+
+
+def test_a_scheduled_run_holds_everything_while_scheduling_is_paused_or_off(make_project, monkeypatch):
+    from croft.schedule.setting import write_scheduling
+
+    root = _project(make_project)
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T09:30:00Z")
+    assert croft(root, "run")[0] == 0
+    code, off = croft(root, "run", "--due", "issues")
+    assert code == 0 and off["data"]["steps"][0]["reason"] == "held: scheduling is off"
+    conn = open_history(root / ".croft")
+    write_scheduling(conn, "paused", NOW, via="serve", paused_until=datetime(2026, 6, 1, 12, tzinfo=UTC))
+    conn.close()
+    code, paused = croft(root, "run", "--due", "issues")
+    assert code == 0 and paused["data"]["steps"][0]["reason"] == "held: scheduling is paused"
+    assert paused["data"]["status"] == "succeeded"
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T12:00:00Z")  # the pause is over: it runs
+    code, ran = croft(root, "run", "--due", "issues")
+    assert code == 0 and ran["data"]["steps"][0]["status"] in ("ok", "unchanged")
+    conn = open_history(root / ".croft")
+    try:
+        state = conn.execute(
+            "SELECT last_fire_at, last_attempt_at FROM schedule_state WHERE asset = 'issues'"
+        ).fetchone()
+    finally:
+        conn.close()
+    # The fire it handled (13:00 London, exactly now) and its attempt, recorded when the step started.
+    assert tuple(state) == ("2026-06-01T12:00:00.000Z", "2026-06-01T12:00:00.000Z")
