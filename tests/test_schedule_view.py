@@ -180,3 +180,15 @@ def test_a_scheduled_run_holds_everything_while_scheduling_is_paused_or_off(make
         conn.close()
     # The fire it handled (13:00 London, exactly now) and its attempt, recorded when the step started.
     assert tuple(state) == ("2026-06-01T12:00:00.000Z", "2026-06-01T12:00:00.000Z")
+
+
+def test_status_warns_of_each_held_due_asset_while_scheduling_is_on(make_project, monkeypatch):
+    root = _project(make_project)
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:05:00Z")
+    _, quiet = croft(root, "status")
+    assert quiet["problems"] == []  # scheduling off: nothing will be started, so nothing is held back
+    assert croft(root, "schedule", "on", "--no-os-job")[0] == 0
+    code, status = croft(root, "status")
+    (warning,) = [p for p in status["problems"] if p["asset"] == "issues"]
+    assert code == 0 and status["ok"] and warning["code"] == "SCHEDULE_HELD"
+    assert warning["severity"] == "warning" and "croft run issues" in warning["hint"]

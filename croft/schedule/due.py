@@ -174,7 +174,12 @@ class View:
             "dueReason": self.reason,
             "hold": None
             if self.hold is None
-            else {"code": self.hold.code, "reason": self.hold.reason, "until": self.hold.until},
+            else {
+                "code": self.hold.code,
+                "reason": self.hold.reason,
+                "until": self.hold.until,
+                "hint": self.hold.hint,
+            },
         }
 
 

@@ -142,7 +142,22 @@ def with_schedule(result: Any, project: Project) -> Any:
         block = view["assets"].get(asset["asset"])
         if block is not None:
             asset["schedule"] = {k: v for k, v in block.items() if k not in ("asset", "kind")}
+    if view["scheduling"]["effective"] != "off":
+        result.problems.extend(_held_warnings(view))
     return result
+
+
+def _held_warnings(view: dict[str, Any]) -> list[Any]:
+    """One warning per due asset the scheduler holds, naming what releases it (scheduling on or paused)."""
+    from croft.core.problems import problem
+
+    out = []
+    for name, block in view["assets"].items():
+        hold = block.get("hold")
+        if block.get("due") and hold:
+            message = f"{name} is held from the scheduler: {hold['reason']}"
+            out.append(problem(hold["code"], message, hold["hint"], severity="warning", asset=name))
+    return out
 
 
 def status_lines(data: dict[str, Any]) -> list[str]:
