@@ -22,7 +22,12 @@ from croft.core.identity import current
 from croft.core.problems import Problem, problem
 from croft.project.config import Project
 
-__all__ = ["project_tick"]
+__all__ = ["MAX_RUNS_AT_ONCE", "project_tick"]
+
+# Scheduled runs of one project going at once. A hundred hourly ingests must not start a hundred
+# processes in the same second (they would fight over runs.sqlite and the machine); the groups beyond
+# this stay due and start at the next ticks, as earlier runs end.
+MAX_RUNS_AT_ONCE = 8
 
 
 def _crash_warning(state_rel: str, run_id: str, assets: tuple[str, ...], why: str, again: str) -> Problem:
@@ -125,7 +130,10 @@ def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], prob
     work = due_work(given)
     data["held"] = [hold.to_json(asset) for asset, hold in work.held]
     env = child_env(os.environ)
-    for group in work.groups:
+    room = max(0, MAX_RUNS_AT_ONCE - len(settled.starting))
+    for group in work.groups[room:]:
+        data["held"] += [_waiting(asset, work.views[asset].reason or "") for asset in group]
+    for group in work.groups[:room]:
         from croft.history import runs
 
         run_id = runs.new_run_id(now, tz, conn)
@@ -174,6 +182,16 @@ def _leave_memo(project: Project, conn: Any, now: datetime, infos: dict[str, Any
     config_text = (project.root / "croft.json").read_text(encoding="utf-8")
     memo = make_memo(conn, str(project.root), config_text, to_iso(now), until, cached_deps(conn))
     put_setting(conn, MEMO_KEY, memo)
+
+
+def _waiting(asset: str, reason: str) -> dict[str, Any]:
+    return {
+        "asset": asset,
+        "code": "ASSET_BUSY",
+        "message": f"{asset}: {MAX_RUNS_AT_ONCE} scheduled runs of this project are already going; it stays"
+        f" due ({reason}) and starts at a next tick",
+        "hint": "croft logs --runs shows the scheduled runs",
+    }
 
 
 def _anything_to_reconcile(conn: Any) -> bool:
