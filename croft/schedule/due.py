@@ -214,7 +214,9 @@ def clock_words(instant: str | datetime, now: datetime, tz: str) -> str:
 def edited_ago(edited_at: str | None, now: datetime) -> str | None:
     if not edited_at:
         return None
-    seconds = max(0.0, (now - parse_instant(edited_at)).total_seconds())
+    seconds = (now - parse_instant(edited_at)).total_seconds()
+    if seconds < 0:  # a file stamped after the clock (a clock set back): no age worth saying
+        return None
     if seconds < 90:
         return f"{int(seconds)} s"
     if seconds < 90 * 60:
