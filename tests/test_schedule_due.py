@@ -280,3 +280,42 @@ def test_independent_pipelines_run_apart_and_ingests_feeding_one_transform_toget
     due = work(assets, "2026-06-01T10:20:00Z", state=approved(*assets))
     assert due.groups == [["a", "b"], ["c"]]
     assert due.group_reason(["a", "b"]) == "a: fired at 11:00; b: fired at 11:00"
+
+
+def test_a_reader_waits_with_a_deterministically_failed_input_and_runs_once_it_changes():
+    a = ingest(cron=None, schedule=None)
+    mid, reader = sql("mid", "issues"), sql("report", "mid")
+    state = approved(a, mid, reader)
+    catalog = {
+        "issues": entry("2026-06-01T10:00:00.000000Z"),
+        "mid": entry("2026-06-01T08:00:00.000000Z", seen={"issues": "2026-06-01T07:00:00.000000Z"}),
+        "report": entry(seen={}),
+    }
+    latest = {
+        "mid": _failed("failed", {"code": "SQL_ERROR", "message": "boom"}, code="s1"),
+        "report": {
+            "run_id": "r_1",
+            "attempt": 0,
+            "status": "skipped",
+            "started_at": "2026-06-01T10:12:00.000Z",
+            "reason": "input mid failed (r_1)",
+        },
+    }
+    held = dict(
+        (n, h)
+        for n, h in work(
+            [a, mid, reader], "2026-06-01T11:00:00Z", state=state, catalog=catalog, latest=latest
+        ).held
+    )
+    assert held["report"].reason.startswith("waits for its input mid: failed at 11:12 (SQL_ERROR)")
+    moved = dict(catalog, issues=entry("2026-06-01T10:30:00.000000Z"))
+    again = work([a, mid, reader], "2026-06-01T11:00:00Z", state=state, catalog=moved, latest=latest)
+    assert again.held == [] and again.groups == [["mid", "report"]]
+
+
+def test_large_reprocess_holds_until_a_person_runs_it():
+    assets, state, catalog = _stale_summary()
+    due = work(
+        assets, "2026-06-01T10:20:00Z", state=state, catalog=catalog, large_reprocess=frozenset({"summary"})
+    )
+    assert due.held[0][1].code == "LARGE_REPROCESS" and "croft run summary" in due.held[0][1].reason
