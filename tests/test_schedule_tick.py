@@ -390,6 +390,7 @@ with contextlib.redirect_stdout(out):
 data = json.loads(out.getvalue())["data"]
 data["fullTick"] = "croft.schedule.tick" in sys.modules
 data["typing"] = "typing" in sys.modules or "dataclasses" in sys.modules
+data["heavy"] = [m for m in ("click", "httpx", "difflib", "ast", "croft.project.facts") if m in sys.modules]
 print(json.dumps(data))
 """
 
@@ -423,6 +424,7 @@ def test_an_idle_tick_only_beats_while_nothing_it_read_has_changed(project):
     assert full["fullTick"] and full["spawned"] == [] and full["held"] == []
     idle = _probe_tick(root, "2026-06-01T10:07:00Z")
     assert not idle["fullTick"] and not idle["typing"] and idle["heartbeatAt"] == "2026-06-01T10:07:00.000Z"
+    assert idle["heavy"] == []  # no click, httpx, difflib, nor even ast when nothing changed
     assert query(root, "SELECT heartbeat_at, pid FROM tick") == [
         {"heartbeat_at": "2026-06-01T10:07:00.000Z", "pid": None}
     ]
