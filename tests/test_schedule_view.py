@@ -192,3 +192,32 @@ def test_status_warns_of_each_held_due_asset_while_scheduling_is_on(make_project
     (warning,) = [p for p in status["problems"] if p["asset"] == "issues"]
     assert code == 0 and status["ok"] and warning["code"] == "SCHEDULE_HELD"
     assert warning["severity"] == "warning" and "croft run issues" in warning["hint"]
+
+
+def test_a_run_that_cannot_be_started_is_a_problem_and_its_fire_stays_due(make_project, monkeypatch):
+    from croft.schedule import spawn, tick
+    from croft.schedule.setting import write_scheduling
+
+    root = _project(make_project)
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T09:30:00Z")
+    assert croft(root, "run")[0] == 0
+    conn = open_history(root / ".croft")
+    write_scheduling(conn, "on", NOW, via="serve")
+    conn.close()
+
+    def no_fork(*args, **kwargs):
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(spawn, "spawn_due_run", no_fork)
+    data, problems = tick.project_tick(load_project(root), NOW)
+    assert data["spawned"] == [] and problems[0].code == "INTERNAL_ERROR"
+    assert "could not start the run of issues: Resource temporarily unavailable" in problems[0].message
+    assert "tries again after 11:20" in problems[0].hint
+    conn = open_history(root / ".croft")
+    try:
+        fire = conn.execute("SELECT last_fire_at FROM schedule_state WHERE asset = 'issues'").fetchone()[0]
+    finally:
+        conn.close()
+    assert fire is None  # given back: it stays due
+    later, _ = tick.project_tick(load_project(root), parse_instant("2026-06-01T10:10:00Z"))
+    assert later["spawned"] == [] and later["held"][0]["code"] == "SCHEDULE_BACKOFF"
