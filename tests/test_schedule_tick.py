@@ -317,9 +317,9 @@ def test_the_tick_imports_no_click_httpx_or_parser_and_reads_no_asset_file_when_
 
 
 def test_the_child_gets_an_explicit_environment_without_shell_secrets(project, tmp_path):
-    from croft.schedule.spawn import child_env
+    from croft.schedule.startrun import run_env
 
-    env = child_env({"PATH": "/bin", "API_KEY": "s3cret", "CROFT_NOW": "x", "CROFT_CONFIRM_GRANT": "g"})
+    env = run_env({"PATH": "/bin", "API_KEY": "s3cret", "CROFT_NOW": "x", "CROFT_CONFIRM_GRANT": "g"})
     assert env["PATH"] == "/bin" and env["CROFT_NOW"] == "x"
     assert "API_KEY" not in env and "CROFT_CONFIRM_GRANT" not in env
 

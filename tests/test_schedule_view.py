@@ -18,7 +18,7 @@ from croft.project.config import load_project
 from croft.schedule.factcache import load_facts
 from croft.schedule.gather import landed_writes
 from croft.schedule.settle import apply_settled, note_spawn, settle
-from croft.schedule.view import schedule_view
+from croft.schedule.statusview import schedule_view
 
 NOW = datetime(2026, 6, 1, 10, 5, tzinfo=UTC)
 
@@ -130,14 +130,15 @@ def test_settling_gives_a_fire_back_only_while_no_later_fire_moved_it(make_proje
         conn.close()
 
 
-def test_schedule_on_needs_no_os_job_for_now_and_off_turns_it_off(make_project):
+def test_schedule_on_no_os_job_and_off_flip_the_one_setting(make_project):
+    from croft.schedule.setting import read_scheduling_file
+
     root = _project(make_project)
-    code, refused = croft(root, "schedule", "on")
-    assert code == 2 and refused["problems"][0]["suggestion"] == "croft schedule on --no-os-job"
-    code, on = croft(root, "schedule", "on", "--no-os-job")
-    assert code == 0 and on["data"]["state"] == "on"
-    code, off = croft(root, "schedule", "off")
-    assert code == 0 and off["data"]["state"] == "off"
+    assert croft(root, "schedule", "on", "--no-os-job")[0] == 0
+    setting = read_scheduling_file(root / ".croft")
+    assert (setting.state, setting.via) == ("on", "serve")
+    assert croft(root, "schedule", "off")[0] == 0
+    assert read_scheduling_file(root / ".croft").state == "off"
 
 
 def test_run_due_refuses_only_and_a_run_id_without_due(make_project):
@@ -195,7 +196,7 @@ def test_status_warns_of_each_held_due_asset_while_scheduling_is_on(make_project
 
 
 def test_a_run_that_cannot_be_started_is_a_problem_and_its_fire_stays_due(make_project, monkeypatch):
-    from croft.schedule import spawn, tick
+    from croft.schedule import startrun, tick
     from croft.schedule.setting import write_scheduling
 
     root = _project(make_project)
@@ -208,7 +209,7 @@ def test_a_run_that_cannot_be_started_is_a_problem_and_its_fire_stays_due(make_p
     def no_fork(*args, **kwargs):
         raise OSError(11, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(spawn, "spawn_due_run", no_fork)
+    monkeypatch.setattr(startrun, "start_due_run", no_fork)
     data, problems = tick.project_tick(load_project(root), NOW)
     assert data["spawned"] == [] and problems[0].code == "INTERNAL_ERROR"
     assert "could not start the run of issues: Resource temporarily unavailable" in problems[0].message
@@ -221,3 +222,16 @@ def test_a_run_that_cannot_be_started_is_a_problem_and_its_fire_stays_due(make_p
     assert fire is None  # given back: it stays due
     later, _ = tick.project_tick(load_project(root), parse_instant("2026-06-01T10:10:00Z"))
     assert later["spawned"] == [] and later["held"][0]["code"] == "SCHEDULE_BACKOFF"
+
+
+def test_asset_rows_give_the_schedule_commands_the_ticks_decision(make_project):
+    from croft.schedule.statusview import asset_rows
+
+    root = _project(make_project)
+    rows = {r["asset"]: r for r in asset_rows(load_project(root), NOW)}
+    assert rows["issues"]["due"] and rows["issues"]["cron"] == "0 * * * *"
+    assert (
+        rows["issues"]["held"]["code"] == "SCHEDULE_HELD"
+        and rows["issues"]["held"]["release"] == "croft run issues"
+    )
+    assert set(rows["summary"]) == set(rows["issues"]) and rows["summary"]["schedule"] is None

@@ -99,7 +99,7 @@ def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], prob
     from croft.schedule.gather import due_input, landed_writes, latest_steps
     from croft.schedule.setting import read_scheduling
     from croft.schedule.settle import FailedStart, apply_settled, forget_spawn, note_child, note_spawn, settle
-    from croft.schedule.spawn import child_env, spawn_due_run
+    from croft.schedule.startrun import run_env, start_due_run
 
     tz = project.config.timezone
     state_dir = project.config.state_dir
@@ -129,7 +129,7 @@ def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], prob
     )
     work = due_work(given)
     data["held"] = [hold.to_json(asset) for asset, hold in work.held]
-    env = child_env(os.environ)
+    env = run_env(os.environ)
     room = max(0, MAX_RUNS_AT_ONCE - len(settled.starting))
     for group in work.groups[room:]:
         data["held"] += [_waiting(asset, work.views[asset].reason or "") for asset in group]
@@ -140,7 +140,7 @@ def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], prob
         fires = {a: work.fires[a] for a in group if a in work.fires}
         note_spawn(conn, run_id, group, now, fires, group)
         try:
-            child = spawn_due_run(project.root, state_dir, run_id, group, env)
+            child = start_due_run(project.root, state_dir, run_id, group, env)
         except OSError as exc:
             why = f"it could not be started: {exc.strerror or exc}"
             failure = FailedStart(run_id, tuple(group), to_iso(now), why)

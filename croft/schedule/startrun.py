@@ -1,4 +1,6 @@
-"""Starting a scheduled run as a detached process with an explicit environment.
+"""Starting a scheduled run (``croft run --due``) as a detached process with an explicit environment.
+
+(``schedule.spawn`` starts project ticks for the per-user tick and serve; this starts the runs a tick decides.)
 
 The child is ``<this python> -m croft run --due --run-id ID A B …`` in the project folder, in its own
 session (so the tick, a terminal closing or the OS job's cgroup ending does not take it down), with its
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from croft.core.identity import ProcessIdentity, boot_id, start_time
 
-__all__ = ["CHILD_ENV_NAMES", "child_env", "spawn_due_run"]
+__all__ = ["CHILD_ENV_NAMES", "run_env", "start_due_run"]
 
 # What a run needs from the environment it was started in: where things are, the locale, the desktop
 # session (notifications) and proxies. Every CROFT_* knob passes too, except a confirmation grant, which
@@ -30,7 +32,7 @@ CHILD_ENV_NAMES = (
 _NEVER = frozenset({"CROFT_CONFIRM_GRANT"})
 
 
-def child_env(environ: Mapping[str, str], dotenv_names: frozenset[str] = frozenset()) -> dict[str, str]:
+def run_env(environ: Mapping[str, str], dotenv_names: frozenset[str] = frozenset()) -> dict[str, str]:
     """The scheduled run's environment: the listed names and CROFT_* knobs, nothing a .env defines."""
     env = {k: environ[k] for k in CHILD_ENV_NAMES if k in environ}
     env.update({k: v for k, v in environ.items() if k.startswith("CROFT_") and k not in _NEVER})
@@ -41,7 +43,7 @@ def child_env(environ: Mapping[str, str], dotenv_names: frozenset[str] = frozens
     return env
 
 
-def spawn_due_run(
+def start_due_run(
     root: Path, state_dir: Path, run_id: str, assets: list[str], env: dict[str, str]
 ) -> ProcessIdentity:
     """Start the detached child; returns its identity. OSError when it cannot be started."""

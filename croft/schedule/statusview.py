@@ -16,7 +16,7 @@ from croft.core.clock import parse_instant
 from croft.project.config import Project
 from croft.schedule import cron
 
-__all__ = ["schedule_view", "status_lines", "view_lines", "with_schedule"]
+__all__ = ["asset_rows", "schedule_view", "status_lines", "view_lines", "with_schedule"]
 
 
 def _local(instant: str | None, tz: str) -> str | None:
@@ -168,3 +168,37 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         return []
     assets = {a["asset"]: a["schedule"] for a in data.get("assets", []) if "schedule" in a}
     return view_lines({"scheduling": data["scheduling"], "assets": assets}, clock.now())
+
+
+def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:
+    """The rows ``croft schedule on|status`` list (``{asset, kind, schedule, cron, nextFire, lastFire,
+    missedFires, due, held: {code, why, release} | None}``), from the same decision as the tick."""
+    view = schedule_view(project, now)
+    rows = []
+    for name, a in view["assets"].items():
+        hold = a["hold"]
+        rows.append(
+            {
+                "asset": name,
+                "kind": a["kind"],
+                "schedule": a["schedule"],
+                "cron": a["cron"],
+                "nextFire": a["nextFireAt"],
+                "lastFire": a["lastFireAt"],
+                "missedFires": a["missedFires"],
+                "due": a["due"],
+                "held": None
+                if hold is None
+                else {"code": hold["code"], "why": hold["reason"], "release": _release(name, hold["code"])},
+            }
+        )
+    return rows
+
+
+def _release(asset: str, code: str) -> str:
+    """The command that lifts a hold (or shows what holds it)."""
+    if code == "SCHEDULE_PAUSED":
+        return "croft schedule on"
+    if code == "ASSET_BUSY":
+        return "croft logs --runs"
+    return f"croft run {asset}"
