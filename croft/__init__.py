@@ -6,13 +6,15 @@ imports nothing heavy, because every asset file imports it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+TYPE_CHECKING = False  # typing is not loaded at run time: every asset and every tick imports this module
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["ingest", "transform"]
 __version__ = "0.1.0"
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 INGEST_OPTIONS = frozenset(
     {"schedule", "key", "incremental", "secrets", "checks", "write", "description", "retries", "timeout"}

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
 
 from croft.cli.boundary import last_resort
+
+TYPE_CHECKING = False  # the idle tick goes through main() without loading typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["main"]
 
@@ -22,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "docs": "docs:command",
     "serve": "serve:command",
     "doctor": "doctor:command",
+    "tick": "tick:command",
 }
 
 
@@ -56,6 +60,10 @@ def main(argv: list[str] | None = None) -> None:
         from croft.schedule.usertick import main as tick_all
 
         sys.exit(tick_all(args[2:]))
+    if args[:1] == ["tick"]:  # every minute: no click (croft/cli/tick.py)
+        from croft.cli.tick import run as tick
+
+        sys.exit(tick(args[1:]))
     _run_click(args)
 
 

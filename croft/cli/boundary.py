@@ -10,15 +10,16 @@ This module imports no click and nothing heavy: it wraps the click-free fast pat
 
 from __future__ import annotations
 
-import functools
-import json
 import os
 import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
 
-from croft.core.problems import CroftError, Problem, Stopped, exit_code_for, problem
+TYPE_CHECKING = False  # the idle tick passes through here every minute: nothing is imported until it fails
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
+    from typing import Any
+
+    from croft.core.problems import Problem
 
 __all__ = ["crash_folder", "fail", "last_resort", "problem_lines", "wants_json"]
 
@@ -53,6 +54,10 @@ def fail(
     problems: list[Problem], as_json: bool, exit_code: int | None = None, data: dict[str, Any] | None = None
 ) -> int:
     """Print a failure (envelope on stdout, or problem lines on stderr); return its exit code."""
+    import json
+
+    from croft.core.problems import exit_code_for
+
     code = exit_code if exit_code is not None else (exit_code_for(problems) or 1)
     if as_json:
         envelope = {"ok": False, "data": data or {}, "problems": [p.to_dict() for p in problems], "next": []}
@@ -77,6 +82,9 @@ def crash_folder(args: Sequence[str]) -> Path:
     The project is found cheaply (``--project`` or a ``croft.json`` at or above the working folder) and its
     ``stateDir`` is read only if croft.json still parses, since reading it may be what crashed.
     """
+    import json
+    from pathlib import Path
+
     root = _project_root(args)
     if root is not None:
         configured = None
@@ -99,6 +107,8 @@ def crash_folder(args: Sequence[str]) -> Path:
 
 
 def _project_root(args: Sequence[str]) -> Path | None:
+    from pathlib import Path
+
     start: Path | None = None
     for i, arg in enumerate(args):
         if arg == "--project" and i + 1 < len(args):
@@ -119,6 +129,7 @@ def _crash_file(exc: BaseException, args: Sequence[str], text: str) -> Path | No
     """Write the traceback; on failure try the temp folder; None when nothing could be written."""
     import tempfile
     import time
+    from pathlib import Path
 
     name = f"crash-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}.txt"
     header = f"croft {' '.join(args)}\n{type(exc).__name__}\n\n"
@@ -152,6 +163,8 @@ def internal_error(exc: BaseException, args: Sequence[str]) -> Problem:
     """The INTERNAL_ERROR for an exception croft did not expect, with its traceback saved (and shown)."""
     import traceback
 
+    from croft.core.problems import problem
+
     redact = _redact(args)
     text = redact("".join(traceback.format_exception(exc)))
     path = _crash_file(exc, [redact(a) for a in args], text)
@@ -168,6 +181,8 @@ def internal_error(exc: BaseException, args: Sequence[str]) -> Problem:
 
 
 def interrupted() -> Problem:
+    from croft.core.problems import problem
+
     return problem(
         "INTERRUPTED",
         "croft was interrupted before it finished",
@@ -178,28 +193,35 @@ def interrupted() -> Problem:
 def last_resort(main: Callable[..., None]) -> Callable[..., None]:
     """Decorate ``main(argv)`` so nothing it raises ends in a traceback (SystemExit passes through)."""
 
-    @functools.wraps(main)
     def guarded(argv: list[str] | None = None) -> None:
         args = list(sys.argv[1:] if argv is None else argv)
-        as_json = wants_json(args)
         try:
             main(argv)
         except SystemExit:
             raise
-        except CroftError as exc:
-            sys.exit(fail([exc.problem, *exc.extra], as_json))
-        except KeyboardInterrupt:
-            sys.exit(fail([interrupted()], as_json, 130))
-        except Stopped as stop:
-            sys.exit(fail([stop.problem], as_json, 130, stop.data))
-        except BrokenPipeError:
-            # The reader went away (``croft logs | head``): nothing left to tell it.
-            _quiet_stdout()
-            sys.exit(1)
         except BaseException as exc:
-            sys.exit(fail([internal_error(exc, args)], as_json))
+            sys.exit(_failed(exc, args))
 
+    guarded.__name__, guarded.__doc__ = main.__name__, main.__doc__
     return guarded
+
+
+def _failed(exc: BaseException, args: list[str]) -> int:
+    """Say what escaped, in the shape the caller asked for; return the exit code."""
+    from croft.core.problems import CroftError, Stopped
+
+    as_json = wants_json(args)
+    if isinstance(exc, CroftError):
+        return fail([exc.problem, *exc.extra], as_json)
+    if isinstance(exc, KeyboardInterrupt):
+        return fail([interrupted()], as_json, 130)
+    if isinstance(exc, Stopped):
+        return fail([exc.problem], as_json, 130, exc.data)
+    if isinstance(exc, BrokenPipeError):
+        # The reader went away (``croft logs | head``): nothing left to tell it.
+        _quiet_stdout()
+        return 1
+    return fail([internal_error(exc, args)], as_json)
 
 
 def _quiet_stdout() -> None:

@@ -33,15 +33,43 @@ def _human(result: Result) -> str:
 @click.command("run")
 @click.argument("assets", nargs=-1)
 @click.option("--only", is_flag=True, help="Run just the named assets, not the stale transforms downstream.")
+@click.option(
+    "--due",
+    is_flag=True,
+    help="Run as the scheduler does (what `croft tick` starts): holds re-checked, no approval, no waiting.",
+)
+@click.option("--run-id", hidden=True, help="The run id the tick noted for this scheduled run.")
 @project_option
 @json_option
 @run_command(_human)
-def command(assets: tuple[str, ...], only: bool, project_dir: str | None) -> Result:
+def command(
+    assets: tuple[str, ...], only: bool, due: bool, run_id: str | None, project_dir: str | None
+) -> Result:
     """Run every ingest and the stale transforms, or the named ASSETS and the stale transforms downstream.
 
     A run started by a person approves the code it ran for the scheduler.
     """
     from croft.engine.runner import RunOptions, run_assets
 
+    if due or run_id:
+        return _due(assets, only, due, run_id, project_dir)
+
     options = RunOptions(selectors=list(assets), only=only, argv=command_line())
     return run_assets(load(project_dir), options)
+
+
+def _due(
+    assets: tuple[str, ...], only: bool, due: bool, run_id: str | None, project_dir: str | None
+) -> Result:
+    from croft.core.problems import CroftError
+    from croft.schedule.duerun import due_run
+
+    if not due or only:
+        raise CroftError(
+            "USAGE",
+            "--run-id goes with --due only"
+            if not due
+            else "--due runs what the scheduler would; it does not go with --only",
+            "croft run --due ASSET... runs the named assets as the scheduler does",
+        )
+    return due_run(project_dir, list(assets), run_id, command_line())

@@ -24,6 +24,9 @@ def _human(result: Result) -> str:
             lines.append(f"{'':<24} last error {last['code']}: {last['message']}")
     if result.data["running"]:
         lines.append(f"{len(result.data['running'])} run(s) in progress")
+    from croft.schedule.statusview import status_lines
+
+    lines += status_lines(result.data)
     return "\n".join(lines)
 
 
@@ -35,9 +38,10 @@ def command(project_dir: str | None) -> Result:
     """Every asset: kind, rows, last loaded, fresh or stale and why, and its last run's result."""
     from croft.engine.status import project_status
     from croft.schedule.commands import stale_warning
+    from croft.schedule.statusview import with_schedule
 
     project = load(project_dir)
-    result = project_status(project)
+    result = with_schedule(project_status(project), project)
     stale = stale_warning(project)  # scheduling on but nothing ticked for 3 minutes: say so, and why
     if stale:
         result.problems.append(stale)

@@ -65,6 +65,9 @@ CODES: dict[str, tuple[str, int]] = {
     "ENV_INVALID": ("project", 2),
     "PATH_UNWRITABLE": ("project", 2),
     "DISK_FULL": ("state", 1),
+    "SCHEDULE_PAUSED": ("run", 4),
+    "SCHEDULE_BACKOFF": ("run", 4),
+    "LARGE_REPROCESS": ("run", 4),
 }
 
 

@@ -48,6 +48,7 @@ def _run(run: dict[str, Any]) -> dict[str, Any]:
     return {
         "runId": run["id"],
         "trigger": run["trigger"],
+        "scheduled": run["trigger"] == "schedule",
         "human": bool(run["human"]),
         "status": run["status"],
         "startedAt": run["started_at"],

@@ -47,6 +47,10 @@ class RunOptions:
     human: bool = True
     argv: list[str] = field(default_factory=list)
     preview: bool = False
+    # A scheduled run (``croft run --due``): the run id the tick noted, and a factory of the scheduler's
+    # rules (croft.schedule.duerun.DueRules), called with (project, history connection, facts).
+    run_id: str | None = None
+    due_rules: Any = None
 
 
 class Interrupted(Exception):
@@ -97,6 +101,7 @@ class _Run:
         self.kinds = {name: f.kind for name, f in self.facts.items()}
         self.results: dict[str, dict[str, Any]] = {}
         self.problems: list[Problem] = []
+        self.rules: Any = None  # the scheduler's rules in a scheduled run
 
     def close(self) -> None:
         self.warehouse.close()
@@ -169,6 +174,8 @@ class _Run:
         digest = self._hash(facts)
         log_path = self.project.config.state_dir / "logs" / self.run_id / f"{name}.log"
         where: dict[str, Any] = {"run_id": self.run_id, "asset": name, "attempt": attempt}
+        if self.rules is not None:
+            self.rules.attempt_started(name, self.run_id)
         runs.start_step(self.conn, **where, reason=reason, code_hash=digest, log_path=str(log_path))
         outcome: dict[str, Any] = {
             "asset": name,
@@ -285,8 +292,11 @@ class _Run:
             ),
         )
         self.problems.extend(p for p in self.discovery_problems if p.severity == "error")
-        the_plan = plan(self.facts, self.options)
-        self.run_id = runs.new_run_id(now(), self.project.config.timezone, self.conn)
+        self.rules = (
+            self.options.due_rules(self.project, self.conn, self.facts) if self.options.due_rules else None
+        )
+        the_plan = plan(self.facts, self.options) if self.rules is None else self._due_plan()
+        self.run_id = self.options.run_id or runs.new_run_id(now(), self.project.config.timezone, self.conn)
         runs.create_run(
             self.conn,
             run_id=self.run_id,
@@ -295,6 +305,8 @@ class _Run:
             argv=self.redactor.obj(self.options.argv),
             who=current(),
         )
+        if self.rules is not None:
+            the_plan.order = self._due_leases(the_plan)
         try:
             held = self._take_leases(self.run_id, the_plan.order)
         except KeyboardInterrupt:
@@ -335,6 +347,8 @@ class _Run:
         if blocker:
             self._skip(name, blocker)
             return
+        if self.rules is not None and self._due_held(name):
+            return
         facts = self.facts[name]
         if facts.kind != "ingest":
             entries = catalog.all_entries(self.conn)
@@ -354,6 +368,46 @@ class _Run:
     def _interrupted(self, when: str) -> Result:
         self.problems.append(_interrupted_problem(when))
         return self._finish("interrupted")
+
+    # -- a scheduled run (croft run --due): the scheduler's rules, from croft.schedule.duerun ------------
+    def _due_plan(self) -> _Plan:
+        known = self.rules.selectors(self.options.selectors)
+        if not known:
+            return _Plan([], [], set())
+        the_plan = plan(self.facts, RunOptions(selectors=known))
+        the_plan.requested = self.rules.requested(the_plan.requested)
+        return the_plan
+
+    def _due_leases(self, the_plan: _Plan) -> list[str]:
+        """Holds at plan time, then the leases without waiting: a lease met holds that asset only."""
+        order = self.rules.plan_holds(the_plan.order, self.run_id)
+        while order:
+            taken = leases.acquire(self.conn, order, self.run_id, current())
+            if not taken:
+                break
+            busy = self.rules.lease_conflict(taken)
+            order = [n for n in order if n not in busy]
+        for name in self.rules.held:
+            self._held(name)
+        return order
+
+    def _due_held(self, name: str) -> bool:
+        why = self.rules.step_hold(name)
+        if why:
+            self.rules.held[name] = why
+            self._held(name)
+        return bool(why)
+
+    def _held(self, name: str) -> None:
+        """Held: no step row, no attempt, its fire stays due; readers see it skipped."""
+        why = self.rules.held[name]
+        self.results[name] = {
+            "asset": name,
+            "status": "skipped",
+            "reason": why,
+            "skippedBecause": why,
+            "attempt": 0,
+        }
 
     def _busy(self, held: list[Any]) -> Result:
         first = held[0]

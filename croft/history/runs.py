@@ -8,7 +8,6 @@ finish from a process that was merely slow cannot overwrite that verdict.
 from __future__ import annotations
 
 import json
-import secrets
 import sqlite3
 from datetime import datetime
 from typing import Any, Literal
@@ -85,13 +84,27 @@ def _step_dict(row: sqlite3.Row) -> dict[str, Any]:
     return out
 
 
+def _secrets() -> Any:
+    """``secrets`` is loaded on first use: readers of the history (the idle tick) never choose a run id."""
+    import secrets
+
+    return secrets
+
+
+def __getattr__(name: str) -> Any:
+    if name == "secrets":
+        return _secrets()
+    raise AttributeError(name)
+
+
 def new_run_id(now: datetime, tz: str, conn: sqlite3.Connection) -> str:
     """``r_MMDD_HHMM_xxxx``: the minute in the project's zone and 4 random base-36 characters, unused here."""
+    picker = globals().get("secrets") or _secrets()
     local = now.astimezone(zone_named(tz))
     prefix = f"r_{local:%m%d_%H%M}_"
     with translate_sqlite_errors("choosing a run id"):
         for _ in range(_ID_TRIES):
-            candidate = prefix + "".join(secrets.choice(_ID_ALPHABET) for _ in range(4))
+            candidate = prefix + "".join(picker.choice(_ID_ALPHABET) for _ in range(4))
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (candidate,)).fetchone() is None:
                 return candidate
     raise CroftError(

@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from croft.core.clock import to_iso
-from croft.core.identity import ProcessIdentity, is_alive
+from croft.core.identity import ProcessIdentity
+from croft.history import tickrow
 from croft.history.db import immediate, translate_sqlite_errors
 
 __all__ = [
@@ -94,12 +95,7 @@ def read_tick(conn: sqlite3.Connection) -> dict[str, Any] | None:
 def write_tick(conn: sqlite3.Connection, who: ProcessIdentity, heartbeat_at: str) -> None:
     """Record the heartbeat and the tick process that wrote it."""
     with immediate(conn, "writing the tick heartbeat"):
-        conn.execute(
-            "INSERT INTO tick (id, pid, proc_start, boot_id, heartbeat_at) VALUES (1, ?, ?, ?, ?)"
-            " ON CONFLICT(id) DO UPDATE SET pid = excluded.pid, proc_start = excluded.proc_start,"
-            " boot_id = excluded.boot_id, heartbeat_at = excluded.heartbeat_at",
-            (who.pid, who.start, who.boot, heartbeat_at),
-        )
+        tickrow.heartbeat(conn, who, heartbeat_at)
 
 
 def claim_tick(conn: sqlite3.Connection, who: ProcessIdentity) -> ProcessIdentity | None:
@@ -108,25 +104,10 @@ def claim_tick(conn: sqlite3.Connection, who: ProcessIdentity) -> ProcessIdentit
     A holder whose process is gone is taken over. The heartbeat is left as it was.
     """
     with immediate(conn, "claiming the project's tick"):
-        row = conn.execute("SELECT pid, proc_start, boot_id FROM tick WHERE id = 1").fetchone()
-        if row is not None and row["pid"] is not None:
-            holder = ProcessIdentity(pid=row["pid"], start=row["proc_start"], boot=row["boot_id"])
-            if holder != who and is_alive(holder):
-                return holder
-        conn.execute(
-            "INSERT INTO tick (id, pid, proc_start, boot_id) VALUES (1, ?, ?, ?)"
-            " ON CONFLICT(id) DO UPDATE SET pid = excluded.pid, proc_start = excluded.proc_start,"
-            " boot_id = excluded.boot_id",
-            (who.pid, who.start, who.boot),
-        )
-    return None
+        return tickrow.claim(conn, who)
 
 
 def release_tick(conn: sqlite3.Connection, who: ProcessIdentity) -> None:
     """Let go of the tick claim if ``who`` still holds it; the heartbeat stays."""
     with immediate(conn, "releasing the project's tick"):
-        conn.execute(
-            "UPDATE tick SET pid = NULL, proc_start = NULL, boot_id = NULL"
-            " WHERE id = 1 AND pid = ? AND proc_start IS ?",
-            (who.pid, who.start),
-        )
+        tickrow.release(conn, who)

@@ -1,0 +1,144 @@
+"""``croft tick [--json] [--project DIR]``: the project tick, dispatched without click.
+
+It runs every minute for every scheduled project, so ``croft.cli.main`` hands it ``argv`` before building
+the click group and this module parses its two flags itself. ``command`` (the click command, for
+``croft --help`` and ``croft tick --help``) is built only when click asks for it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False  # nothing of typing (or pathlib) is loaded on the idle path
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["run"]
+
+USAGE = "usage: croft tick [--json] [--project DIR]"
+HELP = f"""{USAGE}
+
+  Run the project's tick once: if scheduling is on, start one detached `croft run --due` per group of
+  due assets and list the held ones. The per-user OS job (or `croft serve`) runs it every minute; you
+  rarely need to run it yourself.
+
+options:
+  --json           print one JSON envelope on stdout
+  --project DIR    the project folder (default: the one containing the current folder)
+  -h, --help       show this message
+"""
+
+_EXITED = {
+    "off": "scheduling is off for this project",
+    "paused": "scheduling is paused for this project",
+    "busy": "another tick of this project is running",
+}
+
+
+def _parse(args: list[str]) -> tuple[bool, str | None]:
+    as_json, project = False, None
+    rest = list(args)
+    while rest:
+        word = rest.pop(0)
+        if word == "--json":
+            as_json = True
+        elif word == "--project" and rest:
+            project = rest.pop(0)
+        elif word.startswith("--project="):
+            project = word.split("=", 1)[1]
+        else:
+            from croft.core.problems import CroftError
+
+            raise CroftError("USAGE", f"croft tick does not take {word!r}", USAGE)
+    return as_json, project
+
+
+def human(data: dict[str, Any]) -> str:
+    if data.get("exited"):
+        return f"tick: nothing to do: {_EXITED.get(data['exited'], data['exited'])}"
+    started = [f"started {s['runId']} ({', '.join(s['assets'])})" for s in data["spawned"]]
+    lines = [f"tick: {'; '.join(started) or 'nothing due'} ({data['tookMs']} ms)"]
+    lines += [f"  held {h['asset']} ({h['code']}): {h['message'].split(': ', 1)[-1]}" for h in data["held"]]
+    return "\n".join(lines)
+
+
+def _idle(args: list[str]) -> dict[str, Any] | None:
+    """The idle tick (croft.schedule.idle) when it can answer; None means: run the full tick."""
+    import os
+    import time
+
+    started = time.perf_counter()
+    try:
+        _, project_dir = _parse(args)
+        from croft.core.clock import now, to_iso
+
+        moment = to_iso(now())
+    except Exception:  # a usage error or a bad CROFT_NOW: the full path reports it properly
+        return None
+    from croft.schedule.idle import idle_tick
+
+    data = idle_tick(project_dir or os.getcwd(), moment)
+    if data is not None:
+        data["tookMs"] = int((time.perf_counter() - started) * 1000)
+    return data
+
+
+def run(args: list[str]) -> int:
+    """Parse, tick, print; returns the exit code. Never raises a CroftError to the caller."""
+    if "-h" in args or "--help" in args:
+        print(HELP)
+        return 0
+    as_json = "--json" in args
+    quick = _idle(args)
+    if quick is not None:
+        if as_json:
+            import json
+
+            print(json.dumps({"ok": True, "data": quick, "problems": [], "next": []}, ensure_ascii=False))
+        else:
+            print(human(quick))
+        return 0
+    from croft.core import clock
+    from croft.core.problems import CroftError
+    from croft.core.result import Result, dumps
+
+    try:
+        as_json, project_dir = _parse(args)
+        from pathlib import Path
+
+        from croft.project.config import load_project
+        from croft.schedule.tick import project_tick
+
+        project = load_project(Path(project_dir) if project_dir else None)
+        data, problems = project_tick(project, clock.now())
+        result = Result(data=data, problems=problems, ok=True)
+    except CroftError as exc:
+        result = Result(problems=[exc.problem, *exc.extra])
+    if as_json:
+        print(dumps(result.envelope()))
+    else:
+        if result.data:
+            print(human(result.data))
+        for p in result.problems:
+            print(f"{p.severity}: {p.code}: {p.message}", file=sys.stderr)
+            if p.hint:
+                print(f"  hint: {p.hint}", file=sys.stderr)
+    return result.exit_code
+
+
+def __getattr__(name: str) -> Any:
+    if name != "command":
+        raise AttributeError(name)
+    import click
+
+    @click.command(
+        "tick",
+        add_help_option=False,
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
+    @click.pass_context
+    def command(ctx: click.Context) -> None:
+        """Run the project's tick once (the OS job runs it every minute)."""
+        sys.exit(run(list(ctx.args)))
+
+    return command

@@ -1,0 +1,10 @@
+"""Journeys share the helpers in tests/ (schedulekit, httpserver)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+TESTS = str(Path(__file__).resolve().parent.parent)
+if TESTS not in sys.path:
+    sys.path.insert(0, TESTS)
