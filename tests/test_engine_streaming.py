@@ -116,7 +116,7 @@ try:
     main(["run", "--json"])
 except SystemExit:
     pass
-print(",".join(sorted(m for m in ("httpx", "httpcore", "ssl") if m in sys.modules)), file=sys.stderr)
+print("imported:" + ",".join(sorted(m for m in ("httpx", "httpcore", "ssl") if m in sys.modules)), file=sys.stderr)
 """
 
 
@@ -131,5 +131,5 @@ def test_a_run_whose_assets_never_touch_ctx_http_imports_no_httpx(make_project) 
         timeout=120,
     )
     assert json.loads(done.stdout)["ok"], done.stdout
-    assert done.stderr.strip().splitlines()[-1] == ""
+    assert done.stderr.strip().splitlines()[-1] == "imported:"
     assert len(table(root, "many")) == 10
