@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from croft.core.problems import CroftError
@@ -30,6 +31,8 @@ RANK_KIND = '"_croft_rank_kind"'
 RANK = '"_croft_rank"'
 FLUSH_EVERY = 2000
 Dedupe = Literal["cursor", "unique", "none"]
+_RANK_CACHE = 4096
+_fromisoformat = datetime.fromisoformat
 _PLAIN = frozenset({str, int, float, type(None), bytes})  # stored as they are (ints are range-checked late)
 
 
@@ -113,6 +116,8 @@ class Stage:
     _shapes: dict[tuple[Any, ...], _Shape] = field(default_factory=dict)
     _buffered: int = 0
     _sql: dict[tuple[str, ...], str] = field(default_factory=dict)
+    _ranks: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # cursor text -> its rank, recent ones
+    _latest_instant: str | None = None  # the greatest cursor value of the common UTC form (see _instant)
 
     def open(self, known_columns: Sequence[str], known_types: Mapping[str, str] | None = None) -> None:
         """The TEMP table, with the target table's columns and types (so comparisons use its affinity)."""
@@ -251,43 +256,83 @@ class Stage:
         shapes = self._shapes
         tracker = self.plan.cursor
         merge = self.plan.dedupe == "cursor"
-        for row in rows:
-            index = self.rows_in
-            if type(row) is not dict:
-                if not isinstance(row, Mapping):
-                    raise _row_invalid(
-                        self.plan.asset,
-                        f"Row {index} of {self.plan.asset} is a {type(row).__name__}, not a dict.",
-                        "Yield dicts (one row each) or lists of dicts (a batch).",
-                        row=index,
-                    )
-                row = dict(row)
-            signature = tuple(row)
-            shape = shapes.get(signature) or self._shape(row, signature, index)
-            raw = list(row.values())
-            if shape.keep is not None:
-                raw = [raw[i] for i in shape.keep]
-            values = [v if type(v) in _PLAIN else self._convert(v, shape, raw, index) for v in raw]
-            for at in shape.key_at:
-                if values[at] is None:
-                    raise self._no_key(shape.names[at], index)
-            if shape.untyped:
-                self._type(shape, values)
-            self.rows_in = index + 1
-            if tracker is not None:
-                rank = tracker.add(values[shape.cursor_at]) if shape.cursor_at is not None else None
-                if merge:
+        no_rank = (None, None)
+        ranks = self._ranks
+        index = self.rows_in
+        try:
+            for row in rows:
+                if type(row) is not dict:
+                    row = self._as_dict(row, index)
+                signature = tuple(row)
+                shape = shapes.get(signature) or self._shape(row, signature, index)
+                raw = list(row.values())
+                if shape.keep is not None:
+                    raw = [raw[i] for i in shape.keep]
+                values = [v if type(v) in _PLAIN else self._convert(v, shape, raw, index) for v in raw]
+                for at in shape.key_at:
+                    if values[at] is None:
+                        raise self._no_key(shape.names[at], index)
+                if shape.untyped:
+                    self._type(shape, values)
+                if tracker is not None and shape.cursor_at is not None:
+                    value = values[shape.cursor_at]
+                    rank = self._instant(value) if type(value) is str else None
                     if rank is None:
-                        values += (None, None)
-                    else:
-                        kind, comparable = rank
-                        values += (kind, comparable.timestamp() if kind == "timestamp" else comparable)
-            elif merge:
-                values += (None, None)
-            shape.rows.append((index, *values))
-            self._buffered += 1
-            if self._buffered >= FLUSH_EVERY:
-                self.flush()
+                        rank = ranks.get(value) if type(value) is str else None
+                        if rank is None:
+                            rank = self._rank(tracker, value)
+                    if merge:
+                        values += rank
+                elif merge:
+                    values += no_rank
+                shape.rows.append((index, *values))
+                index += 1
+                self._buffered += 1
+                if self._buffered >= FLUSH_EVERY:
+                    self.rows_in = index
+                    self.flush()
+        finally:
+            self.rows_in = index
+
+    def _as_dict(self, row: Any, index: int) -> dict[Any, Any]:
+        if not isinstance(row, Mapping):
+            raise _row_invalid(
+                self.plan.asset,
+                f"Row {index} of {self.plan.asset} is a {type(row).__name__}, not a dict.",
+                "Yield dicts (one row each) or lists of dicts (a batch).",
+                row=index,
+            )
+        return dict(row)
+
+    def _instant(self, value: str) -> tuple[str, float] | None:
+        """The common cursor form, a UTC instant to the second (``2026-01-01T09:30:00Z``), checked and
+        ranked without the general parser. Text order is time order in this one form, so the tracker is
+        told only the greatest such value (at ``finish``); anything else returns None for the general path."""
+        if len(value) != 20 or value[19] != "Z" or value[10] != "T" or value[4] != "-" or value[13] != ":":
+            return None
+        if value[7] != "-" or value[16] != ":":
+            return None
+        try:
+            moment = _fromisoformat(value)
+        except ValueError:
+            return None
+        if self._latest_instant is None or value > self._latest_instant:
+            self._latest_instant = value
+        return ("timestamp", moment.timestamp())
+
+    def _rank(self, tracker: CursorTracker, value: Any) -> tuple[Any, Any]:
+        """Note a cursor value; returns what ranks its row among rows with the same key (kind, comparable).
+        Text values are remembered for a while: parsing a timestamp is the dearest thing done per row."""
+        noted = tracker.add(value)
+        if noted is None:
+            return (None, None)
+        kind, comparable = noted
+        rank = (kind, comparable.timestamp() if kind == "timestamp" else comparable)
+        if type(value) is str:
+            if len(self._ranks) >= _RANK_CACHE:
+                self._ranks.clear()
+            self._ranks[value] = rank
+        return rank
 
     def _convert(self, value: Any, shape: _Shape, raw: list[Any], index: int) -> Any:
         try:
@@ -394,11 +439,15 @@ class Stage:
     def finish(self) -> int:
         """Flush; returns the number of staged rows (repeated keys settled)."""
         self.flush()
+        if self._latest_instant is not None and self.plan.cursor is not None:
+            self.plan.cursor.add(self._latest_instant)
         (count,) = self.conn.execute(f"SELECT COUNT(*) FROM {STAGE}").fetchone()
         return int(count)
 
-    def duplicate_failure(self) -> CroftError | None:
-        if self.plan.dedupe != "unique":
+    def duplicate_failure(self, staged: int) -> CroftError | None:
+        """CHECK_FAILED when a replace brought a key more than once (only looked for when the stage holds
+        fewer rows than came in)."""
+        if self.plan.dedupe != "unique" or staged == self.rows_in:
             return None
         cols = ", ".join(quote(self._by_lower[k.lower()]) for k in self.plan.key)
         query = f"SELECT {cols}, {DUPS} + 1 FROM {STAGE} WHERE {DUPS} > 0 ORDER BY {SEQ}"

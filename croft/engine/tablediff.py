@@ -57,8 +57,12 @@ def apply_staged(
     staged_columns: list[str],
     spec: WriteSpec,
     stamp: str,
+    *,
+    fresh: bool = False,
 ) -> tuple[int, int, int]:
-    """Move staged rows into the table by the write mode; returns (added, updated, deleted)."""
+    """Move staged rows into the table by the write mode; returns (added, updated, deleted).
+
+    ``fresh`` is a table this write created: there is nothing to compare with, so rows go straight in."""
     qt = quote(table)
     staged = {c.lower(): c for c in staged_columns}
     # What each table column gets from a staged row (NULL for a column this load does not have).
@@ -66,7 +70,7 @@ def apply_staged(
     cols = ", ".join([*map(quote, table_columns), '"_loaded_at"', '"_row_hash"'])
     fill = _hash_fill(conn, table)
     values = ", ".join([*picks, "?", fill])
-    if spec.mode == "append":
+    if spec.mode == "append" or fresh:
         cur = conn.execute(
             f"INSERT INTO {qt} ({cols}) SELECT {values} FROM {STAGE} AS _croft_s ORDER BY _croft_s.{SEQ}",
             (stamp,),

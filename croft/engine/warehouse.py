@@ -401,7 +401,7 @@ class Warehouse:
         table = spec.asset
         saved_cursor = _saved_cursor(saved)
         existing = self.columns(table) if self.has_table(table) else None
-        failure = stage.duplicate_failure()
+        failure = stage.duplicate_failure(staged)
         if failure is not None:
             raise failure
         tracker = stage.plan.cursor
@@ -457,7 +457,10 @@ class Warehouse:
         previous += conn.execute(f'SELECT MAX("_loaded_at") FROM {quote(table)}').fetchone()
         stamp = next_stamp(spec.now or clock_now(), previous)
 
-        added, updated, deleted = apply_staged(conn, table, table_columns, stage.columns, spec, stamp)
+        fresh = existing is None  # a table made by this write: every staged row is simply added
+        added, updated, deleted = apply_staged(
+            conn, table, table_columns, stage.columns, spec, stamp, fresh=fresh
+        )
         if recreated:
             deleted = old_rows
         unchanged = staged - added - updated
