@@ -26,7 +26,6 @@ ROWID_NAMES = frozenset({"rowid", "oid", "_rowid_"})  # a column with one of the
 STAGE = 'temp."_croft_stage"'
 STAGE_NAME = '"_croft_stage"'
 SEQ = '"_croft_seq"'
-DUPS = '"_croft_dups"'
 RANK_KIND = '"_croft_rank_kind"'
 RANK = '"_croft_rank"'
 FLUSH_EVERY = 2000
@@ -95,7 +94,7 @@ class _Shape:
     key_at: tuple[int, ...]
     cursor_at: int | None
     untyped: list[int]  # positions whose column has no type yet
-    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    rows: list[list[Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -125,14 +124,12 @@ class Stage:
         extra = ""
         if self.plan.dedupe == "cursor":
             extra = f", {RANK_KIND}, {RANK}"
-        elif self.plan.dedupe == "unique":
-            extra = f", {DUPS} INTEGER NOT NULL DEFAULT 0"
         self.conn.execute(f"CREATE TEMP TABLE {STAGE_NAME} ({SEQ} INTEGER PRIMARY KEY{extra})")
         for name in known_columns:
             self._by_lower.setdefault(name.lower(), name)
             self._add_column(name, (known_types or {}).get(name, ""))
         self.declare(self.plan.key)  # so keyed SQL works even when the load has no row
-        if self.plan.dedupe != "none":
+        if self.plan.dedupe == "cursor":  # merge settles a repeated key as rows come in
             cols = ", ".join(quote(self._by_lower[k.lower()]) for k in self.plan.key)
             self.conn.execute(f'CREATE UNIQUE INDEX temp."_croft_stage_key" ON {STAGE_NAME} ({cols})')
 
@@ -285,7 +282,8 @@ class Stage:
                         values += rank
                 elif merge:
                     values += no_rank
-                shape.rows.append((index, *values))
+                values.append(index)  # the stage's sequence number goes last (see _insert_sql)
+                shape.rows.append(values)
                 index += 1
                 self._buffered += 1
                 if self._buffered >= FLUSH_EVERY:
@@ -360,9 +358,10 @@ class Stage:
         sql = self._sql.get(names)
         if sql is not None:
             return sql
-        cols = [SEQ, *map(quote, names)]
+        cols = list(map(quote, names))
         if self.plan.dedupe == "cursor":
             cols += [RANK_KIND, RANK]
+        cols.append(SEQ)
         sql = f"INSERT INTO {STAGE} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
         sql += self._on_conflict()
         self._sql[names] = sql
@@ -370,11 +369,9 @@ class Stage:
 
     def _on_conflict(self) -> str:
         """How the stage settles a repeated key (see the module doc)."""
-        if self.plan.dedupe == "none":
+        if self.plan.dedupe != "cursor":
             return ""
         target = ", ".join(quote(self._by_lower[k.lower()]) for k in self.plan.key)
-        if self.plan.dedupe == "unique":
-            return f" ON CONFLICT ({target}) DO UPDATE SET {DUPS} = {DUPS} + 1"
         sets = ", ".join(f"{c} = excluded.{c}" for c in [SEQ, *map(quote, self.columns), RANK_KIND, RANK])
         old, new = STAGE_NAME, "excluded"
         later = f"{new}.{SEQ} > {old}.{SEQ}"
@@ -399,14 +396,14 @@ class Stage:
 
     def _huge_int(self, shape: _Shape) -> CroftError:
         for row in shape.rows:
-            for name, value in zip(shape.names, row[1:], strict=False):
+            for name, value in zip(shape.names, row, strict=False):
                 if type(value) is int and not INT_RANGE[0] <= value <= INT_RANGE[1]:
                     return _row_invalid(
                         self.plan.asset,
-                        f"Row {row[0]} of {self.plan.asset} has an integer beyond 64 bits in column {name!r}, "
+                        f"Row {row[-1]} of {self.plan.asset} has an integer beyond 64 bits in column {name!r}, "
                         "which SQLite cannot store.",
                         "Convert it in the asset code: big integers and decimals are stored as str.",
-                        row=row[0],
+                        row=row[-1],
                         column=name,
                     )
         raise AssertionError("an OverflowError with no integer beyond 64 bits")
@@ -444,13 +441,14 @@ class Stage:
         (count,) = self.conn.execute(f"SELECT COUNT(*) FROM {STAGE}").fetchone()
         return int(count)
 
-    def duplicate_failure(self, staged: int) -> CroftError | None:
-        """CHECK_FAILED when a replace brought a key more than once (only looked for when the stage holds
-        fewer rows than came in)."""
-        if self.plan.dedupe != "unique" or staged == self.rows_in:
+    def duplicate_failure(self) -> CroftError | None:
+        """CHECK_FAILED when a replace brought a key more than once (one sort of the staged keys)."""
+        if self.plan.dedupe != "unique":
             return None
         cols = ", ".join(quote(self._by_lower[k.lower()]) for k in self.plan.key)
-        query = f"SELECT {cols}, {DUPS} + 1 FROM {STAGE} WHERE {DUPS} > 0 ORDER BY {SEQ}"
+        query = (
+            f"SELECT {cols}, COUNT(*) FROM {STAGE} GROUP BY {cols} HAVING COUNT(*) > 1 ORDER BY MIN({SEQ})"
+        )
         found = self.conn.execute(query).fetchall()
         if not found:
             return None

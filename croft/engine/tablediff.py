@@ -13,21 +13,29 @@ from croft.engine.checks import quote
 from croft.engine.staging import SEQ, STAGE, Stage
 from croft.engine.writespec import WriteSpec
 
-__all__ = ["apply_staged", "create_table", "ensure_key_index"]
+__all__ = ["apply_staged", "create_table", "ensure_key_index", "index_table"]
 
 _OLD = "_croft_old"
 _NEW = "_croft_new"
 
 
-def create_table(conn: sqlite3.Connection, table: str, stage: Stage, spec: WriteSpec) -> None:
-    """A new data table with the staged columns, the stamp index and the key index.
+def create_table(conn: sqlite3.Connection, table: str, stage: Stage) -> None:
+    """A new data table with the staged columns; ``index_table`` adds its indexes once it is filled
+    (building an index from a sort beats growing it row by row).
 
     ``_row_hash`` stays as a column for older readers but is left NULL: the diff compares columns.
     """
     defs = [f"{quote(c)} {stage.types[c]}".rstrip() for c in stage.columns]
     defs += ['"_loaded_at" TEXT NOT NULL', '"_row_hash" TEXT']
     conn.execute(f"CREATE TABLE {quote(table)} ({', '.join(defs)})")
-    conn.execute(f'CREATE INDEX {quote("_croft_stamp_" + table)} ON {quote(table)} ("_loaded_at")')
+
+
+def index_table(conn: sqlite3.Connection, table: str, spec: WriteSpec) -> None:
+    """The stamp index (what checks and readers of "rows changed by a write" use) and the key index.
+    Raises sqlite3.IntegrityError when the rows repeat a key."""
+    conn.execute(
+        f'CREATE INDEX IF NOT EXISTS {quote("_croft_stamp_" + table)} ON {quote(table)} ("_loaded_at")'
+    )
     ensure_key_index(conn, table, spec)
 
 

@@ -45,7 +45,7 @@ from croft.engine.cursor import Cursor, CursorTracker, greatest
 from croft.engine.rows import RESERVED_COLUMNS, format_stamp, next_stamp, row_hash, sql_type
 from croft.engine.sqlerrors import BUSY_TIMEOUT_MS, translating
 from croft.engine.staging import Stage, StagePlan, dedupe_for, statement_body
-from croft.engine.tablediff import apply_staged, create_table, ensure_key_index
+from croft.engine.tablediff import apply_staged, create_table, ensure_key_index, index_table
 from croft.engine.writespec import (
     Kind,
     Mode,
@@ -401,9 +401,13 @@ class Warehouse:
         table = spec.asset
         saved_cursor = _saved_cursor(saved)
         existing = self.columns(table) if self.has_table(table) else None
-        failure = stage.duplicate_failure(staged)
-        if failure is not None:
-            raise failure
+        existed = existing is not None and not (
+            spec.kind != "ingest" and self._must_recreate(existing, stage, saved, spec, declared)
+        )
+        if existed:  # a new table finds repeated keys itself, when its key index is built
+            failure = stage.duplicate_failure()
+            if failure is not None:
+                raise failure
         tracker = stage.plan.cursor
         if tracker is not None and stage.rows_in and not stage.cursor_field_seen:
             raise CroftError(
@@ -421,8 +425,7 @@ class Warehouse:
         old_rows = 0
         saved_key = tuple(saved["key_columns"]) if saved else ()
         if existing is not None and spec.kind != "ingest":
-            shape_changed = {c.lower() for c in existing} != {c.lower() for c in stage.columns}
-            if (shape_changed and (stage.columns or declared)) or saved_key != spec.key:
+            if self._must_recreate(existing, stage, saved, spec, declared):
                 (old_rows,) = conn.execute(f"SELECT COUNT(*) FROM {quote(table)}").fetchone()
                 conn.execute(f"DROP TABLE {quote(table)}")
                 existing, recreated = None, True
@@ -437,7 +440,7 @@ class Warehouse:
             )
         columns_added: list[str] = []
         if existing is None:
-            create_table(conn, table, stage, spec)
+            create_table(conn, table, stage)
             table_columns = list(stage.columns)
         else:
             known = {c.lower() for c in existing}
@@ -461,6 +464,13 @@ class Warehouse:
         added, updated, deleted = apply_staged(
             conn, table, table_columns, stage.columns, spec, stamp, fresh=fresh
         )
+        if fresh:
+            try:
+                index_table(conn, table, spec)
+            except sqlite3.IntegrityError:
+                raise stage.duplicate_failure() or CroftError(
+                    "INTERNAL_ERROR", f"The key index of {table} could not be built.", "Report it."
+                ) from None
         if recreated:
             deleted = old_rows
         unchanged = staged - added - updated
@@ -491,6 +501,15 @@ class Warehouse:
             loaded_at=stamp, changed=changed, row_count=row_count, columns_added=tuple(columns_added),
             recreated=recreated,
         )  # fmt: skip
+
+    @staticmethod
+    def _must_recreate(
+        existing: list[str], stage: Stage, saved: dict[str, Any] | None, spec: WriteSpec, declared: bool
+    ) -> bool:
+        """A transform whose columns or key changed is rebuilt rather than diffed."""
+        saved_key = tuple(saved["key_columns"]) if saved else ()
+        shape_changed = {c.lower() for c in existing} != {c.lower() for c in stage.columns}
+        return bool((shape_changed and (stage.columns or declared)) or saved_key != spec.key)
 
     def _save_state(
         self,
