@@ -79,3 +79,29 @@ def test_statement_body_cuts_only_a_top_level_semicolon() -> None:
     assert statement_body("SELECT ';' AS a -- x;\n; -- done") == "SELECT ';' AS a -- x;\n"
     assert statement_body('SELECT 1 AS "a;b" /* ; */') == 'SELECT 1 AS "a;b" /* ; */'
     assert statement_body("SELECT 'it''s;' AS a;") == "SELECT 'it''s;' AS a"
+
+
+def test_a_merge_settles_keys_repeated_across_batches_and_row_shapes(tmp_path: Path) -> None:
+    """Repeats far apart (across stage flushes), in rows of different shapes: per key the highest cursor
+    wins, then the later row; a lower cursor that comes later loses."""
+    rows: list[dict[str, Any]] = []
+    for i in range(6000):
+        row: dict[str, Any] = {"id": i % 1000, "n": i // 1000, "v": f"v{i}"}
+        if i % 7 == 0:
+            row["extra"] = i
+        rows.append(row)
+    rows.append({"id": 5, "n": 0, "v": "too old"})  # last yielded, but a lower cursor
+    rows.append({"n": 5, "id": 6, "v": "tie, later"})  # same cursor as id 6's best: the later row wins
+    with Warehouse(tmp_path / "warehouse.sqlite") as wh:
+        result = wh.write_ingest("t", [rows[:3000], rows[3000:]], key="id", cursor_field="n", now=T0)
+        got = {r[0]: r[1:] for r in wh.conn.execute("SELECT id, n, v, extra FROM t")}
+    assert (result.rows_in, result.added, result.row_count) == (6002, 1000, 1000)
+    assert got[5] == (5, "v5005", 5005)  # 5005 % 7 == 0: the winner carries the extra column
+    assert got[6] == (5, "tie, later", None)  # and a later winner without it leaves it NULL
+    assert got[7] == (5, "v5007", None) and got[0] == (5, "v5000", None)
+    assert wh_cursor(tmp_path) == 5
+
+
+def wh_cursor(tmp_path: Path) -> Any:
+    with Warehouse(tmp_path / "warehouse.sqlite") as wh:
+        return wh.state("t")["cursor_value"]  # type: ignore[index]

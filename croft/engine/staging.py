@@ -129,9 +129,6 @@ class Stage:
             self._by_lower.setdefault(name.lower(), name)
             self._add_column(name, (known_types or {}).get(name, ""))
         self.declare(self.plan.key)  # so keyed SQL works even when the load has no row
-        if self.plan.dedupe == "cursor":  # merge settles a repeated key as rows come in
-            cols = ", ".join(quote(self._by_lower[k.lower()]) for k in self.plan.key)
-            self.conn.execute(f'CREATE UNIQUE INDEX temp."_croft_stage_key" ON {STAGE_NAME} ({cols})')
 
     def declare(self, names: Sequence[str]) -> None:
         """Columns a SQL transform's SELECT returns, known even when it returns no row."""
@@ -255,7 +252,11 @@ class Stage:
         merge = self.plan.dedupe == "cursor"
         no_rank = (None, None)
         ranks = self._ranks
+        plain = _PLAIN
+        convert_ = self._convert
+        instant = self._instant
         index = self.rows_in
+        buffered = self._buffered
         try:
             for row in rows:
                 if type(row) is not dict:
@@ -265,7 +266,7 @@ class Stage:
                 raw = list(row.values())
                 if shape.keep is not None:
                     raw = [raw[i] for i in shape.keep]
-                values = [v if type(v) in _PLAIN else self._convert(v, shape, raw, index) for v in raw]
+                values = [v if type(v) in plain else convert_(v, shape, raw, index) for v in raw]
                 for at in shape.key_at:
                     if values[at] is None:
                         raise self._no_key(shape.names[at], index)
@@ -273,11 +274,10 @@ class Stage:
                     self._type(shape, values)
                 if tracker is not None and shape.cursor_at is not None:
                     value = values[shape.cursor_at]
-                    rank = self._instant(value) if type(value) is str else None
-                    if rank is None:
-                        rank = ranks.get(value) if type(value) is str else None
-                        if rank is None:
-                            rank = self._rank(tracker, value)
+                    if type(value) is str:
+                        rank = instant(value) or ranks.get(value) or self._rank(tracker, value)
+                    else:
+                        rank = self._rank(tracker, value)
                     if merge:
                         values += rank
                 elif merge:
@@ -285,12 +285,14 @@ class Stage:
                 values.append(index)  # the stage's sequence number goes last (see _insert_sql)
                 shape.rows.append(values)
                 index += 1
-                self._buffered += 1
-                if self._buffered >= FLUSH_EVERY:
+                buffered += 1
+                if buffered >= FLUSH_EVERY:
                     self.rows_in = index
                     self.flush()
+                    buffered = 0
         finally:
             self.rows_in = index
+            self._buffered = buffered
 
     def _as_dict(self, row: Any, index: int) -> dict[Any, Any]:
         if not isinstance(row, Mapping):
@@ -363,14 +365,33 @@ class Stage:
             cols += [RANK_KIND, RANK]
         cols.append(SEQ)
         sql = f"INSERT INTO {STAGE} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
-        sql += self._on_conflict()
         self._sql[names] = sql
         return sql
 
+    def _settle_repeats(self) -> None:
+        """Merge: when a key came more than once, replay the stage in arrival order into a copy with a
+        unique key, keeping the higher cursor, then the later row. One sort finds out; most loads stop there."""
+        keys = ", ".join(quote(self._by_lower[k.lower()]) for k in self.plan.key)
+        repeated = self.conn.execute(
+            f"SELECT 1 FROM {STAGE} GROUP BY {keys} HAVING COUNT(*) > 1 LIMIT 1"
+        ).fetchone()
+        if repeated is None:
+            return
+        (ddl,) = self.conn.execute(
+            "SELECT sql FROM sqlite_temp_master WHERE type = 'table' AND name = '_croft_stage'"
+        ).fetchone()
+        self.conn.execute(f'ALTER TABLE {STAGE} RENAME TO "_croft_stage_raw"')
+        self.conn.execute(ddl.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
+        self.conn.execute(f'CREATE UNIQUE INDEX temp."_croft_stage_key" ON {STAGE_NAME} ({keys})')
+        cols = ", ".join([SEQ, *map(quote, self.columns), RANK_KIND, RANK])
+        self.conn.execute(
+            f'INSERT INTO {STAGE} ({cols}) SELECT {cols} FROM temp."_croft_stage_raw" WHERE true '
+            f"ORDER BY {SEQ}{self._on_conflict()}"
+        )
+        self.conn.execute('DROP TABLE temp."_croft_stage_raw"')
+
     def _on_conflict(self) -> str:
         """How the stage settles a repeated key (see the module doc)."""
-        if self.plan.dedupe != "cursor":
-            return ""
         target = ", ".join(quote(self._by_lower[k.lower()]) for k in self.plan.key)
         sets = ", ".join(f"{c} = excluded.{c}" for c in [SEQ, *map(quote, self.columns), RANK_KIND, RANK])
         old, new = STAGE_NAME, "excluded"
@@ -420,7 +441,6 @@ class Stage:
         statement = f"INSERT INTO {STAGE} {target} SELECT {picks} FROM (\n{sql}\n) AS _croft_q WHERE true"
         if not cols:
             statement = f"INSERT INTO {STAGE} ({SEQ}) SELECT NULL FROM (\n{sql}\n) AS _croft_q WHERE true"
-        statement += self._on_conflict()
         cursor = self.conn.execute(statement)
         self.rows_in = max(cursor.rowcount, 0)
         for name in self.columns:
@@ -436,6 +456,8 @@ class Stage:
     def finish(self) -> int:
         """Flush; returns the number of staged rows (repeated keys settled)."""
         self.flush()
+        if self.plan.dedupe == "cursor":
+            self._settle_repeats()
         if self._latest_instant is not None and self.plan.cursor is not None:
             self.plan.cursor.add(self._latest_instant)
         (count,) = self.conn.execute(f"SELECT COUNT(*) FROM {STAGE}").fetchone()
