@@ -50,12 +50,6 @@ class Extraction:
         """Called by ctx.http after each completed request: the step is alive."""
         self._put("progress", what)
 
-    def run(
-        self, produce: Callable[[], Iterable[Any]], on_error: Callable[[BaseException], CroftError]
-    ) -> list[dict[str, Any]]:
-        """Every row in one list (for callers that need them all at once)."""
-        return [row for batch in self.stream(produce, on_error) for row in batch]
-
     def stream(
         self, produce: Callable[[], Iterable[Any]], on_error: Callable[[BaseException], CroftError]
     ) -> Iterator[list[Any]]:
