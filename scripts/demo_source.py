@@ -15,7 +15,12 @@ from urllib.parse import parse_qs, urlparse
 
 LOCK = threading.Lock()
 ORDERS = [
-    {"id": i, "customer": ["ada", "bo", "cy"][i % 3], "total": 10 * i, "updated_at": f"2026-11-0{i}T10:00:00Z"}
+    {
+        "id": i,
+        "customer": ["ada", "bo", "cy"][i % 3],
+        "total": 10 * i,
+        "updated_at": f"2026-11-0{i}T10:00:00Z",
+    }
     for i in range(1, 6)
 ]
 STATE = {"generation": 0}
@@ -28,7 +33,9 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 STATE["generation"] += 1
                 n = len(ORDERS) + 1
-                ORDERS.append({"id": n, "customer": "di", "total": 99, "updated_at": f"2026-11-{10 + n}T10:00:00Z"})
+                ORDERS.append(
+                    {"id": n, "customer": "di", "total": 99, "updated_at": f"2026-11-{10 + n}T10:00:00Z"}
+                )
                 ORDERS[0] = {**ORDERS[0], "total": 11, "updated_at": f"2026-11-{10 + n}T11:00:00Z"}
             return self._send({"ok": True})
         if url.path != "/orders":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from croft.core.clock import now, to_iso
 from croft.core.problems import CroftError
 from croft.core.redact import Redactor
 
-__all__ = ["IngestContext", "StepLog", "TransformContext"]
+__all__ = ["IngestContext", "LazyHttp", "StepLog", "TransformContext"]
 
 
 class StepLog:
@@ -30,6 +31,31 @@ class StepLog:
 
     def close(self) -> None:
         self._handle.close()
+
+
+class LazyHttp:
+    """The step's HTTP client, built on first use: an ingest that never touches ``ctx.http`` never imports
+    httpx nor pays for a client."""
+
+    def __init__(self, build: Callable[[], Any]):
+        self._build = build
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = self._build()
+            return self._client
+
+    @property
+    def requests(self) -> int:
+        """Completed requests so far (0 when the client was never built)."""
+        return int(self._client.requests) if self._client is not None else 0
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
 
 
 class _Base:
@@ -58,10 +84,15 @@ class IngestContext(_Base):
         env: Mapping[str, str],
     ):
         super().__init__(asset=asset, run_id=run_id, log=log, preview=preview)
-        self.http = http
+        self._http = http
         self.since = since
         self._declared = declared
         self._env = env
+
+    @property
+    def http(self) -> Any:
+        """The HTTP client (retries, redacted logs, progress marks); built the first time it is asked for."""
+        return self._http.client() if isinstance(self._http, LazyHttp) else self._http
 
     def secret(self, name: str) -> str:
         """A secret the asset declared in ``secrets=[...]``; anything else is refused."""

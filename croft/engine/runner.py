@@ -28,6 +28,7 @@ from croft.engine.steps import StepInput, execute
 from croft.engine.stopping import stop_signals
 from croft.history import catalog, leases, runs, state
 from croft.history.db import open_history
+from croft.history.prune import prune_after_run
 from croft.project.config import Project
 from croft.project.discovery import discover
 from croft.project.facts import AssetFacts
@@ -172,7 +173,9 @@ class _Run:
         """One attempt: (its outcome, how long to wait before the next one, or None for no next one)."""
         name = facts.name
         digest = self._hash(facts)
-        log_path = self.project.config.state_dir / "logs" / self.run_id / f"{name}.log"
+        log_path = (
+            self.project.config.state_dir / "logs" / f"{self.run_id}.{name}.log"
+        )  # files, not a folder per run
         where: dict[str, Any] = {"run_id": self.run_id, "asset": name, "attempt": attempt}
         if self.rules is not None:
             self.rules.attempt_started(name, self.run_id)
@@ -543,6 +546,8 @@ def _with_problem(facts: AssetFacts, extra: Problem) -> AssetFacts:
 def run_assets(project: Project, options: RunOptions) -> Result:
     run = _Run(project, options)
     try:
-        return run.go()
+        result = run.go()
+        prune_after_run(run.conn, project.config)  # bounded history: old runs go as new ones come
+        return result
     finally:
         run.close()

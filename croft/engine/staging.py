@@ -1,24 +1,38 @@
-"""This write's rows staged in a TEMP table, checked and de-duplicated, before the diff moves them."""
+"""This write's rows staged in a TEMP table, checked and de-duplicated in SQLite, before the diff moves them.
+
+Rows stream in as batches and go to the TEMP table as they come, so memory does not grow with the row
+count. A repeated key is settled by the stage itself (an upsert on a unique index over the key): merge keeps
+the highest cursor, then the last yielded; replace counts the repeats (reported as a failed unique check);
+append keeps everything. Per row, Python only maps names to columns (once per distinct row shape),
+converts the values SQLite cannot take as they are, and notes the cursor.
+"""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from croft.core.problems import CroftError
 from croft.engine.checks import is_identifier, quote
 from croft.engine.cursor import CursorTracker
-from croft.engine.rows import RESERVED_COLUMNS, convert, row_hash, sql_type
+from croft.engine.rows import INT_RANGE, RESERVED_COLUMNS, convert, sql_type
 
-__all__ = ["FLUSH_EVERY", "SEQ", "STAGE", "Dedupe", "Stage", "StagePlan", "dedupe_for"]
+__all__ = ["FLUSH_EVERY", "SEQ", "STAGE", "Dedupe", "Stage", "StagePlan", "dedupe_for", "statement_body"]
 
 ROWID_NAMES = frozenset({"rowid", "oid", "_rowid_"})  # a column with one of these names hides the rowid
 STAGE = 'temp."_croft_stage"'
+STAGE_NAME = '"_croft_stage"'
 SEQ = '"_croft_seq"'
-FLUSH_EVERY = 500
+RANK_KIND = '"_croft_rank_kind"'
+RANK = '"_croft_rank"'
+FLUSH_EVERY = 2000
 Dedupe = Literal["cursor", "unique", "none"]
+_RANK_CACHE = 4096
+_fromisoformat = datetime.fromisoformat
+_PLAIN = frozenset({str, int, float, type(None), bytes})  # stored as they are (ints are range-checked late)
 
 
 def dedupe_for(mode: str, key: Sequence[str]) -> Dedupe:
@@ -28,12 +42,36 @@ def dedupe_for(mode: str, key: Sequence[str]) -> Dedupe:
     return "cursor" if mode == "merge" else "unique"
 
 
+def statement_body(sql: str) -> str:
+    """One statement without its closing semicolon (and whatever follows it), so it can be a subquery.
+
+    Quotes, bracketed names and comments are skipped, so a ``;`` inside them does not count.
+    """
+    i, n = 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in "'\"`[":
+            close = "]" if ch == "[" else ch
+            end = sql.find(close, i + 1)
+            while end != -1 and close != "]" and sql.startswith(close * 2, end):
+                end = sql.find(close, end + 2)
+            i = n if end == -1 else end + 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = n if end == -1 else end + 1
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            i = n if end == -1 else end + 2
+        elif ch == ";":
+            return sql[:i]
+        else:
+            i += 1
+    return sql
+
+
 def _row_invalid(asset: str, message: str, hint: str, **details: Any) -> CroftError:
     """A ROW_INVALID naming the asset, with the row and column in details."""
     return CroftError("ROW_INVALID", message, hint, asset=asset, details=details or None)
-
-
-# ---------------------------------------------------------------------------------------------- staging
 
 
 @dataclass
@@ -48,8 +86,20 @@ class StagePlan:
 
 
 @dataclass
+class _Shape:
+    """What one distinct row shape (its keys, in order) means: the columns, and where key and cursor sit."""
+
+    names: tuple[str, ...]  # canonical column of each kept value
+    keep: tuple[int, ...] | None  # positions to keep when some keys are dropped; None keeps all
+    key_at: tuple[int, ...]
+    cursor_at: int | None
+    untyped: list[int]  # positions whose column has no type yet
+    rows: list[list[Any]] = field(default_factory=list)
+
+
+@dataclass
 class Stage:
-    """This write's rows in a TEMP table (created inside the write transaction), columns grown on demand.
+    """This write's rows in a TEMP table, columns grown on demand.
 
     Column names are matched case-insensitively (as SQLite does) and kept in first-seen spelling.
     """
@@ -62,22 +112,34 @@ class Stage:
     cursor_field_seen: bool = False
     _by_lower: dict[str, str] = field(default_factory=dict)
     _names: dict[Any, str | None] = field(default_factory=dict)  # row key -> column, once checked
-    _buffer: list[tuple[int, tuple[str, ...], tuple[Any, ...]]] = field(default_factory=list)
-    _winners: dict[tuple[Any, ...], tuple[int, Any]] = field(default_factory=dict)
-    _losers: list[int] = field(default_factory=list)
-    _duplicates: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    _shapes: dict[tuple[Any, ...], _Shape] = field(default_factory=dict)
+    _buffered: int = 0
+    _sql: dict[tuple[str, ...], str] = field(default_factory=dict)
+    _ranks: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # cursor text -> its rank, recent ones
+    _latest_instant: str | None = None  # the greatest cursor value of the common UTC form (see _instant)
 
-    def open(self, known_columns: Sequence[str]) -> None:
+    def open(self, known_columns: Sequence[str], known_types: Mapping[str, str] | None = None) -> None:
+        """The TEMP table, with the target table's columns and types (so comparisons use its affinity)."""
         self.conn.execute(f"DROP TABLE IF EXISTS {STAGE}")
-        self.conn.execute(f'CREATE TEMP TABLE "_croft_stage" ({SEQ} INTEGER PRIMARY KEY, "_row_hash" TEXT)')
+        extra = ""
+        if self.plan.dedupe == "cursor":
+            extra = f", {RANK_KIND}, {RANK}"
+        self.conn.execute(f"CREATE TEMP TABLE {STAGE_NAME} ({SEQ} INTEGER PRIMARY KEY{extra})")
         for name in known_columns:
             self._by_lower.setdefault(name.lower(), name)
+            self._add_column(name, (known_types or {}).get(name, ""))
         self.declare(self.plan.key)  # so keyed SQL works even when the load has no row
 
     def declare(self, names: Sequence[str]) -> None:
         """Columns a SQL transform's SELECT returns, known even when it returns no row."""
         for name in names:
             self._column(name, 0)
+
+    def _add_column(self, name: str, declared: str) -> None:
+        self.conn.execute(f"ALTER TABLE {STAGE} ADD COLUMN {quote(name)} {declared}".rstrip())
+        self.columns.append(name)
+        self.types[name] = declared
+        self._sql.clear()  # the upsert statements name every column
 
     def _column(self, name: Any, index: int) -> str | None:
         """The canonical column for a row key; None when the key is a reserved column a transform drops."""
@@ -114,26 +176,37 @@ class Stage:
             )
         canonical = self._by_lower.setdefault(lower, name)
         if canonical not in self.types:
-            self.conn.execute(f"ALTER TABLE {STAGE} ADD COLUMN {quote(canonical)}")
-            self.columns.append(canonical)
-            self.types[canonical] = ""
+            self._add_column(canonical, "")
         return canonical
 
-    def add(self, row: Any, index: int) -> None:
+    # -------------------------------------------------------------------------------- rows from Python
+
+    def feed(self, rows: Iterable[Any]) -> None:
+        """Stage rows: dicts, or lists (tuples) of dicts as batches."""
+        single: list[Any] = []
+        for item in rows:
+            if isinstance(item, list | tuple):
+                if single:
+                    self.add_many(single)
+                    single = []
+                self.add_many(item)
+            else:
+                single.append(item)
+                if len(single) >= FLUSH_EVERY:
+                    self.add_many(single)
+                    single = []
+        if single:
+            self.add_many(single)
+
+    def _shape(self, row: Mapping[Any, Any], signature: tuple[Any, ...], index: int) -> _Shape:
         asset = self.plan.asset
-        if not isinstance(row, Mapping):
-            raise _row_invalid(
-                asset,
-                f"Row {index} of {asset} is a {type(row).__name__}, not a dict.",
-                "Yield dicts (one row each) or lists of dicts (a batch).",
-                row=index,
-            )
-        values: dict[str, Any] = {}
-        for name, raw in row.items():
+        names: list[str] = []
+        keep: list[int] = []
+        for position, name in enumerate(signature):
             column = self._column(name, index)
             if column is None:
                 continue
-            if column in values:
+            if column in names:
                 raise _row_invalid(
                     asset,
                     f"Row {index} of {asset} has column {column!r} twice (names differ only in case).",
@@ -141,118 +214,281 @@ class Stage:
                     row=index,
                     column=column,
                 )
-            try:
-                value = convert(raw)
-            except (TypeError, OverflowError) as exc:
-                raise _row_invalid(
-                    asset,
-                    f"Row {index} of {asset} has {exc} in column {column!r}, which SQLite cannot store.",
-                    "Convert it in the asset code: numbers, text, booleans, None, dicts and lists are stored "
-                    "(big integers and decimals as str).",
-                    row=index,
-                    column=column,
-                ) from None
-            values[column] = value
-            if value is not None and not self.types[column]:
-                self.types[column] = sql_type(value)
-        key = self._key_of(values, index)
-        seq = self.rows_in
-        self.rows_in += 1
-        rank = None
-        if self.plan.cursor is not None:
-            name = self._by_lower.get(self.plan.cursor.field.lower())
-            if name is not None and name in values:
-                self.cursor_field_seen = True
-            rank = self.plan.cursor.add(values.get(name) if name else None)
-        if key is not None and not self._keep(key, seq, rank):
-            return
-        names = tuple(values)
-        self._buffer.append((seq, names, (row_hash(values), *values.values())))
-        if len(self._buffer) >= FLUSH_EVERY:
-            self.flush()
+            names.append(column)
+            keep.append(position)
+        lowered = [n.lower() for n in names]
+        key_at = []
+        for key in self.plan.key:
+            if key.lower() not in lowered:
+                raise self._no_key(key, index)
+            key_at.append(lowered.index(key.lower()))
+        cursor_at = None
+        if self.plan.cursor is not None and self.plan.cursor.field.lower() in lowered:
+            cursor_at = lowered.index(self.plan.cursor.field.lower())
+            self.cursor_field_seen = True
+        shape = _Shape(
+            names=tuple(names),
+            keep=None if len(keep) == len(signature) else tuple(keep),
+            key_at=tuple(key_at),
+            cursor_at=cursor_at,
+            untyped=[i for i, n in enumerate(names) if not self.types[n]],
+        )
+        self._shapes[signature] = shape
+        return shape
 
-    def _key_of(self, values: dict[str, Any], index: int) -> tuple[Any, ...] | None:
-        if not self.plan.key:
+    def _no_key(self, name: str, index: int) -> CroftError:
+        return _row_invalid(
+            self.plan.asset,
+            f"Row {index} of {self.plan.asset} has no value for key column {name!r}.",
+            f"Every row needs {name!r}; drop rows without it in the asset code, or pick another key.",
+            row=index,
+            column=name,
+        )
+
+    def add_many(self, rows: Iterable[Any]) -> None:
+        """The hot loop: one tuple per row, grouped by shape, flushed in batches."""
+        shapes = self._shapes
+        tracker = self.plan.cursor
+        merge = self.plan.dedupe == "cursor"
+        no_rank = (None, None)
+        ranks = self._ranks
+        plain = _PLAIN
+        convert_ = self._convert
+        instant = self._instant
+        index = self.rows_in
+        buffered = self._buffered
+        try:
+            for row in rows:
+                if type(row) is not dict:
+                    row = self._as_dict(row, index)
+                signature = tuple(row)
+                shape = shapes.get(signature) or self._shape(row, signature, index)
+                raw = list(row.values())
+                if shape.keep is not None:
+                    raw = [raw[i] for i in shape.keep]
+                values = [v if type(v) in plain else convert_(v, shape, raw, index) for v in raw]
+                for at in shape.key_at:
+                    if values[at] is None:
+                        raise self._no_key(shape.names[at], index)
+                if shape.untyped:
+                    self._type(shape, values)
+                if tracker is not None and shape.cursor_at is not None:
+                    value = values[shape.cursor_at]
+                    if type(value) is str:
+                        rank = instant(value) or ranks.get(value) or self._rank(tracker, value)
+                    else:
+                        rank = self._rank(tracker, value)
+                    if merge:
+                        values += rank
+                elif merge:
+                    values += no_rank
+                values.append(index)  # the stage's sequence number goes last (see _insert_sql)
+                shape.rows.append(values)
+                index += 1
+                buffered += 1
+                if buffered >= FLUSH_EVERY:
+                    self.rows_in = index
+                    self.flush()
+                    buffered = 0
+        finally:
+            self.rows_in = index
+            self._buffered = buffered
+
+    def _as_dict(self, row: Any, index: int) -> dict[Any, Any]:
+        if not isinstance(row, Mapping):
+            raise _row_invalid(
+                self.plan.asset,
+                f"Row {index} of {self.plan.asset} is a {type(row).__name__}, not a dict.",
+                "Yield dicts (one row each) or lists of dicts (a batch).",
+                row=index,
+            )
+        return dict(row)
+
+    def _instant(self, value: str) -> tuple[str, float] | None:
+        """The common cursor form, a UTC instant to the second (``2026-01-01T09:30:00Z``), checked and
+        ranked without the general parser. Text order is time order in this one form, so the tracker is
+        told only the greatest such value (at ``finish``); anything else returns None for the general path."""
+        if len(value) != 20 or value[19] != "Z" or value[10] != "T" or value[4] != "-" or value[13] != ":":
             return None
-        key = []
-        for name in self.plan.key:
-            value = values.get(self._by_lower.get(name.lower(), name))
-            if value is None:
-                raise _row_invalid(
-                    self.plan.asset,
-                    f"Row {index} of {self.plan.asset} has no value for key column {name!r}.",
-                    f"Every row needs {name!r}; drop rows without it in the asset code, or pick another key.",
-                    row=index,
-                    column=name,
-                )
-            key.append(value)
-        return tuple(key)
+        if value[7] != "-" or value[16] != ":":
+            return None
+        try:
+            moment = _fromisoformat(value)
+        except ValueError:
+            return None
+        if self._latest_instant is None or value > self._latest_instant:
+            self._latest_instant = value
+        return ("timestamp", moment.timestamp())
 
-    def _keep(self, key: tuple[Any, ...], seq: int, rank: tuple[str, Any] | None) -> bool:
-        """Within one batch a key appears once: merge keeps the highest cursor then the last yielded;
-        replace counts duplicates (reported as a failed unique check); append keeps everything."""
-        mode = self.plan.dedupe
-        if mode == "none":
-            return True
-        previous = self._winners.get(key)
-        if previous is None:
-            self._winners[key] = (seq, rank)
-            return True
-        if mode == "unique":
-            self._duplicates[key] = self._duplicates.get(key, 1) + 1
-            return True
-        if _ranks_below(rank, previous[1]):
-            return False
-        self._losers.append(previous[0])
-        self._winners[key] = (seq, rank)
-        return True
+    def _rank(self, tracker: CursorTracker, value: Any) -> tuple[Any, Any]:
+        """Note a cursor value; returns what ranks its row among rows with the same key (kind, comparable).
+        Text values are remembered for a while: parsing a timestamp is the dearest thing done per row."""
+        noted = tracker.add(value)
+        if noted is None:
+            return (None, None)
+        kind, comparable = noted
+        rank = (kind, comparable.timestamp() if kind == "timestamp" else comparable)
+        if type(value) is str:
+            if len(self._ranks) >= _RANK_CACHE:
+                self._ranks.clear()
+            self._ranks[value] = rank
+        return rank
+
+    def _convert(self, value: Any, shape: _Shape, raw: list[Any], index: int) -> Any:
+        try:
+            return convert(value)
+        except (TypeError, OverflowError) as exc:
+            column = shape.names[next(i for i, v in enumerate(raw) if v is value)]
+            raise _row_invalid(
+                self.plan.asset,
+                f"Row {index} of {self.plan.asset} has {exc} in column {column!r}, which SQLite cannot store.",
+                "Convert it in the asset code: numbers, text, booleans, None, dicts and lists are stored "
+                "(big integers and decimals as str).",
+                row=index,
+                column=column,
+            ) from None
+
+    def _type(self, shape: _Shape, values: list[Any]) -> None:
+        """A column's type is its first non-NULL value's (types never change afterwards)."""
+        for at in shape.untyped:
+            name = shape.names[at]
+            if values[at] is not None and not self.types[name]:
+                self.types[name] = sql_type(values[at])
+        shape.untyped = [at for at in shape.untyped if not self.types[shape.names[at]]]
+
+    def _insert_sql(self, names: tuple[str, ...]) -> str:
+        sql = self._sql.get(names)
+        if sql is not None:
+            return sql
+        cols = list(map(quote, names))
+        if self.plan.dedupe == "cursor":
+            cols += [RANK_KIND, RANK]
+        cols.append(SEQ)
+        sql = f"INSERT INTO {STAGE} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+        self._sql[names] = sql
+        return sql
+
+    def _settle_repeats(self) -> None:
+        """Merge: when a key came more than once, replay the stage in arrival order into a copy with a
+        unique key, keeping the higher cursor, then the later row. One sort finds out; most loads stop there."""
+        keys = ", ".join(quote(self._by_lower[k.lower()]) for k in self.plan.key)
+        repeated = self.conn.execute(
+            f"SELECT 1 FROM {STAGE} GROUP BY {keys} HAVING COUNT(*) > 1 LIMIT 1"
+        ).fetchone()
+        if repeated is None:
+            return
+        (ddl,) = self.conn.execute(
+            "SELECT sql FROM sqlite_temp_master WHERE type = 'table' AND name = '_croft_stage'"
+        ).fetchone()
+        self.conn.execute(f'ALTER TABLE {STAGE} RENAME TO "_croft_stage_raw"')
+        self.conn.execute(ddl.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
+        self.conn.execute(f'CREATE UNIQUE INDEX temp."_croft_stage_key" ON {STAGE_NAME} ({keys})')
+        cols = ", ".join([SEQ, *map(quote, self.columns), RANK_KIND, RANK])
+        self.conn.execute(
+            f'INSERT INTO {STAGE} ({cols}) SELECT {cols} FROM temp."_croft_stage_raw" WHERE true '
+            f"ORDER BY {SEQ}{self._on_conflict()}"
+        )
+        self.conn.execute('DROP TABLE temp."_croft_stage_raw"')
+
+    def _on_conflict(self) -> str:
+        """How the stage settles a repeated key (see the module doc)."""
+        target = ", ".join(quote(self._by_lower[k.lower()]) for k in self.plan.key)
+        sets = ", ".join(f"{c} = excluded.{c}" for c in [SEQ, *map(quote, self.columns), RANK_KIND, RANK])
+        old, new = STAGE_NAME, "excluded"
+        later = f"{new}.{SEQ} > {old}.{SEQ}"
+        wins = (
+            f"CASE WHEN {new}.{RANK} IS NULL THEN {old}.{RANK} IS NULL AND {later} "
+            f"WHEN {old}.{RANK} IS NULL THEN 1 "
+            f"WHEN {new}.{RANK_KIND} IS NOT {old}.{RANK_KIND} THEN {later} "
+            f"ELSE {new}.{RANK} > {old}.{RANK} OR ({new}.{RANK} = {old}.{RANK} AND {later}) END"
+        )
+        return f" ON CONFLICT ({target}) DO UPDATE SET {sets} WHERE {wins}"
 
     def flush(self) -> None:
-        grouped: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
-        for seq, names, values in self._buffer:
-            grouped.setdefault(names, []).append((seq, *values))
-        for names, batch in grouped.items():
-            cols = ", ".join([SEQ, '"_row_hash"', *map(quote, names)])
-            marks = ", ".join("?" * (len(names) + 2))
-            self.conn.executemany(f"INSERT INTO {STAGE} ({cols}) VALUES ({marks})", batch)
-        self._buffer.clear()
+        for shape in self._shapes.values():
+            if not shape.rows:
+                continue
+            try:
+                self.conn.executemany(self._insert_sql(shape.names), shape.rows)
+            except OverflowError:
+                raise self._huge_int(shape) from None
+            shape.rows.clear()
+        self._buffered = 0
+
+    def _huge_int(self, shape: _Shape) -> CroftError:
+        for row in shape.rows:
+            for name, value in zip(shape.names, row, strict=False):
+                if type(value) is int and not INT_RANGE[0] <= value <= INT_RANGE[1]:
+                    return _row_invalid(
+                        self.plan.asset,
+                        f"Row {row[-1]} of {self.plan.asset} has an integer beyond 64 bits in column {name!r}, "
+                        "which SQLite cannot store.",
+                        "Convert it in the asset code: big integers and decimals are stored as str.",
+                        row=row[-1],
+                        column=name,
+                    )
+        raise AssertionError("an OverflowError with no integer beyond 64 bits")
+
+    # -------------------------------------------------------------------------------- rows from SQL
+
+    def from_select(self, sql: str, names: Sequence[str]) -> None:
+        """A SELECT's rows straight into the stage: no row passes through Python."""
+        kept = [n for n in names if n.lower() not in RESERVED_COLUMNS]
+        self.declare(kept)
+        cols = [quote(self._by_lower[n.lower()]) for n in kept]
+        picks = ", ".join(f"_croft_q.{quote(n)}" for n in kept) or "NULL"
+        target = f"({', '.join(cols)})" if cols else ""
+        statement = f"INSERT INTO {STAGE} {target} SELECT {picks} FROM (\n{sql}\n) AS _croft_q WHERE true"
+        if not cols:
+            statement = f"INSERT INTO {STAGE} ({SEQ}) SELECT NULL FROM (\n{sql}\n) AS _croft_q WHERE true"
+        cursor = self.conn.execute(statement)
+        self.rows_in = max(cursor.rowcount, 0)
+        for name in self.columns:
+            if not self.types[name]:
+                first = self.conn.execute(
+                    f"SELECT typeof({quote(name)}) FROM {STAGE} WHERE {quote(name)} IS NOT NULL "
+                    f"ORDER BY {SEQ} LIMIT 1"
+                ).fetchone()
+                self.types[name] = _SQL_TYPES.get(first[0], "") if first else ""
+
+    # -------------------------------------------------------------------------------- the end
 
     def finish(self) -> int:
-        """Flush, drop losing duplicates; returns the number of staged rows."""
+        """Flush; returns the number of staged rows (repeated keys settled)."""
         self.flush()
-        for start in range(0, len(self._losers), FLUSH_EVERY):
-            chunk = self._losers[start : start + FLUSH_EVERY]
-            self.conn.execute(f"DELETE FROM {STAGE} WHERE {SEQ} IN ({', '.join('?' * len(chunk))})", chunk)
+        if self.plan.dedupe == "cursor":
+            self._settle_repeats()
+        if self._latest_instant is not None and self.plan.cursor is not None:
+            self.plan.cursor.add(self._latest_instant)
         (count,) = self.conn.execute(f"SELECT COUNT(*) FROM {STAGE}").fetchone()
         return int(count)
 
     def duplicate_failure(self) -> CroftError | None:
-        if not self._duplicates:
+        """CHECK_FAILED when a replace brought a key more than once (one sort of the staged keys)."""
+        if self.plan.dedupe != "unique":
+            return None
+        cols = ", ".join(quote(self._by_lower[k.lower()]) for k in self.plan.key)
+        query = (
+            f"SELECT {cols}, COUNT(*) FROM {STAGE} GROUP BY {cols} HAVING COUNT(*) > 1 ORDER BY MIN({SEQ})"
+        )
+        found = self.conn.execute(query).fetchall()
+        if not found:
             return None
         listed = ", ".join(self.plan.key)
         check = f"unique({listed})"
-        sample = [
-            {**dict(zip(self.plan.key, key, strict=True)), "count": count}
-            for key, count in list(self._duplicates.items())[:5]
-        ]
+        sample = [{**dict(zip(self.plan.key, row[:-1], strict=True)), "count": row[-1]} for row in found[:5]]
         return CroftError(
             "CHECK_FAILED",
-            f"Check {check} on {self.plan.asset} failed: {len(self._duplicates)} key value(s) appear "
+            f"Check {check} on {self.plan.asset} failed: {len(found)} key value(s) appear "
             "more than once in this load; nothing was written.",
             f"A replace with key={list(self.plan.key)!r} needs each key once. Fix the source or the key; for "
             "an incremental source that re-sends rows, add incremental= so croft merges them.",
             asset=self.plan.asset,
-            details={"check": check, "failing": sum(self._duplicates.values()), "sample": sample},
+            details={"check": check, "failing": sum(row[-1] for row in found), "sample": sample},
         )
 
+    def drop(self) -> None:
+        self.conn.execute(f"DROP TABLE IF EXISTS {STAGE}")
 
-def _ranks_below(rank: Any, best: Any) -> bool:
-    """Whether a duplicate's cursor is lower than the current winner's (ties go to the later row)."""
-    if rank is None:
-        return best is not None
-    if best is None or rank[0] != best[0]:
-        return False
-    try:
-        return bool(rank[1] < best[1])
-    except TypeError:
-        return False
+
+_SQL_TYPES = {"integer": "INTEGER", "real": "REAL", "text": "TEXT", "blob": "BLOB"}

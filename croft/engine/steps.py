@@ -6,6 +6,7 @@ its ctx and the warehouse together and reports what happened as a plain dict.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from croft.core.clock import now
 from croft.core.problems import CroftError
 from croft.engine import settings
-from croft.engine.context import IngestContext, StepLog, TransformContext
+from croft.engine.context import IngestContext, LazyHttp, StepLog, TransformContext
 from croft.engine.extract import Extraction
 from croft.engine.loader import code_error, load_asset_function
 from croft.engine.sqlclock import sql_deadline
@@ -21,6 +22,8 @@ from croft.project.config import Project
 from croft.project.facts import AssetFacts
 
 __all__ = ["StepInput", "execute", "write_mode"]
+
+SAMPLE_ROWS = 10  # rows a preview shows
 
 
 @dataclass
@@ -86,7 +89,6 @@ def _check_secrets(step: StepInput) -> None:
 
 def _ingest(step: StepInput) -> dict[str, Any]:
     from croft.engine.cursor import since_for
-    from croft.engine.http import HttpClient
 
     facts = step.facts
     _check_secrets(step)
@@ -104,37 +106,57 @@ def _ingest(step: StepInput) -> dict[str, Any]:
     )
     func = load_asset_function(step.project.root, facts.name, facts.path)
     extraction = Extraction(facts.name, facts.timeout_s)
-    with HttpClient(
+    http = LazyHttp(
+        lambda: _http_client(step, extraction.progress)
+    )  # built on first use of ctx.http: no httpx import otherwise
+    ctx = IngestContext(
+        asset=facts.name,
+        run_id=step.run_id,
+        log=step.log,
+        preview=step.preview,
+        http=http,
+        since=since,
+        declared=facts.secrets,
+        env=step.project.env,
+    )
+    step.log(f"{facts.name}: fetching" + (f" since {since}" if since is not None else " (first run)"))
+    sample: list[Any] = []
+    batches = extraction.stream(
+        lambda: func(ctx), lambda exc: code_error(exc, facts.name, step.project.root, "fetching rows")
+    )
+    try:  # rows stream into the warehouse's stage as they arrive
+        result = step.warehouse.write_ingest(
+            facts.name,
+            _sampled(batches, sample, step.preview),
+            mode=write_mode(facts),
+            cursor_field=incremental.get("field"),
+            cursor_unit=incremental.get("unit"),
+            **_write_options(step, inputs=False),
+        )
+    finally:
+        http.close()
+    requests = http.requests
+    step.log(f"{facts.name}: {result.rows_in} rows from {requests} requests; written")
+    return {**_counts(result), "requests": requests, "since": since, "rows": sample}
+
+
+def _http_client(step: StepInput, on_progress: Any) -> Any:
+    from croft.engine.http import HttpClient
+
+    return HttpClient(
         redactor=step.project.redactor,
         log=step.log,
-        on_progress=extraction.progress,
+        on_progress=on_progress,
         sleep=lambda seconds: settings.pause(seconds),
-    ) as http:
-        ctx = IngestContext(
-            asset=facts.name,
-            run_id=step.run_id,
-            log=step.log,
-            preview=step.preview,
-            http=http,
-            since=since,
-            declared=facts.secrets,
-            env=step.project.env,
-        )
-        step.log(f"{facts.name}: fetching" + (f" since {since}" if since is not None else " (first run)"))
-        rows = extraction.run(
-            lambda: func(ctx), lambda exc: code_error(exc, facts.name, step.project.root, "fetching rows")
-        )
-        requests = http.requests
-    step.log(f"{facts.name}: {len(rows)} rows from {requests} requests; writing")
-    result = step.warehouse.write_ingest(
-        facts.name,
-        rows,
-        mode=write_mode(facts),
-        cursor_field=incremental.get("field"),
-        cursor_unit=incremental.get("unit"),
-        **_write_options(step, inputs=False),
     )
-    return {**_counts(result), "requests": requests, "since": since, "rows": rows}
+
+
+def _sampled(batches: Iterator[list[Any]], sample: list[Any], keep: bool) -> Iterator[list[Any]]:
+    """Pass batches on, keeping the first rows for a preview's sample."""
+    for batch in batches:
+        if keep and len(sample) < SAMPLE_ROWS:
+            sample.extend(batch[: SAMPLE_ROWS - len(sample)])
+        yield batch
 
 
 def _sql(step: StepInput) -> dict[str, Any]:
@@ -189,12 +211,15 @@ def _python_transform(step: StepInput) -> dict[str, Any]:
         read=read,
     )
     extraction = Extraction(facts.name, facts.timeout_s)
-    rows = extraction.run(
+    batches = extraction.stream(
         lambda: func(ctx), lambda exc: code_error(exc, facts.name, step.project.root, "building rows")
     )
+    sample: list[Any] = []
     options = {**_write_options(step, inputs=False), "inputs": seen}
-    result = step.warehouse.write_transform_rows(facts.name, rows, **options)
-    return {**_counts(result), "rows": rows}
+    result = step.warehouse.write_transform_rows(
+        facts.name, _sampled(batches, sample, step.preview), **options
+    )
+    return {**_counts(result), "rows": sample}
 
 
 def _counts(result: Any) -> dict[str, Any]:

@@ -2,11 +2,12 @@
 bookkeeping in one transaction.
 
 Every data table holds the user's columns plus ``_loaded_at`` (the stamp of the write that last changed
-the row: ISO-UTC text with microseconds, strictly increasing per table) and ``_row_hash`` (sha256 of the
-row's canonical JSON). Writes compare hashes, so a row that comes back unchanged keeps its stamp and a
-re-read window wakes nothing downstream. Nothing commits before the final COMMIT: staging, new columns,
-rows, checks, cursor and bookkeeping all live in one ``BEGIN IMMEDIATE`` transaction, so a crash (even
-SIGKILL) leaves the table, cursor and bookkeeping exactly as they were.
+the row: ISO-UTC text with microseconds, strictly increasing per table) and ``_row_hash`` (kept for older
+readers, left NULL: rows are compared column by column inside SQLite). A row that comes back unchanged
+keeps its stamp, so a re-read window wakes nothing downstream. Rows from Python are staged in a TEMP table
+before the write lock is taken; everything in the warehouse file (new columns, rows, checks, cursor and
+bookkeeping) happens in one ``BEGIN IMMEDIATE`` transaction, so a crash (even SIGKILL) leaves the table,
+cursor and bookkeeping exactly as they were.
 
 Crash tests: ``CROFT_FAULT=before_commit`` (or ``after_stage``) makes the writing process SIGKILL itself at
 that point.
@@ -31,12 +32,20 @@ from typing import Any
 
 from croft.core.clock import now as clock_now
 from croft.core.problems import CroftError
-from croft.engine.checks import implied_checks, is_identifier, parse_checks, quote, read_only, run_checks
-from croft.engine.cursor import Cursor, CursorTracker
-from croft.engine.rows import RESERVED_COLUMNS, flatten, format_stamp, next_stamp, row_hash, sql_type
+from croft.engine.checks import (
+    Unique,
+    implied_checks,
+    is_identifier,
+    parse_checks,
+    quote,
+    read_only,
+    run_checks,
+)
+from croft.engine.cursor import Cursor, CursorTracker, greatest
+from croft.engine.rows import RESERVED_COLUMNS, format_stamp, next_stamp, row_hash, sql_type
 from croft.engine.sqlerrors import BUSY_TIMEOUT_MS, translating
-from croft.engine.staging import STAGE, Stage, StagePlan, dedupe_for
-from croft.engine.tablediff import apply_staged, create_table, ensure_key_index
+from croft.engine.staging import Stage, StagePlan, dedupe_for, statement_body
+from croft.engine.tablediff import apply_staged, create_table, ensure_key_index, index_table
 from croft.engine.writespec import (
     Kind,
     Mode,
@@ -238,7 +247,7 @@ class Warehouse:
             asset, "ingest", resolve_mode(mode, keys, cursor_field, asset), keys, tuple(checks),
             cursor_field, cursor_unit, None, run_id, attempt, code_hash, now, commit,
         )  # fmt: skip
-        return self._write(spec, flatten(rows), declared=None)
+        return self._write(spec, rows, declared=None)
 
     def write_transform_rows(
         self,
@@ -265,7 +274,7 @@ class Warehouse:
             asset, kind, "replace", keys, tuple(checks), None, None, inputs if inputs is not None else (),
             run_id, attempt, code_hash, now, commit,
         )  # fmt: skip
-        return self._write(spec, flatten(rows), declared=None)
+        return self._write(spec, rows, declared=None)
 
     def write_transform_sql(
         self,
@@ -294,40 +303,77 @@ class Warehouse:
     # ------------------------------------------------------------------ the one write path
 
     def _write(self, spec: WriteSpec, rows: Iterable[Any] | None, *, declared: str | None) -> WriteResult:
+        """Stage, then diff and commit. Rows from Python are staged before the write lock is taken (the
+        TEMP table is this connection's own), so a slow source never holds the warehouse; a SELECT is
+        staged inside the write transaction, so the input versions it records are the ones it read."""
         require_table_name(spec.asset)
         checks = parse_checks(spec.checks)  # before BEGIN: a bad check text fails without touching anything
+        conn = self.conn
         with self._translate(spec.asset, f"writing {spec.asset}"):
-            self.conn.execute("BEGIN IMMEDIATE")
+            saved = self.state(spec.asset)
+            stage = Stage(conn, self._stage_plan(spec, saved))
+            shape = self._shape_of(spec.asset)
             try:
-                if declared is not None:
-                    names, rows, reads = self._run_select(spec.asset, declared)
+                if declared is None:
+                    assert rows is not None
+                    conn.execute("BEGIN")  # writes only the TEMP database: no lock on the warehouse
+                    stage.open(*shape)
+                    stage.feed(rows)
+                    staged = stage.finish()
+                    conn.execute("COMMIT")
+                    conn.execute("BEGIN IMMEDIATE")
+                    saved = self.state(spec.asset)  # as it is now, under the lock
+                else:
+                    conn.execute("BEGIN IMMEDIATE")
+                    stage.open(*self._shape_of(spec.asset))  # re-read under the lock
+                    reads = self._stage_select(stage, spec.asset, declared)
+                    staged = stage.finish()
                     if spec.inputs is None:
                         spec = replace(spec, inputs=sorted(reads - {spec.asset}))
-                else:
-                    names = None
-                assert rows is not None
-                result = self._write_in_transaction(spec, rows, names, checks)
-                self.conn.execute(f"DROP TABLE IF EXISTS {STAGE}")
+                result = self._write_in_transaction(spec, stage, staged, saved, checks, declared is not None)
+                stage.drop()
                 if spec.commit:
                     _fault("before_commit")
-                    self.conn.execute("COMMIT")
+                    conn.execute("COMMIT")
                 else:
-                    self.conn.execute("ROLLBACK")
+                    conn.execute("ROLLBACK")
                     result = replace(result, committed=False)
             except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                stage.drop()
                 raise
         return result
 
-    def _run_select(self, asset: str, sql: str) -> tuple[list[str], list[dict[str, Any]], set[str]]:
+    def _stage_plan(self, spec: WriteSpec, saved: dict[str, Any] | None) -> StagePlan:
+        tracker = None
+        if spec.cursor_field:
+            tracker = CursorTracker(spec.cursor_field, _saved_cursor(saved), spec.cursor_unit)  # type: ignore[arg-type]
+        return StagePlan(
+            spec.asset,
+            spec.key,
+            dedupe_for(spec.mode, spec.key),
+            tracker,
+            drop_reserved=spec.kind != "ingest",
+        )
+
+    def _shape_of(self, table: str) -> tuple[list[str], dict[str, str]]:
+        """The table's user columns and their declared types (none when there is no table)."""
+        info = self.conn.execute(f"PRAGMA table_info({quote(table)})").fetchall()
+        kept = [row for row in info if row[1] not in RESERVED_COLUMNS]
+        return [row[1] for row in kept], {row[1]: row[2] for row in kept}
+
+    def _stage_select(self, stage: Stage, asset: str, sql: str) -> set[str]:
+        """Check the SELECT under the read-only guard (compiled, not run), then run it into the stage."""
         reads: set[str] = set()
+        body = statement_body(sql)
         with (
             self._translate(asset, f"running the SELECT of {asset}", user_sql=True),
-            read_only(self.conn, reads),
         ):
-            cursor = self.conn.execute(sql)
-            if cursor.description is None:
+            with read_only(self.conn, reads):
+                self.conn.execute(f"EXPLAIN {sql}").fetchall()  # compiling is what the guard sees
+                cursor = self.conn.execute(f"SELECT * FROM (\n{body}\n) LIMIT 0")
+            if cursor.description is None:  # pragma: no cover - a SELECT always has columns
                 raise CroftError(
                     "SQL_NOT_SELECT",
                     f"{asset}.sql returns no columns.",
@@ -335,57 +381,34 @@ class Warehouse:
                     asset=asset,
                 )
             names = [d[0] for d in cursor.description]
-            data = cursor.fetchall()
-        lowered = [n.lower() for n in names]
-        duplicated = sorted({n for n in names if lowered.count(n.lower()) > 1})
-        if duplicated:
-            raise CroftError(
-                "SQL_ERROR",
-                f"{asset}.sql returns the column name(s) {', '.join(duplicated)} more than once.",
-                "Give each output column its own name with AS.",
-                asset=asset,
-                details={"columns": duplicated},
-            )
-        for name in names:
-            if not is_identifier(name):
-                raise CroftError(
-                    "SQL_ERROR",
-                    f"{asset}.sql returns a column named {name!r}, which croft cannot use as a column name.",
-                    f"Name it with AS, for example `{name} AS total`.",
-                    asset=asset,
-                    details={"column": name},
-                )
-        return names, [dict(zip(names, row, strict=True)) for row in data], reads
+            if not all(is_identifier(n) for n in names):  # SQLite renames repeats as "id:1": ask the SELECT
+                with read_only(self.conn):
+                    names = [d[0] for d in self.conn.execute(sql).description]
+            _require_output_names(asset, names)
+            stage.from_select(body, names)
+        return reads
 
     def _write_in_transaction(
-        self, spec: WriteSpec, rows: Iterable[Any], declared: list[str] | None, checks: list[Any]
+        self,
+        spec: WriteSpec,
+        stage: Stage,
+        staged: int,
+        saved: dict[str, Any] | None,
+        checks: list[Any],
+        declared: bool,
     ) -> WriteResult:
         conn = self.conn
         table = spec.asset
-        saved = self.state(spec.asset)
         saved_cursor = _saved_cursor(saved)
         existing = self.columns(table) if self.has_table(table) else None
-
-        tracker = None
-        if spec.cursor_field:
-            tracker = CursorTracker(spec.cursor_field, saved_cursor, spec.cursor_unit)  # type: ignore[arg-type]
-        plan = StagePlan(
-            spec.asset,
-            spec.key,
-            dedupe_for(spec.mode, spec.key),
-            tracker,
-            drop_reserved=spec.kind != "ingest",
+        existed = existing is not None and not (
+            spec.kind != "ingest" and self._must_recreate(existing, stage, saved, spec, declared)
         )
-        stage = Stage(conn, plan)
-        stage.open(existing or [])
-        if declared is not None:
-            stage.declare([n for n in declared if n.lower() not in RESERVED_COLUMNS])
-        for index, row in enumerate(rows):
-            stage.add(row, index)
-        staged = stage.finish()
-        failure = stage.duplicate_failure()
-        if failure is not None:
-            raise failure
+        if existed:  # a new table finds repeated keys itself, when its key index is built
+            failure = stage.duplicate_failure()
+            if failure is not None:
+                raise failure
+        tracker = stage.plan.cursor
         if tracker is not None and stage.rows_in and not stage.cursor_field_seen:
             raise CroftError(
                 "CURSOR_INVALID",
@@ -394,7 +417,7 @@ class Warehouse:
                 asset=spec.asset,
                 details={"field": spec.cursor_field, "columns": stage.columns},
             )
-        new_cursor = tracker.result() if tracker is not None else saved_cursor
+        new_cursor = greatest(saved_cursor, tracker.loaded()) if tracker is not None else saved_cursor
         _fault("after_stage")
 
         # Shape: create, recreate (a transform whose columns or key changed), or add new columns.
@@ -402,8 +425,7 @@ class Warehouse:
         old_rows = 0
         saved_key = tuple(saved["key_columns"]) if saved else ()
         if existing is not None and spec.kind != "ingest":
-            shape_changed = {c.lower() for c in existing} != {c.lower() for c in stage.columns}
-            if (shape_changed and (stage.columns or declared is not None)) or saved_key != spec.key:
+            if self._must_recreate(existing, stage, saved, spec, declared):
                 (old_rows,) = conn.execute(f"SELECT COUNT(*) FROM {quote(table)}").fetchone()
                 conn.execute(f"DROP TABLE {quote(table)}")
                 existing, recreated = None, True
@@ -418,7 +440,7 @@ class Warehouse:
             )
         columns_added: list[str] = []
         if existing is None:
-            create_table(conn, table, stage, spec)
+            create_table(conn, table, stage)
             table_columns = list(stage.columns)
         else:
             known = {c.lower() for c in existing}
@@ -438,12 +460,24 @@ class Warehouse:
         previous += conn.execute(f'SELECT MAX("_loaded_at") FROM {quote(table)}').fetchone()
         stamp = next_stamp(spec.now or clock_now(), previous)
 
-        added, updated, deleted = apply_staged(conn, table, table_columns, stage.columns, spec, stamp)
+        fresh = existing is None  # a table made by this write: every staged row is simply added
+        added, updated, deleted = apply_staged(
+            conn, table, table_columns, stage.columns, spec, stamp, fresh=fresh
+        )
+        if fresh:
+            try:
+                index_table(conn, table, spec)
+            except sqlite3.IntegrityError:
+                raise stage.duplicate_failure() or CroftError(
+                    "INTERNAL_ERROR", f"The key index of {table} could not be built.", "Report it."
+                ) from None
         if recreated:
             deleted = old_rows
         unchanged = staged - added - updated
 
         all_checks = [*implied_checks(spec.key), *checks]
+        if spec.mode != "append":  # the key's unique index already answers unique(key)
+            all_checks = [c for c in all_checks if not _answered_by_key_index(c, spec.key)]
         run_checks(conn, table, all_checks, stamp=stamp, columns=table_columns, asset=spec.asset)
 
         changed = bool(added or updated or deleted or recreated)
@@ -467,6 +501,15 @@ class Warehouse:
             loaded_at=stamp, changed=changed, row_count=row_count, columns_added=tuple(columns_added),
             recreated=recreated,
         )  # fmt: skip
+
+    @staticmethod
+    def _must_recreate(
+        existing: list[str], stage: Stage, saved: dict[str, Any] | None, spec: WriteSpec, declared: bool
+    ) -> bool:
+        """A transform whose columns or key changed is rebuilt rather than diffed."""
+        saved_key = tuple(saved["key_columns"]) if saved else ()
+        shape_changed = {c.lower() for c in existing} != {c.lower() for c in stage.columns}
+        return bool((shape_changed and (stage.columns or declared)) or saved_key != spec.key)
 
     def _save_state(
         self,
@@ -516,6 +559,34 @@ class Warehouse:
 
 def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value)
+
+
+def _require_output_names(asset: str, names: list[str]) -> None:
+    """Each output column needs its own plain name: it becomes a column of the table."""
+    lowered = [n.lower() for n in names]
+    duplicated = sorted({n for n in names if lowered.count(n.lower()) > 1})
+    if duplicated:
+        raise CroftError(
+            "SQL_ERROR",
+            f"{asset}.sql returns the column name(s) {', '.join(duplicated)} more than once.",
+            "Give each output column its own name with AS.",
+            asset=asset,
+            details={"columns": duplicated},
+        )
+    for name in names:
+        if not is_identifier(name):
+            raise CroftError(
+                "SQL_ERROR",
+                f"{asset}.sql returns a column named {name!r}, which croft cannot use as a column name.",
+                f"Name it with AS, for example `{name} AS total`.",
+                asset=asset,
+                details={"column": name},
+            )
+
+
+def _answered_by_key_index(check: Any, key: Sequence[str]) -> bool:
+    """unique() over exactly the key columns: the UNIQUE index makes a duplicate impossible."""
+    return isinstance(check, Unique) and {c.lower() for c in check.columns} == {k.lower() for k in key}
 
 
 def _saved_cursor(saved: dict[str, Any] | None) -> Cursor | None:

@@ -19,6 +19,7 @@ __all__ = [
     "applied",
     "m001_core_tables",
     "m002_settings",
+    "m003_history_indexes",
     "pending",
     "user_version",
 ]
@@ -113,7 +114,21 @@ def m002_settings(conn: sqlite3.Connection) -> None:
     _run(conn, ["CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)"])
 
 
-MIGRATIONS: tuple[Migration, ...] = (m001_core_tables, m002_settings)
+def m003_history_indexes(conn: sqlite3.Connection) -> None:
+    """Indexes for `croft logs` (newest first, --failed, by asset) and for pruning by age."""
+    _run(
+        conn,
+        [
+            "CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at)",
+            "CREATE INDEX IF NOT EXISTS runs_status_started ON runs(status, started_at)",
+            "CREATE INDEX IF NOT EXISTS steps_started ON steps(started_at)",
+            "CREATE INDEX IF NOT EXISTS steps_status_started ON steps(status, started_at)",
+            "CREATE INDEX IF NOT EXISTS steps_asset_status_started ON steps(asset, status, started_at)",
+        ],
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (m001_core_tables, m002_settings, m003_history_indexes)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -34,7 +34,9 @@ __all__ = [
 
 CONFIG_FILE = "croft.json"
 DEFAULT_DATABASE = "warehouse.sqlite"
-TOP_KEYS = ("$schema", "database", "notify", "stateDir", "timezone")
+TOP_KEYS = ("$schema", "database", "notify", "stateDir", "timezone", "history")
+HISTORY_KEYS = ("keepDays",)
+DEFAULT_KEEP_DAYS = 90  # how long runs, steps and step logs are kept (the latest of each asset always is)
 NOTIFY_KEYS = ("desktop", "ping", "secret", "webhook")
 EXAMPLE = '{"timezone": "Europe/London"}'
 
@@ -50,6 +52,7 @@ class Config:
     notify_webhook: str | None = None
     notify_ping: str | None = None
     notify_secret: str | None = None
+    history_keep_days: int = DEFAULT_KEEP_DAYS
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
@@ -151,6 +154,7 @@ def load_config(root: Path) -> Config:
         notify_webhook=notify.get("webhook"),
         notify_ping=notify.get("ping"),
         notify_secret=notify.get("secret"),
+        history_keep_days=(raw.get("history") or {}).get("keepDays", DEFAULT_KEEP_DAYS),
         raw=raw,
     )
 
@@ -181,6 +185,31 @@ def validate(raw: Any, path: Path) -> list[Problem]:
     if "stateDir" in raw and (not isinstance(raw["stateDir"], str) or not raw["stateDir"].strip()):
         problems.append(_bad(path, "stateDir", '"stateDir" must be a folder path', 'the default is ".croft"'))
     problems.extend(_notify_problems(raw.get("notify"), path))
+    problems.extend(_history_problems(raw.get("history"), path))
+    return problems
+
+
+def _history_problems(history: Any, path: Path) -> list[Problem]:
+    if history is None:
+        return []
+    example = f'{{"keepDays": {DEFAULT_KEEP_DAYS}}}'
+    if not isinstance(history, dict):
+        return [_bad(path, "history", '"history" must be an object', f"for example {example}")]
+    problems = [
+        _unknown(path, f"history.{key}", [f"history.{k}" for k in HISTORY_KEYS])
+        for key in history
+        if key not in HISTORY_KEYS
+    ]
+    days = history.get("keepDays", DEFAULT_KEEP_DAYS)
+    if isinstance(days, bool) or not isinstance(days, int) or days < 1:
+        problems.append(
+            _bad(
+                path,
+                "history.keepDays",
+                f'"history.keepDays" must be a whole number of days, at least 1, not {json.dumps(days)}',
+                f"the default is {DEFAULT_KEEP_DAYS}; the latest run of each asset is kept whatever its age",
+            )
+        )
     return problems
 
 

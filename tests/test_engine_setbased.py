@@ -1,0 +1,107 @@
+"""A SQL transform is staged and diffed inside SQLite; its counts must be the Python path's on the same rows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from croft.engine.staging import statement_body
+from croft.engine.warehouse import Warehouse
+
+T0 = datetime(2026, 6, 24, 10, 0, tzinfo=UTC)
+
+# Each state of the input, in order: changes, deletions, NULLs appearing and going, repeated contents.
+STATES: list[list[dict[str, Any]]] = [
+    [{"id": 1, "g": "a", "v": 1}, {"id": 2, "g": "a", "v": 2}, {"id": 3, "g": "b", "v": None}],
+    [{"id": 1, "g": "a", "v": 1}, {"id": 2, "g": "a", "v": 5}, {"id": 3, "g": "b", "v": None}],
+    [{"id": 1, "g": "a", "v": 1}, {"id": 3, "g": "b", "v": 7}, {"id": 4, "g": "c", "v": 1}],
+    [{"id": 1, "g": "a", "v": 1}, {"id": 3, "g": "b", "v": 7}, {"id": 4, "g": "c", "v": 1}],
+    [{"id": 1, "g": "a", "v": None}, {"id": 4, "g": "a", "v": 1}, {"id": 5, "g": "a", "v": 1}],
+    [],
+    [{"id": 9, "g": "z", "v": 2.5}, {"id": 8, "g": "z", "v": 2.5}],
+]
+
+CASES = [
+    pytest.param("SELECT id, g, v * 2 AS w FROM src", ("id",), id="keyed-projection"),
+    pytest.param("SELECT g, v FROM src", (), id="keyless-with-repeated-rows"),
+    pytest.param("SELECT g, COUNT(*) AS n, SUM(v) AS total FROM src GROUP BY g", ("g",), id="keyed-group-by"),
+    pytest.param("SELECT g, MAX(v) AS top FROM src GROUP BY g;  -- trailing", (), id="keyless-group-by"),
+]
+
+
+def counts(result: Any) -> tuple[int, int, int, int, bool]:
+    return result.added, result.updated, result.unchanged, result.deleted, result.changed
+
+
+@pytest.mark.parametrize(("sql", "key"), CASES)
+def test_set_based_counts_equal_the_python_paths(tmp_path: Path, sql: str, key: tuple[str, ...]) -> None:
+    with Warehouse(tmp_path / "warehouse.sqlite") as wh:
+        for step, state in enumerate(STATES):
+            moment = T0 + timedelta(minutes=step)
+            wh.write_ingest("src", state, mode="replace", key="id", now=moment)
+            cursor = wh.conn.execute(statement_body(sql))
+            names = [d[0] for d in cursor.description]
+            selected = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+            in_sql = wh.write_transform_sql("by_sql", sql, key=key, inputs=["src"], now=moment)
+            in_python = wh.write_transform_rows("by_python", selected, key=key, inputs=["src"], now=moment)
+            assert counts(in_sql) == counts(in_python), (step, state)
+            assert in_sql.row_count == in_python.row_count == len(selected)
+            order = ", ".join(names)
+            stamped = f"SELECT {order}, _loaded_at FROM {{}} ORDER BY {order}, _loaded_at"
+            assert (
+                wh.conn.execute(stamped.format("by_sql")).fetchall()
+                == wh.conn.execute(stamped.format("by_python")).fetchall()
+            )
+
+
+def test_unchanged_rows_keep_their_stamp_and_nothing_is_written(tmp_path: Path) -> None:
+    with Warehouse(tmp_path / "warehouse.sqlite") as wh:
+        wh.write_ingest("src", STATES[0], key="id", now=T0)
+        first = wh.write_transform_sql("t", "SELECT id, v FROM src", key="id", now=T0)
+        wh.conn.execute("CREATE TEMP TABLE hits (what TEXT)")
+        for event in ("INSERT", "UPDATE", "DELETE"):
+            wh.conn.execute(
+                f"CREATE TEMP TRIGGER hit_{event} AFTER {event} ON main.t "
+                f"BEGIN INSERT INTO hits VALUES ('{event}'); END"
+            )
+        again = wh.write_transform_sql("t", "SELECT id, v FROM src", key="id", now=T0 + timedelta(1))
+        assert counts(again) == (0, 0, 3, 0, False)
+        stamps = {row[0] for row in wh.conn.execute("SELECT _loaded_at FROM t")}
+        assert stamps == {first.loaded_at}
+        assert wh.conn.execute("SELECT COUNT(*) FROM hits").fetchone() == (0,)  # no data row touched
+
+
+def test_statement_body_cuts_only_a_top_level_semicolon() -> None:
+    assert statement_body("SELECT 1;") == "SELECT 1"
+    assert statement_body("SELECT ';' AS a -- x;\n; -- done") == "SELECT ';' AS a -- x;\n"
+    assert statement_body('SELECT 1 AS "a;b" /* ; */') == 'SELECT 1 AS "a;b" /* ; */'
+    assert statement_body("SELECT 'it''s;' AS a;") == "SELECT 'it''s;' AS a"
+
+
+def test_a_merge_settles_keys_repeated_across_batches_and_row_shapes(tmp_path: Path) -> None:
+    """Repeats far apart (across stage flushes), in rows of different shapes: per key the highest cursor
+    wins, then the later row; a lower cursor that comes later loses."""
+    rows: list[dict[str, Any]] = []
+    for i in range(6000):
+        row: dict[str, Any] = {"id": i % 1000, "n": i // 1000, "v": f"v{i}"}
+        if i % 7 == 0:
+            row["extra"] = i
+        rows.append(row)
+    rows.append({"id": 5, "n": 0, "v": "too old"})  # last yielded, but a lower cursor
+    rows.append({"n": 5, "id": 6, "v": "tie, later"})  # same cursor as id 6's best: the later row wins
+    with Warehouse(tmp_path / "warehouse.sqlite") as wh:
+        result = wh.write_ingest("t", [rows[:3000], rows[3000:]], key="id", cursor_field="n", now=T0)
+        got = {r[0]: r[1:] for r in wh.conn.execute("SELECT id, n, v, extra FROM t")}
+    assert (result.rows_in, result.added, result.row_count) == (6002, 1000, 1000)
+    assert got[5] == (5, "v5005", 5005)  # 5005 % 7 == 0: the winner carries the extra column
+    assert got[6] == (5, "tie, later", None)  # and a later winner without it leaves it NULL
+    assert got[7] == (5, "v5007", None) and got[0] == (5, "v5000", None)
+    assert wh_cursor(tmp_path) == 5
+
+
+def wh_cursor(tmp_path: Path) -> Any:
+    with Warehouse(tmp_path / "warehouse.sqlite") as wh:
+        return wh.state("t")["cursor_value"]  # type: ignore[index]
