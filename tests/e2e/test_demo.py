@@ -26,7 +26,11 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path]:
     caller_home = tmp_path_factory.mktemp("caller-home")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CROFT_")}
     # The caller's own croft world, which the demo must leave alone; and the venv these tests run in.
-    env |= {"CROFT_HOME": str(caller_home), "CROFT_JOB_LABEL": "dev.croft.test-demo", "CROFT_VENV": sys.prefix}
+    env |= {
+        "CROFT_HOME": str(caller_home),
+        "CROFT_JOB_LABEL": "dev.croft.test-demo",
+        "CROFT_VENV": sys.prefix,
+    }
     proc = subprocess.run(
         [str(DEMO), str(work)], env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL
     )
@@ -38,7 +42,9 @@ def _runs(work: Path) -> list[dict]:
     conn = sqlite3.connect(work / "shop" / ".croft" / "runs.sqlite")
     conn.row_factory = sqlite3.Row
     try:
-        return [dict(r) for r in conn.execute("SELECT id, trigger, status, started_at FROM runs ORDER BY rowid")]
+        return [
+            dict(r) for r in conn.execute("SELECT id, trigger, status, started_at FROM runs ORDER BY rowid")
+        ]
     finally:
         conn.close()
 
