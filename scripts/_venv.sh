@@ -10,7 +10,9 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 _extras="${1:-}"
 _stamp="$VENV/.croft-installed${_extras:+-$_extras}"
-if [ ! -f "$_stamp" ] || [ "$ROOT/pyproject.toml" -nt "$_stamp" ]; then
+_fresh() { [ -f "$1" ] && ! [ "$ROOT/pyproject.toml" -nt "$1" ]; }
+# croft with the dev extras installed is croft too: `scripts/demo` after `scripts/test` installs nothing.
+if ! _fresh "$_stamp" && ! { [ -z "$_extras" ] && _fresh "$VENV/.croft-installed-dev"; }; then
   echo "croft: installing croft${_extras:+[$_extras]} into $VENV" >&2
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT${_extras:+[$_extras]}"
   touch "$_stamp"

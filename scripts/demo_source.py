@@ -1,8 +1,9 @@
 """A tiny local API for scripts/demo: paginated orders with an ``updated_since`` filter, on 127.0.0.1.
 
 Usage: python scripts/demo_source.py PORTFILE   (writes the chosen port to PORTFILE, serves until killed)
-Every request to /orders after the first two adds a new order and updates an old one, so a second
-``croft run`` has something new to fetch.
+A request to /advance adds a new order and updates an old one, so the next run has something new to
+fetch; after a request to /break, /orders answers 403 (as an API does when its token is revoked), so the
+next run fails the way a real one would (until /fix).
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ ORDERS = [
         "id": i,
         "customer": ["ada", "bo", "cy"][i % 3],
         "total": 10 * i,
-        "updated_at": f"2026-11-0{i}T10:00:00Z",
+        "updated_at": f"2026-01-0{i}T10:00:00Z",
     }
     for i in range(1, 6)
 ]
-STATE = {"generation": 0}
+STATE = {"generation": 0, "broken": False}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -34,12 +35,17 @@ class Handler(BaseHTTPRequestHandler):
                 STATE["generation"] += 1
                 n = len(ORDERS) + 1
                 ORDERS.append(
-                    {"id": n, "customer": "di", "total": 99, "updated_at": f"2026-11-{10 + n}T10:00:00Z"}
+                    {"id": n, "customer": "di", "total": 99, "updated_at": f"2026-01-{10 + n}T10:00:00Z"}
                 )
-                ORDERS[0] = {**ORDERS[0], "total": 11, "updated_at": f"2026-11-{10 + n}T11:00:00Z"}
+                ORDERS[0] = {**ORDERS[0], "total": 11, "updated_at": f"2026-01-{10 + n}T11:00:00Z"}
+            return self._send({"ok": True})
+        if url.path in ("/break", "/fix"):
+            STATE["broken"] = url.path == "/break"
             return self._send({"ok": True})
         if url.path != "/orders":
             return self._send({"error": "not found"}, 404)
+        if STATE["broken"]:
+            return self._send({"error": "this token was revoked"}, 403)
         query = parse_qs(url.query)
         since = query.get("updated_since", [""])[0]
         page = int(query.get("page", ["1"])[0])

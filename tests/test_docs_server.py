@@ -1,10 +1,16 @@
-"""The server recipes in docs/server/ are real: the manifest parses as Kubernetes objects, runs
-`croft tick --all` every minute with the project on a persistent volume, and every croft command the
-recipes, the guides and the README tell a reader to type is one croft has."""
+"""The server recipes in docs/server/ are real: the manifest parses as Kubernetes objects, runs the
+project's `croft tick` every minute with the project on a persistent volume (and its commands, run as
+written, do start a scheduled run and outlive it), and every croft command the recipes, the guides and the
+README tell a reader to type is one croft has."""
 
 from __future__ import annotations
 
+import os
 import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -34,7 +40,7 @@ def test_the_manifest_is_a_volume_and_a_cronjob_that_ticks_every_minute():
     cron = kinds["CronJob"]["spec"]
     assert cron["schedule"] == "* * * * *" and cron["concurrencyPolicy"] == "Forbid"
     pod = cron["jobTemplate"]["spec"]["template"]["spec"]
-    assert any(re.search(r"^croft tick --all$", cmd, re.M) for cmd in _commands(pod))
+    assert any(re.search(r"^croft tick$", cmd, re.M) for cmd in _commands(pod))
     claim = kinds["PersistentVolumeClaim"]["metadata"]["name"]
     assert [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]] == [claim]
     (container,) = pod["containers"]
@@ -117,3 +123,54 @@ def test_every_command_the_recipes_name_exists(name):
 
 def test_the_recipes_name_the_commands_they_depend_on():
     assert {"tick", "serve", "schedule on", "run"} <= _named_commands()
+
+
+def _pod(kind: str) -> dict:
+    spec = next(doc for doc in _objects() if doc["kind"] == kind)["spec"]
+    return (spec["jobTemplate"]["spec"] if kind == "CronJob" else spec)["template"]["spec"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="the pod's wait reads /proc, as on Linux")
+def test_the_manifest_commands_as_written_start_a_scheduled_run_and_outlive_it(make_project, tmp_path):
+    """The setup Job's and the CronJob's commands, run in the project folder as the pods run them: the tick
+    starts the due ingest as a scheduled run, and the pod's command ends only after that run has."""
+    project = make_project(
+        {
+            "assets/orders.py": """
+                import time
+
+                from croft import ingest
+
+
+                @ingest(schedule="every 15 minutes", key="id")
+                def rows(ctx):
+                    time.sleep(1)  # a run still going when the tick is done: the pod must wait for it
+                    yield {"id": 1}
+            """
+        }
+    )
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = {**os.environ, "PATH": path, "CROFT_HOME": str(tmp_path / "home")}
+
+    def pod(kind: str, at: str) -> subprocess.CompletedProcess[str]:
+        (container,) = _pod(kind)["containers"]
+        assert container["workingDir"] == "/data/project"  # stands for the project folder here
+        return subprocess.run(
+            container["command"],
+            cwd=project,
+            env={**env, "CROFT_NOW": at},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    setup = pod("Job", "2026-01-20T09:05:00Z")
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    tick = pod("CronJob", "2026-01-20T09:15:00Z")
+    assert tick.returncode == 0 and "tick: started" in tick.stdout, tick.stdout + tick.stderr
+    conn = sqlite3.connect(project / ".croft" / "runs.sqlite")
+    try:
+        runs = conn.execute("SELECT trigger, status FROM runs ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+    assert runs == [("manual", "succeeded"), ("schedule", "succeeded")]
