@@ -34,7 +34,7 @@ __all__ = [
 
 CONFIG_FILE = "croft.json"
 DEFAULT_DATABASE = "warehouse.sqlite"
-TOP_KEYS = ("$schema", "database", "notify", "stateDir", "timezone")
+TOP_KEYS = ("$schema", "database", "notify", "stateDir", "timezone", "maxRuntime")
 NOTIFY_KEYS = ("desktop", "ping", "secret", "webhook")
 EXAMPLE = '{"timezone": "Europe/London"}'
 
@@ -50,6 +50,7 @@ class Config:
     notify_webhook: str | None = None
     notify_ping: str | None = None
     notify_secret: str | None = None
+    max_runtime_s: float | None = None  # the project's default ceiling of a scheduled run (None: 2 h)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
@@ -151,6 +152,7 @@ def load_config(root: Path) -> Config:
         notify_webhook=notify.get("webhook"),
         notify_ping=notify.get("ping"),
         notify_secret=notify.get("secret"),
+        max_runtime_s=_max_runtime(raw.get("maxRuntime")),
         raw=raw,
     )
 
@@ -181,7 +183,26 @@ def validate(raw: Any, path: Path) -> list[Problem]:
     if "stateDir" in raw and (not isinstance(raw["stateDir"], str) or not raw["stateDir"].strip()):
         problems.append(_bad(path, "stateDir", '"stateDir" must be a folder path', 'the default is ".croft"'))
     problems.extend(_notify_problems(raw.get("notify"), path))
+    if "maxRuntime" in raw:
+        from croft.project.rules import max_runtime_problem
+
+        why = max_runtime_problem(raw["maxRuntime"])
+        if why:
+            problems.append(
+                _bad(
+                    path,
+                    "maxRuntime",
+                    f'"maxRuntime" {why}',
+                    'e.g. "maxRuntime": "30m" (the default is "2h")',
+                )
+            )
     return problems
+
+
+def _max_runtime(value: Any) -> float | None:
+    from croft.core.duration import parse_seconds
+
+    return parse_seconds(value) if value is not None else None
 
 
 def check_timezone(value: Any) -> tuple[str, str, str | None] | None:
