@@ -41,6 +41,7 @@ __all__ = [
     "attach",
     "home",
     "max_scheduled_runs",
+    "queue_json",
     "queue_view",
     "release",
     "take",
@@ -127,11 +128,16 @@ class Grant:
         self.cap = DEFAULT_MAX
         self.alive = 0
         self.queued = 0  # waiting groups of the whole user, after this tick
+        self.room = 0
         self.wake_line: str | None = None
 
     def reason(self) -> str:
-        runs = "scheduled run" if self.cap == 1 else "scheduled runs"
-        return f"waiting: {self.alive} {runs} already running (at most {self.cap} at once for this user)"
+        cap = f"at most {self.cap} at once for this user"
+        if self.alive >= self.cap or self.room == 0:
+            runs = "scheduled run" if self.alive == 1 else "scheduled runs"
+            more = "" if self.alive >= self.cap else "; waking up, the rest start over the next minutes"
+            return f"waiting: {self.alive} {runs} already running ({cap}{more})"
+        return f"waiting: groups with older fires go first ({cap})"
 
 
 def _open(home: Path) -> sqlite3.Connection:
@@ -217,6 +223,7 @@ def take(
                 grant.wake_line = f"woke after {_gap_words(asleep)}; {due} {groups} due"
             if in_wake:
                 room = min(room, max(0, grant.cap - int(wake.get("started", 0))))
+            grant.room = room
             mine = sorted(wants, key=lambda w: (w.fire, w.key))
             order = sorted([*others, *((w.fire, root, w.key) for w in mine)])
             ahead = {(r, g) for _, r, g in order[:room]}
@@ -293,6 +300,16 @@ def queue_view(home: Path, now: datetime) -> dict[str, Any]:
     out["waiting"] = [
         {"root": r, "assets": g.split(","), "fire": f, "since": _since(f, now)} for r, g, f in waiting
     ]
+    return out
+
+
+def queue_json(home: Path, now: datetime) -> dict[str, Any]:
+    """What ``croft schedule status`` says about the user's queue: the cap, the runs going, the waiting
+    groups (oldest fire first) and one line of text."""
+    out = queue_view(home, now)
+    out["waitingCount"] = len(out["waiting"])
+    going = f"{out['running']} of {out['cap']} scheduled runs going"
+    out["text"] = f"{out['waitingCount']} waiting to start; {going}" if out["waiting"] else going
     return out
 
 
