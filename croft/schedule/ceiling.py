@@ -129,7 +129,7 @@ def _record(conn: sqlite3.Connection, run_id: str, stop: Problem, now: datetime)
 
 
 def _words(seconds: float) -> str:
-    if seconds < 120:
+    if seconds < 60:
         return f"{seconds:g} s"
     if seconds < 7200:
         return f"{seconds / 60:g} min"
