@@ -24,7 +24,7 @@ def catch_up_text(missed: int, state: str, cap: int | None = None) -> str:
     fires = "fire" if missed == 1 else "fires"
     when = {
         "paused": "when the pause ends",
-        "off": "once scheduling is on again (croft schedule on)",
+        "off": "when scheduling is on again (croft schedule on)",
     }.get(state, "at the next tick")
     why = {"paused": " while paused", "off": " while off"}.get(state, "")
     return f"will run once {when}: {count} {fires} missed{why}"
