@@ -182,3 +182,115 @@ def test_two_ticks_at_once_never_both_take_the_last_slot(tmp_path):
         p.wait(timeout=30)
         p.stdout.close()
     assert sum(won) == 1
+
+
+HELD_OPEN = """
+from croft import ingest
+
+
+@ingest(schedule="{schedule}", key="id")
+def rows(ctx):
+    import os
+    import time
+
+    waited = 0.0
+    while os.path.exists("hold") and waited < 60:  # a scheduled run starts in the project folder
+        time.sleep(0.05)
+        waited += 0.05
+    yield [{{"id": 1}}]
+"""
+
+
+def test_real_concurrent_project_ticks_from_tick_all_never_exceed_the_cap(
+    make_project, tmp_path, _croft_home
+):
+    """``croft tick --all`` starts every project's tick at once; together they start no more than N."""
+    import subprocess
+    import sys
+
+    from croft.core.clock import parse_instant
+    from croft.history.db import open_history
+    from croft.schedule.registry import Registry
+    from croft.schedule.setting import write_scheduling
+
+    roots = []
+    for i, hour in enumerate([3, 7, 1, 5, 2, 6]):
+        root = make_project(
+            {"assets/feed.py": HELD_OPEN.format(schedule=f"0 {hour} * * *")}, root=tmp_path / f"q{i}"
+        )
+        assert croft_json(root, "2026-05-31T23:30:00Z", "run")[0] == 0
+        conn = open_history(root / ".croft")
+        try:
+            write_scheduling(conn, "on", parse_instant("2026-05-31T23:30:00Z"), via="os-job")
+        finally:
+            conn.close()
+        Registry().add(root, "os-job", parse_instant("2026-05-31T23:30:00Z"))
+        (root / "hold").touch()
+        roots.append(root)
+
+    def tick_all(at: str) -> None:
+        from schedulekit import env_at
+
+        env = env_at(at, CROFT_MAX_SCHEDULED_RUNS="2")
+        done = subprocess.run(
+            [sys.executable, "-m", "croft", "tick", "--all", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        from croft.core.clock import to_iso
+
+        stamp = to_iso(parse_instant(at))
+        deadline = time.monotonic() + 90
+        while any(
+            query(r, "SELECT heartbeat_at, pid FROM tick") != [{"heartbeat_at": stamp, "pid": None}]
+            for r in roots
+        ):
+            log = (_croft_home / "logs" / "tick.log").read_text()
+            beats = [query(r, "SELECT heartbeat_at, pid FROM tick") for r in roots]
+            assert time.monotonic() < deadline, (
+                f"the project ticks did not all finish: {beats}\n{log[-3000:]}"
+            )
+            time.sleep(0.05)
+
+    def running() -> list[str]:
+        return [
+            r.name
+            for r in roots
+            if query(r, "SELECT 1 FROM runs WHERE trigger = 'schedule' AND status = 'running'")
+        ]
+
+    def scheduled_runs() -> int:
+        return sum(len(_scheduled(r)) for r in roots)
+
+    def settled(expected: int) -> int:
+        """The scheduled runs recorded, once the runs just started have recorded themselves."""
+        deadline = time.monotonic() + 60
+        while scheduled_runs() < expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return scheduled_runs()
+
+    tick_all(T0)
+    assert settled(2) == 2 and len(running()) == 2
+    tick_all(_at(T0, 1))  # the two are still running: nothing more starts
+    assert scheduled_runs() == 2
+    ended = 2
+    for n in range(2, 6):
+        for root in roots:
+            (root / "hold").unlink(missing_ok=True)
+        for root in roots:
+            wait_for_runs(root)
+        for root in roots:
+            (root / "hold").touch()
+        tick_all(_at(T0, n))
+        total = settled(min(6, ended + 2))
+        assert total == min(6, ended + 2) and len(running()) == total - ended, (n, total)
+        ended = total
+        if ended == 6:
+            break
+    for root in roots:
+        (root / "hold").unlink(missing_ok=True)
+        wait_for_runs(root)
+    assert [len(_scheduled(r)) for r in roots] == [1] * 6
+    assert {r["status"] for root in roots for r in _scheduled(root)} == {"succeeded"}
