@@ -417,15 +417,11 @@ def _queue(project: Project, data: dict[str, Any], now: datetime) -> list[Proble
     why = data["queue"].pop("capProblem", None)
     if not why:
         return []
-    return [
-        problem(
-            "CONFIG_INVALID",
-            f"the cap on scheduled runs: {why}",
-            f"set maxScheduledRuns in {croft_home() / 'config.json'} to a whole number of at least 1"
-            " (or CROFT_MAX_SCHEDULED_RUNS)",
-            severity="warning",
-        )
-    ]
+    if why.startswith("CROFT_MAX_SCHEDULED_RUNS"):
+        hint = "set CROFT_MAX_SCHEDULED_RUNS to a whole number of at least 1, or unset it"
+    else:
+        hint = f"set maxScheduledRuns in {croft_home() / 'config.json'} to a whole number of at least 1"
+    return [problem("CONFIG_INVALID", f"the cap on scheduled runs: {why}", hint, severity="warning")]
 
 
 def _check_interpreter(python: str) -> None:
