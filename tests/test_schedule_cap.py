@@ -294,3 +294,17 @@ def test_real_concurrent_project_ticks_from_tick_all_never_exceed_the_cap(
         wait_for_runs(root)
     assert [len(_scheduled(r)) for r in roots] == [1] * 6
     assert {r["status"] for root in roots for r in _scheduled(root)} == {"succeeded"}
+
+
+def test_status_warns_about_a_bad_cap_and_says_the_queue_in_words(gated_project, _croft_home):
+    from croft.schedule.schedtext import schedule_text
+
+    root = gated_project("words", {"feed": "every hour"})
+    (_croft_home / "config.json").write_text('{"maxScheduledRuns": "many"}')
+    code, status = croft_json(root, T0, "schedule", "status")
+    warning = [p for p in status["problems"] if p["code"] == "CONFIG_INVALID"]
+    assert code == 0 and status["ok"] and len(warning) == 1 and warning[0]["severity"] == "warning"
+    assert "maxScheduledRuns" in warning[0]["message"] and "config.json" in warning[0]["hint"]
+    assert status["data"]["queue"]["cap"] == 2
+    text = schedule_text(status["data"])
+    assert "Queue: 0 of 2 scheduled runs going (at most 2 at once for this user)" in text
