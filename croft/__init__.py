@@ -17,9 +17,12 @@ __all__ = ["ingest", "transform"]
 __version__ = "0.1.0"
 
 INGEST_OPTIONS = frozenset(
-    {"schedule", "key", "incremental", "secrets", "checks", "write", "description", "retries", "timeout"}
-)
-TRANSFORM_OPTIONS = frozenset({"inputs", "key", "checks", "description"})
+    {
+        "schedule", "key", "incremental", "secrets", "checks", "write", "description", "retries", "timeout",
+        "max_runtime",
+    }
+)  # fmt: skip
+TRANSFORM_OPTIONS = frozenset({"inputs", "key", "checks", "description", "max_runtime"})
 
 
 def _mark(kind: str, allowed: frozenset[str], options: dict[str, Any]) -> Callable[[F], F]:

@@ -450,17 +450,3 @@ def test_an_idle_tick_only_beats_while_nothing_it_read_has_changed(project):
     code, _ = croft_json(root, "2026-06-01T11:03:00Z", "schedule", "off")
     off = _probe_tick(root, "2026-06-01T11:04:00Z")
     assert code == 0 and off["exited"] == "off"
-
-
-def test_at_most_eight_scheduled_runs_start_at_once_and_the_rest_stay_due(project):
-    from croft.schedule.tick import MAX_RUNS_AT_ONCE
-
-    names = [f"feed_{i:02d}" for i in range(MAX_RUNS_AT_ONCE + 2)]
-    root = project({f"assets/{n}.py": ISSUES.format(schedule="every hour") for n in names})
-    first = tick(root, T0)
-    assert len(first["spawned"]) == MAX_RUNS_AT_ONCE
-    waiting = [h["asset"] for h in first["held"]]
-    assert waiting == names[MAX_RUNS_AT_ONCE:] and {h["code"] for h in first["held"]} == {"ASSET_BUSY"}
-    second = tick(root, "2026-06-01T10:06:00Z")
-    assert sorted(a for s in second["spawned"] for a in s["assets"]) == waiting
-    assert tick(root, "2026-06-01T10:07:00Z")["spawned"] == []

@@ -443,10 +443,17 @@ class _Run:
         if status == "interrupted":
             result.exit = 130
         summary = {**result.envelope(), "exit": result.exit_code}
+        ended = [True]
         if self._recorded(
-            lambda: runs.finish_run(self.conn, self.run_id, status, self.redactor.obj(summary))
+            lambda: ended.__setitem__(
+                0, runs.finish_run(self.conn, self.run_id, status, self.redactor.obj(summary))
+            )
         ):
             result.ok = False
+        if not ended[0] and self.rules is not None:
+            # The scheduler already ended this run (past its ceiling: schedule.ceiling), recorded it
+            # TIMEOUT and notified; saying "interrupted" now would be a second, wrong message.
+            return result
         from croft.schedule.notify import after_run  # lazy: decides in one settings read; never raises
 
         after_run(self.project, self.conn, self.options, self.redactor.obj(summary))

@@ -34,7 +34,7 @@ __all__ = [
 
 CONFIG_FILE = "croft.json"
 DEFAULT_DATABASE = "warehouse.sqlite"
-TOP_KEYS = ("$schema", "database", "notify", "stateDir", "timezone", "history")
+TOP_KEYS = ("$schema", "database", "notify", "stateDir", "timezone", "history", "maxRuntime")
 HISTORY_KEYS = ("keepDays",)
 DEFAULT_KEEP_DAYS = 90  # how long runs, steps and step logs are kept (the latest of each asset always is)
 NOTIFY_KEYS = ("desktop", "ping", "secret", "webhook")
@@ -53,6 +53,7 @@ class Config:
     notify_ping: str | None = None
     notify_secret: str | None = None
     history_keep_days: int = DEFAULT_KEEP_DAYS
+    max_runtime_s: float | None = None  # the project's default ceiling of a scheduled run (None: 2 h)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
@@ -155,6 +156,7 @@ def load_config(root: Path) -> Config:
         notify_ping=notify.get("ping"),
         notify_secret=notify.get("secret"),
         history_keep_days=(raw.get("history") or {}).get("keepDays", DEFAULT_KEEP_DAYS),
+        max_runtime_s=_max_runtime(raw.get("maxRuntime")),
         raw=raw,
     )
 
@@ -186,6 +188,19 @@ def validate(raw: Any, path: Path) -> list[Problem]:
         problems.append(_bad(path, "stateDir", '"stateDir" must be a folder path', 'the default is ".croft"'))
     problems.extend(_notify_problems(raw.get("notify"), path))
     problems.extend(_history_problems(raw.get("history"), path))
+    if "maxRuntime" in raw:
+        from croft.project.rules import max_runtime_problem
+
+        why = max_runtime_problem(raw["maxRuntime"])
+        if why:
+            problems.append(
+                _bad(
+                    path,
+                    "maxRuntime",
+                    f'"maxRuntime" {why}',
+                    'e.g. "maxRuntime": "30m" (the default is "2h")',
+                )
+            )
     return problems
 
 
@@ -211,6 +226,12 @@ def _history_problems(history: Any, path: Path) -> list[Problem]:
             )
         )
     return problems
+
+
+def _max_runtime(value: Any) -> float | None:
+    from croft.core.duration import parse_seconds
+
+    return parse_seconds(value) if value is not None else None
 
 
 def check_timezone(value: Any) -> tuple[str, str, str | None] | None:

@@ -63,6 +63,7 @@ class AssetFacts:
     retries: int = DEFAULT_RETRIES
     timeout_s: float = DEFAULT_TIMEOUT_S
     sql: str | None = None
+    max_runtime_s: float | None = None  # a scheduled run's ceiling; None: croft.json's maxRuntime or 2 h
     problems: tuple[Problem, ...] = field(default=(), hash=False)
 
     @property
@@ -312,6 +313,14 @@ class _Reader:
                 )
             else:
                 out["timeout_s"] = seconds
+        if "max_runtime" in v:
+            from croft.project.rules import max_runtime_problem
+
+            why = max_runtime_problem(v["max_runtime"])
+            if why:
+                self.bad("max_runtime", why, 'e.g. max_runtime="30m", "2h" or 1800')
+            else:
+                out["max_runtime_s"] = parse_seconds(v["max_runtime"])
         self.cross_checks(kind, out)
         return self.facts(kind, **out)
 

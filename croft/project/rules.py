@@ -27,6 +27,7 @@ __all__ = [
     "RULES",
     "Rule",
     "lookback_problem",
+    "max_runtime_problem",
     "resolved_write_mode",
     "static_problems",
     "write_mode_problem",
@@ -92,6 +93,18 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "SQL timeout is not a duration", "ASSET_INVALID", "slow_sql.sql", "-- timeout: soon\nSELECT 1 AS id\n"
     ),
+    Rule(
+        "max_runtime is not a duration",
+        "ASSET_INVALID",
+        "long.py",
+        _ingest('key="id", max_runtime="a while"'),
+    ),
+    Rule(
+        "SQL max_runtime is not a duration",
+        "ASSET_INVALID",
+        "long_sql.sql",
+        "-- max_runtime: forever\nSELECT 1 AS id\n",
+    ),
 )
 
 
@@ -140,6 +153,18 @@ def resolved_write_mode(write: Any, key: Sequence[str], incremental: bool, asset
     if write:
         return str(write)
     return "merge" if key and incremental else "replace"
+
+
+def max_runtime_problem(value: Any) -> str | None:
+    """Why a scheduled run's ceiling (an asset's ``max_runtime``, croft.json's ``maxRuntime``) is not
+    usable, or None. One rule for the decorator, the SQL header and croft.json; durations are read by the
+    one duration parser."""
+    seconds = parse_seconds(value)
+    if seconds is None:
+        return f"is not a duration: {value!r}"
+    if seconds < 1:
+        return f"must be at least 1 second, not {value!r}"
+    return None
 
 
 def lookback_problem(lookback: Any) -> str | None:

@@ -32,7 +32,7 @@ __all__ = [
     "tokenize",
 ]
 
-HEADER_NAMES = ("check", "description", "key", "timeout")
+HEADER_NAMES = ("check", "description", "key", "timeout", "max_runtime")
 REPEATABLE = frozenset({"check"})
 MAX_ROUNDS = 200
 STUB_COLUMN = "_croft_stub"
@@ -209,6 +209,7 @@ def read_sql_facts(
         checks=header.get("check", ()),
         description=header.get("description"),
         timeout_s=_timeout(header.get("timeout"), add, header.get("timeout_line")),
+        max_runtime_s=_max_runtime(header.get("max_runtime"), add, header.get("max_runtime_line")),
         sql=statement,
         problems=tuple(problems),
     )
@@ -228,6 +229,19 @@ def _timeout(value: str | None, add: Any, line: int | None) -> float:
         )
         return DEFAULT_TIMEOUT_S
     return seconds
+
+
+def _max_runtime(value: str | None, add: Any, line: int | None) -> float | None:
+    """``-- max_runtime: 30m``: the scheduled run's ceiling, by the one rule (``rules.max_runtime_problem``)."""
+    from croft.project.rules import max_runtime_problem
+
+    if value is None:
+        return None
+    why = max_runtime_problem(value)
+    if why:
+        add("ASSET_INVALID", f"`-- max_runtime: {value}` {why}", 'e.g. `-- max_runtime: 30m` or "2h"', line)
+        return None
+    return parse_duration(value)
 
 
 def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any]:
@@ -262,8 +276,8 @@ def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any
             add("ASSET_INVALID", f"`-- {name}:` is given twice", f"keep one `-- {name}:` line", line)
         elif name == "key":
             header["key"] = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
-        elif name == "timeout":
-            header["timeout"], header["timeout_line"] = value, line
+        elif name in ("timeout", "max_runtime"):
+            header[name], header[f"{name}_line"] = value, line
         else:
             header[name] = value
     return header

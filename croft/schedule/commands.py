@@ -400,9 +400,28 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
     if warning:
         problems.append(warning)
     data["assets"], nexts = _assets(project, now)
+    problems += _queue(project, data, now)
     if effective_state(setting, now) == "off":
         nexts.insert(0, Next("croft schedule on", "let the scheduler run this project's ingests"))
     return Result(data=data, problems=problems, next=nexts)
+
+
+def _queue(project: Project, data: dict[str, Any], now: datetime) -> list[Problem]:
+    """The user's queue and cap (``schedule.slots``) and what the next tick will run once after a pause
+    or off (``schedule.resume``); a cap that could not be read is a warning."""
+    from croft.schedule.resume import catch_up
+    from croft.schedule.slots import queue_json
+
+    data["queue"] = queue_json(croft_home(), now)
+    data["catchUp"] = catch_up(project, now)
+    why = data["queue"].pop("capProblem", None)
+    if not why:
+        return []
+    if why.startswith("CROFT_MAX_SCHEDULED_RUNS"):
+        hint = "set CROFT_MAX_SCHEDULED_RUNS to a whole number of at least 1, or unset it"
+    else:
+        hint = f"set maxScheduledRuns in {croft_home() / 'config.json'} to a whole number of at least 1"
+    return [problem("CONFIG_INVALID", f"the cap on scheduled runs: {why}", hint, severity="warning")]
 
 
 def _check_interpreter(python: str) -> None:

@@ -23,7 +23,7 @@ from croft.schedule.filekeys import asset_paths, stat_text
 __all__ = ["CACHE_KEY", "cached_deps", "load_facts", "stat_key"]
 
 CACHE_KEY = "schedule.facts"
-_FORMAT = 2  # bump when an entry's shape changes: old caches are read again once
+_FORMAT = 3  # bump when an entry's shape changes: old caches are read again once
 
 
 def stat_key(root: str, path: str, deps: list[str], zone: str) -> str:
@@ -94,6 +94,7 @@ def _read_one(
         edited_at=_mtime_iso(path),
         zone_from=zone_from,
         zone_hash=zone_hash,
+        max_runtime_s=facts.max_runtime_s,
     )
     out = asdict(info)
     out["inputs"] = list(info.inputs)

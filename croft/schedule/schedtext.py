@@ -47,6 +47,7 @@ def schedule_text(data: dict[str, Any]) -> str:
     last = s.get("lastTickAt")
     stale = " (STALE)" if s.get("stale") else ""
     lines.append(f"Last tick: {last or 'never'}{stale}")
+    lines += _queue_lines(data)
     assets = data.get("assets") or []
     if assets:
         lines.append("")
@@ -62,3 +63,16 @@ def schedule_text(data: dict[str, Any]) -> str:
                 f" {a['lastFire'] or 'never':<25} {state_text}"
             )
     return "\n".join(lines)
+
+
+def _queue_lines(data: dict[str, Any]) -> list[str]:
+    """The user's queue under the cap on scheduled runs, and what runs once when the scheduler is back."""
+    queue = data.get("queue")
+    lines = []
+    if queue:
+        lines.append(f"Queue: {queue['text']} (at most {queue['cap']} at once for this user)")
+        for w in queue["waiting"][:10]:
+            lines.append(f"  {', '.join(w['assets'])} in {w['root']}: fire {w['since']} ago")
+    for c in data.get("catchUp") or []:
+        lines.append(f"{c['asset']}: {c['text']}")
+    return lines

@@ -158,8 +158,11 @@ def note_spawn(
     at: datetime,
     fires: dict[str, str],
     attempted: list[str],
+    deadline: str | None = None,
 ) -> None:
-    """Record a group's fires, its attempt and the spawned note in ONE transaction, before the spawn."""
+    """Record a group's fires, its attempt and the spawned note in ONE transaction, before the spawn.
+
+    ``deadline``: when the run passes its ceiling (``schedule.ceiling``)."""
     with immediate(conn, f"recording the scheduled run {run_id}"):
         stamp = to_iso(at)
         befores: dict[str, dict[str, Any]] = {}
@@ -179,7 +182,10 @@ def note_spawn(
                 (asset, fire),
             )
         notes = list(get_setting(conn, SPAWNED_KEY) or [])
-        notes.append({"runId": run_id, "assets": assets, "at": stamp, "fires": befores})
+        note: dict[str, Any] = {"runId": run_id, "assets": assets, "at": stamp, "fires": befores}
+        if deadline:
+            note["deadline"] = deadline
+        notes.append(note)
         put_setting(conn, SPAWNED_KEY, notes)
 
 

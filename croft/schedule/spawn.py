@@ -30,6 +30,7 @@ _PASSED = (
     "CROFT_NOTIFY_DRY",
     "CROFT_RETRY_DELAYS",
     "CROFT_DEBUG",
+    "CROFT_MAX_SCHEDULED_RUNS",
 )
 _BASE_PATH = ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
 

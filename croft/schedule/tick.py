@@ -22,12 +22,7 @@ from croft.core.identity import current
 from croft.core.problems import Problem, problem
 from croft.project.config import Project
 
-__all__ = ["MAX_RUNS_AT_ONCE", "project_tick"]
-
-# Scheduled runs of one project going at once. A hundred hourly ingests must not start a hundred
-# processes in the same second (they would fight over runs.sqlite and the machine); the groups beyond
-# this stay due and start at the next ticks, as earlier runs end.
-MAX_RUNS_AT_ONCE = 8
+__all__ = ["project_tick"]
 
 
 def _crash_warning(state_rel: str, run_id: str, assets: tuple[str, ...], why: str, again: str) -> Problem:
@@ -71,7 +66,7 @@ def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[
         return data, problems
 
     from croft.history.db import open_history
-    from croft.history.state import claim_tick, release_tick, write_tick
+    from croft.history.state import claim_tick, read_tick, release_tick, write_tick
 
     conn = open_history(state_dir)
     who = current()
@@ -80,9 +75,10 @@ def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[
             data["exited"] = "busy"
             return data, problems
         try:
+            previous = (read_tick(conn) or {}).get("heartbeat_at")
             data["heartbeatAt"] = to_iso(now)
             write_tick(conn, who, data["heartbeatAt"])
-            _work(project, conn, now, data, problems)
+            _work(project, conn, now, data, problems, previous)
         finally:
             release_tick(conn, who)
     finally:
@@ -91,7 +87,14 @@ def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[
     return data, problems
 
 
-def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], problems: list[Problem]) -> None:
+def _work(
+    project: Project,
+    conn: Any,
+    now: datetime,
+    data: dict[str, Any],
+    problems: list[Problem],
+    previous: str | None = None,
+) -> None:
     import os
 
     from croft.schedule.due import due_work
@@ -105,6 +108,10 @@ def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], prob
     state_dir = project.config.state_dir
     state_rel = _rel(project)
     infos, _read = load_facts(conn, project)
+    if _anything_to_reconcile(conn):
+        from croft.schedule.ceiling import enforce_ceilings
+
+        problems.extend(enforce_ceilings(project, conn, now))  # before reconcile: past its ceiling is TIMEOUT
     if _anything_to_reconcile(conn):
         from croft.engine.reconcile import reconcile
 
@@ -130,18 +137,29 @@ def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], prob
     work = due_work(given)
     data["held"] = [hold.to_json(asset) for asset, hold in work.held]
     env = run_env(os.environ)
-    room = max(0, MAX_RUNS_AT_ONCE - len(settled.starting))
-    for group in work.groups[room:]:
-        data["held"] += [_waiting(asset, work.views[asset].reason or "") for asset in group]
-    for group in work.groups[:room]:
+    from croft.schedule import slots
+    from croft.schedule.ceiling import deadline_for
+
+    grant = _grant(project, conn, work, now, previous)
+    if grant.wake_line:
+        data["woke"] = grant.wake_line
+    for want in grant.waiting:
+        data["held"] += [
+            _waiting(asset, grant.reason(), work.views[asset].reason or "") for asset in want.group
+        ]
+    followers = [n for n, v in work.views.items() if v.due and not v.primary]
+    for want, slot in grant.start:
         from croft.history import runs
 
+        group = want.group
         run_id = runs.new_run_id(now, tz, conn)
         fires = {a: work.fires[a] for a in group if a in work.fires}
-        note_spawn(conn, run_id, group, now, fires, group)
+        deadline = deadline_for([*group, *followers], infos, project, now)
+        note_spawn(conn, run_id, group, now, fires, group, deadline=deadline)
         try:
             child = start_due_run(project.root, state_dir, run_id, group, env)
         except OSError as exc:
+            slots.release(slots.home(), slot)
             why = f"it could not be started: {exc.strerror or exc}"
             failure = FailedStart(run_id, tuple(group), to_iso(now), why)
             forget_spawn(conn, run_id, failure)
@@ -155,6 +173,7 @@ def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], prob
                 )
             )
             continue
+        slots.attach(slots.home(), slot, child)
         note_child(conn, run_id, child)
         data["spawned"].append({"runId": run_id, "assets": group, "reason": work.group_reason(group)})
     idle = not (data["spawned"] or data["held"] or problems or settled.still or settled.failed_starts)
@@ -184,13 +203,38 @@ def _leave_memo(project: Project, conn: Any, now: datetime, infos: dict[str, Any
     put_setting(conn, MEMO_KEY, memo)
 
 
-def _waiting(asset: str, reason: str) -> dict[str, Any]:
+def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str | None) -> Any:
+    """Which due groups start now under the per-user cap (``schedule.slots``); a wake is logged once."""
+    from croft.core.clock import parse_instant
+    from croft.schedule import slots
+    from croft.schedule.setting import read_scheduling
+
+    wants = [
+        slots.Want(group, min((work.fires[a] for a in group if a in work.fires), default=to_iso(now)))
+        for group in work.groups
+    ]
+    asleep = None
+    if previous and wants:
+        gap = now - parse_instant(previous)
+        since = read_scheduling(conn).since
+        if gap > slots.WAKE_GAP and (since is None or since <= previous):
+            asleep = gap
+    if not wants:
+        return slots.Grant()
+    grant = slots.take(slots.home(), str(project.root), wants, now, current(), asleep=asleep)
+    if grant.wake_line:
+        from croft.schedule.spawn import TickLog
+
+        TickLog(slots.home() / "logs" / "tick.log").write(to_iso(now), f"{project.root}: {grant.wake_line}")
+    return grant
+
+
+def _waiting(asset: str, why: str, reason: str) -> dict[str, Any]:
     return {
         "asset": asset,
         "code": "ASSET_BUSY",
-        "message": f"{asset}: {MAX_RUNS_AT_ONCE} scheduled runs of this project are already going; it stays"
-        f" due ({reason}) and starts at a next tick",
-        "hint": "croft logs --runs shows the scheduled runs",
+        "message": f"{asset}: {why}; it stays due ({reason}) and starts at a next tick",
+        "hint": "croft schedule status shows the queue; croft logs --runs shows the scheduled runs",
     }
 
 

@@ -1,0 +1,320 @@
+"""The per-user cap on scheduled runs: at most N alive at once across every project, taken fairly.
+
+One small SQLite file, ``<CROFT_HOME>/slots.sqlite``, is shared by every project tick of the user:
+
+- ``slots``: one row per scheduled run holding a slot, with the process identity (pid + start time +
+  boot id) of whoever holds it. A tick reserves a slot under its own identity, then hands it to the run
+  it spawned; a row whose process is gone (a killed run, a tick that died between the two) is dead and
+  is dropped by the next taker, so no crash can leave the count wrong.
+- ``waiting``: the groups project ticks found due but could not start, with the fire they handle. A
+  tick only starts a group when no fresher-looking, older group of another project is ahead of it in
+  the one order (oldest fire first, ties by project folder, then group), so no project starves. An
+  entry a project tick has not refreshed for ``STALE_AFTER`` is forgotten (the project went off, or its
+  group was started or held).
+- ``meta``: the staggered wake-up: the last wake (when, until when it lasts, how many groups it has
+  started), so the minute after a long sleep starts at most N groups whatever finishes meanwhile.
+
+Everything is decided inside ONE ``BEGIN IMMEDIATE`` transaction, so two project ticks starting in the
+same instant can never both take the last slot. Runs by hand never come here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from croft.core.clock import parse_instant, to_iso
+from croft.core.identity import ProcessIdentity, is_alive
+
+__all__ = [
+    "DEFAULT_MAX",
+    "ENV_NAME",
+    "STALE_AFTER",
+    "WAKE_GAP",
+    "Grant",
+    "Want",
+    "attach",
+    "home",
+    "max_scheduled_runs",
+    "queue_json",
+    "queue_view",
+    "release",
+    "take",
+]
+
+DEFAULT_MAX = 2
+ENV_NAME = "CROFT_MAX_SCHEDULED_RUNS"
+CONFIG_KEY = "maxScheduledRuns"
+STALE_AFTER = timedelta(minutes=3)
+WAKE_GAP = timedelta(minutes=5)
+WAKE_LASTS = timedelta(seconds=60)
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS slots (id TEXT PRIMARY KEY, root TEXT NOT NULL, pid INTEGER NOT NULL,"
+    " proc_start TEXT, boot_id TEXT, taken_at TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS waiting (root TEXT NOT NULL, grp TEXT NOT NULL, fire TEXT NOT NULL,"
+    " seen_at TEXT NOT NULL, PRIMARY KEY (root, grp))",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
+
+
+def home() -> Path:
+    from croft.core.paths import croft_home
+
+    return croft_home()
+
+
+def max_scheduled_runs(home: Path, environ: dict[str, str] | None = None) -> tuple[int, str | None]:
+    """(N, why the configured value was not used or None): ``CROFT_MAX_SCHEDULED_RUNS``, else
+    ``maxScheduledRuns`` in ``<CROFT_HOME>/config.json``, else 2. A bad value falls back to 2 and says why
+    (``croft schedule status`` shows it); the tick never stops over it."""
+    env = os.environ if environ is None else environ
+    raw = env.get(ENV_NAME)
+    if raw not in (None, ""):
+        value = _count(raw)
+        if value is None:
+            return DEFAULT_MAX, f"{ENV_NAME}={raw!r} is not a whole number of at least 1; using {DEFAULT_MAX}"
+        return value, None
+    path = home / "config.json"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except FileNotFoundError:
+        return DEFAULT_MAX, None
+    except (OSError, ValueError) as exc:
+        return DEFAULT_MAX, f"{path} cannot be read as JSON ({type(exc).__name__}); using {DEFAULT_MAX}"
+    if not isinstance(config, dict) or CONFIG_KEY not in config:
+        return DEFAULT_MAX, None
+    value = _count(config[CONFIG_KEY])
+    if value is None:
+        why = f'"{CONFIG_KEY}" in {path} is {config[CONFIG_KEY]!r}, not a whole number of at least 1'
+        return DEFAULT_MAX, f"{why}; using {DEFAULT_MAX}"
+    return value, None
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        value = value.strip()
+        if not value.isdigit():
+            return None
+        value = int(value)
+    return value if isinstance(value, int) and value >= 1 else None
+
+
+class Want:
+    """A due group a project tick would start: its key (assets joined) and the fire it handles."""
+
+    __slots__ = ("fire", "group", "key")
+
+    def __init__(self, group: Sequence[str], fire: str):
+        self.group = list(group)
+        self.key = ",".join(self.group)
+        self.fire = fire
+
+
+class Grant:
+    """What ``take`` decided: the groups to start now (each with its slot id) and the rest, waiting."""
+
+    def __init__(self) -> None:
+        self.start: list[tuple[Want, str]] = []
+        self.waiting: list[Want] = []
+        self.cap = DEFAULT_MAX
+        self.alive = 0
+        self.queued = 0  # waiting groups of the whole user, after this tick
+        self.room = 0
+        self.wake_line: str | None = None
+
+    def reason(self) -> str:
+        cap = f"at most {self.cap} at once for this user"
+        if self.alive >= self.cap or self.room == 0:
+            runs = "scheduled run" if self.alive == 1 else "scheduled runs"
+            more = "" if self.alive >= self.cap else "; waking up, the rest start over the next minutes"
+            return f"waiting: {self.alive} {runs} already running ({cap}{more})"
+        return f"waiting: groups with older fires go first ({cap})"
+
+
+def _open(home: Path) -> sqlite3.Connection:
+    home.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(home / "slots.sqlite"), timeout=10.0, isolation_level=None)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    for statement in _SCHEMA:
+        conn.execute(statement)
+    return conn
+
+
+def _live(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """Drop dead slots; (slot id, project root) of the live ones."""
+    live: list[tuple[str, str]] = []
+    dead: list[tuple[str, str]] = []
+    for sid, root, pid, start, boot in conn.execute("SELECT id, root, pid, proc_start, boot_id FROM slots"):
+        (live if is_alive(ProcessIdentity(pid, start, boot)) else dead).append((sid, root))
+    conn.executemany("DELETE FROM slots WHERE id = ?", [(sid,) for sid, _ in dead])
+    return live
+
+
+def _meta(conn: sqlite3.Connection, key: str) -> Any:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def _put_meta(conn: sqlite3.Connection, key: str, value: Any) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, json.dumps(value)),
+    )
+
+
+def _gap_words(gap: timedelta) -> str:
+    minutes = int(gap.total_seconds() // 60)
+    days, rest = divmod(minutes, 1440)
+    hours, mins = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours}h"
+    return f"{hours}h{mins:02d}m" if hours else f"{mins}m"
+
+
+def take(
+    home: Path,
+    root: str,
+    wants: Sequence[Want],
+    now: datetime,
+    who: ProcessIdentity,
+    *,
+    asleep: timedelta | None = None,
+    cap: int | None = None,
+) -> Grant:
+    """Decide, in one transaction, which of ``wants`` start now; reserve their slots under ``who``.
+
+    ``asleep``: how long since this project's previous tick when that was more than ``WAKE_GAP`` (a wake).
+    """
+    grant = Grant()
+    grant.cap = cap if cap is not None else max_scheduled_runs(home)[0]
+    stamp = to_iso(now)
+    conn = _open(home)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            live = _live(conn)
+            grant.alive = len(live)
+            conn.execute(
+                "DELETE FROM waiting WHERE root = ? OR seen_at < ?", (root, to_iso(now - STALE_AFTER))
+            )
+            others = [
+                (fire, r, grp)
+                for r, grp, fire in conn.execute(
+                    "SELECT root, grp, fire FROM waiting WHERE seen_at <= ?", (stamp,)
+                )
+            ]
+            room = max(0, grant.cap - len(live))
+            wake = _meta(conn, "wake") or {}
+            in_wake = bool(wake) and wake.get("at", "") <= stamp < wake.get("until", "")
+            if asleep is not None and not in_wake:
+                wake = {"at": stamp, "until": to_iso(now + WAKE_LASTS), "started": 0}
+                in_wake = True
+                due = len(wants) + len(others)
+                groups = "group" if due == 1 else "groups"
+                grant.wake_line = f"woke after {_gap_words(asleep)}; {due} {groups} due"
+            if in_wake:
+                room = min(room, max(0, grant.cap - int(wake.get("started", 0))))
+            grant.room = room
+            mine = sorted(wants, key=lambda w: (w.fire, w.key))
+            order = sorted([*others, *((w.fire, root, w.key) for w in mine)])
+            ahead = {(r, g) for _, r, g in order[:room]}
+            for want in mine:
+                if (root, want.key) in ahead:
+                    sid = f"{root}\x00{want.key}\x00{stamp}\x00{who.pid}"
+                    conn.execute(
+                        "INSERT OR REPLACE INTO slots (id, root, pid, proc_start, boot_id, taken_at)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        (sid, root, who.pid, who.start, who.boot, stamp),
+                    )
+                    grant.start.append((want, sid))
+                else:
+                    grant.waiting.append(want)
+                    conn.execute(
+                        "INSERT OR REPLACE INTO waiting (root, grp, fire, seen_at) VALUES (?, ?, ?, ?)",
+                        (root, want.key, want.fire, stamp),
+                    )
+            if in_wake:
+                wake["started"] = int(wake.get("started", 0)) + len(grant.start)
+                _put_meta(conn, "wake", wake)
+            grant.queued = len(others) + len(grant.waiting)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.close()
+    return grant
+
+
+def attach(home: Path, slot_id: str, child: ProcessIdentity) -> None:
+    """Hand a reserved slot to the run that was spawned for it (its liveness now holds the slot)."""
+    conn = _open(home)
+    try:
+        conn.execute(
+            "UPDATE slots SET pid = ?, proc_start = ?, boot_id = ? WHERE id = ?",
+            (child.pid, child.start, child.boot, slot_id),
+        )
+    finally:
+        conn.close()
+
+
+def release(home: Path, slot_id: str) -> None:
+    """Give back a slot whose run could not be started."""
+    conn = _open(home)
+    try:
+        conn.execute("DELETE FROM slots WHERE id = ?", (slot_id,))
+    finally:
+        conn.close()
+
+
+def queue_view(home: Path, now: datetime) -> dict[str, Any]:
+    """The cap, the live scheduled runs and the waiting groups of the whole user (read-only; status)."""
+    cap, why = max_scheduled_runs(home)
+    out: dict[str, Any] = {"cap": cap, "running": 0, "waiting": [], "capProblem": why}
+    path = home / "slots.sqlite"
+    if not path.is_file():
+        return out
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
+        try:
+            rows = conn.execute("SELECT pid, proc_start, boot_id FROM slots").fetchall()
+            out["running"] = sum(1 for pid, s, b in rows if is_alive(ProcessIdentity(pid, s, b)))
+            fresh = to_iso(now - STALE_AFTER)
+            waiting = conn.execute(
+                "SELECT root, grp, fire FROM waiting WHERE seen_at >= ? ORDER BY fire, root, grp", (fresh,)
+            ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return out
+    out["waiting"] = [
+        {"root": r, "assets": g.split(","), "fire": f, "since": _since(f, now)} for r, g, f in waiting
+    ]
+    return out
+
+
+def queue_json(home: Path, now: datetime) -> dict[str, Any]:
+    """What ``croft schedule status`` says about the user's queue: the cap, the runs going, the waiting
+    groups (oldest fire first) and one line of text."""
+    out = queue_view(home, now)
+    out["waitingCount"] = len(out["waiting"])
+    going = f"{out['running']} of {out['cap']} scheduled runs going"
+    out["text"] = f"{out['waitingCount']} waiting to start; {going}" if out["waiting"] else going
+    return out
+
+
+def _since(fire: str, now: datetime) -> str:
+    try:
+        return _gap_words(max(timedelta(0), now - parse_instant(fire)))
+    except ValueError:
+        return ""

@@ -1,0 +1,310 @@
+"""The per-user cap on scheduled runs and the staggered wake-up, with real ticks and detached runs.
+
+Scheduled runs here wait on a gate file (named by CROFT_TEST_GATE, which every scheduled run inherits
+as a CROFT_* knob) so they stay alive while a test looks at the cap; runs by hand never see the knob.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from schedulekit import croft_json, query, runs_of, schedule_on, tick, wait_for_runs
+
+GATED = """
+from croft import ingest
+
+
+@ingest(schedule="{schedule}", key="id")
+def rows(ctx):
+    import os
+    import time
+
+    gate = os.environ.get("CROFT_TEST_GATE")
+    waited = 0.0
+    while gate and not os.path.exists(gate) and waited < 60:
+        time.sleep(0.05)
+        waited += 0.05
+    yield [{{"id": 1}}]
+"""
+T0 = "2026-06-01T10:05:00Z"  # 11:05 in London
+
+
+def _at(base: str, minutes: float) -> str:
+    from datetime import timedelta
+
+    from croft.core.clock import parse_instant, to_iso
+
+    return to_iso(parse_instant(base) + timedelta(minutes=minutes))
+
+
+def _scheduled(root: Path) -> list[dict]:
+    return [r for r in runs_of(root) if r["trigger"] == "schedule"]
+
+
+def _slots(home: Path) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(home / "slots.sqlite")
+    try:
+        return conn.execute("SELECT COUNT(*) FROM slots").fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def gated_project(make_project, tmp_path):
+    def make(name: str, schedules: dict[str, str]) -> Path:
+        root = make_project(
+            {f"assets/{asset}.py": GATED.format(schedule=s) for asset, s in schedules.items()},
+            root=tmp_path / name,
+        )
+        code, envelope = croft_json(root, "2026-05-31T23:30:00Z", "run")  # by hand: approves the code
+        assert code == 0, envelope
+        schedule_on(root, "2026-05-31T23:30:00Z")
+        return root
+
+    return make
+
+
+def test_six_projects_due_at_once_start_two_at_a_time_oldest_fire_first(gated_project, tmp_path, _croft_home):
+    hours = [3, 7, 1, 5, 2, 6]  # each project's daily fire, London time; all are due at 11:05
+    roots = [gated_project(f"p{i}", {"feed": f"0 {h} * * *"}) for i, h in enumerate(hours)]
+    hand = gated_project("by_hand", {"manual": "0 0 1 1 *"})
+    gates = [tmp_path / f"gate{i}" for i in range(4)]
+    knobs = {"CROFT_MAX_SCHEDULED_RUNS": "2"}
+    started: dict[int, list[int]] = {}
+
+    def minute(n: int, order: list[int]) -> None:
+        for i in order:
+            data = tick(roots[i], _at(T0, n), wait=False, CROFT_TEST_GATE=str(gates[n]), **knobs)
+            if data["spawned"]:
+                started.setdefault(n, []).append(i)
+            else:
+                waiting = [h for h in data["held"] if h["code"] == "ASSET_BUSY"]
+                said = waiting[0]["message"] if waiting else ""
+                assert not waiting or (
+                    "waiting: 2 scheduled runs already running" in said
+                    or "waiting: groups with older fires go first" in said
+                ), said
+
+    minute(0, [0, 1, 2, 3, 4, 5])
+    assert started[0] == [0, 1] and _slots(_croft_home) == 2  # the first two to tick; nothing was queued yet
+    # A run by hand is never held back by the cap, even with every slot taken.
+    began = time.monotonic()
+    code, by_hand = croft_json(hand, _at(T0, 0.5), "run", "manual", **knobs)
+    assert code == 0 and by_hand["data"]["status"] == "succeeded" and time.monotonic() - began < 30
+    assert _slots(_croft_home) == 2
+    # status shows the queue of the whole user and the cap
+    code, status = croft_json(roots[2], _at(T0, 0.5), "schedule", "status", **knobs)
+    queue = status["data"]["queue"]
+    assert code == 0 and queue["cap"] == 2 and queue["running"] == 2 and queue["waitingCount"] == 4
+    assert [Path(w["root"]).name for w in queue["waiting"]] == ["p2", "p4", "p3", "p5"]  # oldest fire first
+    assert queue["text"] == "4 waiting to start; 2 of 2 scheduled runs going"
+
+    for n, order in ((1, [5, 4, 3, 2, 1, 0]), (2, [5, 4, 3, 2, 1, 0]), (3, [5, 4, 3, 2, 1, 0])):
+        gates[n - 1].touch()  # the previous minute's runs may end now
+        for root in roots:
+            wait_for_runs(root)
+        minute(n, order)
+    gates[3].touch()
+    for root in roots:
+        wait_for_runs(root)
+    # The youngest fires ticked first, yet the two oldest waiting groups started first.
+    assert sorted(started[1]) == [2, 4] and sorted(started[2]) == [3, 5] and 3 not in started
+    # none twice, none lost: one scheduled run per project, each succeeded
+    for root in roots:
+        runs = _scheduled(root)
+        assert [r["status"] for r in runs] == ["succeeded"], (root.name, runs)
+    _, status = croft_json(roots[0], _at(T0, 4), "schedule", "status", **knobs)
+    assert _scheduled(hand) == [] and status["data"]["queue"]["running"] == 0  # ended runs hold no slot
+    assert status["data"]["queue"]["waiting"] == []
+    assert query(roots[0], "SELECT COUNT(*) AS n FROM runs WHERE trigger = 'schedule'") == [{"n": 1}]
+
+
+def test_a_tick_after_seven_hours_asleep_logs_one_wake_line_and_starts_at_most_n(gated_project, _croft_home):
+    root = gated_project("sleepy", {f"feed_{i}": "every hour" for i in range(5)})
+    knobs = {"CROFT_MAX_SCHEDULED_RUNS": "2"}
+    first = tick(root, "2026-05-31T23:31:00Z", **knobs)  # nothing due yet: the by-hand run covered it
+    assert first["spawned"] == []
+    log = _croft_home / "logs" / "tick.log"
+    woke = tick(root, "2026-06-01T06:43:00Z", **knobs)  # 7h12m later: five groups due
+    assert len(woke["spawned"]) == 2 and woke["woke"] == "woke after 7h12m; 5 groups due"
+    lines = [line for line in log.read_text().splitlines() if "woke after" in line]
+    assert len(lines) == 1 and lines[0].endswith("sleepy: woke after 7h12m; 5 groups due")
+    # Those two runs have ended, yet the rest of the waking minute starts nothing more.
+    again = tick(root, "2026-06-01T06:43:30Z", **knobs)
+    assert again["spawned"] == [] and "woke" not in again
+    assert len([h for h in again["held"] if h["code"] == "ASSET_BUSY"]) == 3
+    later = tick(root, "2026-06-01T06:44:05Z", **knobs)
+    assert len(later["spawned"]) == 2
+    last = tick(root, "2026-06-01T06:45:05Z", **knobs)
+    assert len(last["spawned"]) == 1
+    assert len([line for line in log.read_text().splitlines() if "woke after" in line]) == 1
+    assert len(_scheduled(root)) == 5 and {r["status"] for r in _scheduled(root)} == {"succeeded"}
+
+
+def test_the_cap_comes_from_the_user_config_and_a_bad_value_falls_back(tmp_path):
+    from croft.schedule.slots import max_scheduled_runs
+
+    assert max_scheduled_runs(tmp_path, {}) == (2, None)
+    (tmp_path / "config.json").write_text('{"maxScheduledRuns": 5}')
+    assert max_scheduled_runs(tmp_path, {}) == (5, None)
+    assert max_scheduled_runs(tmp_path, {"CROFT_MAX_SCHEDULED_RUNS": "3"}) == (3, None)
+    cap, why = max_scheduled_runs(tmp_path, {"CROFT_MAX_SCHEDULED_RUNS": "lots"})
+    assert cap == 2 and "CROFT_MAX_SCHEDULED_RUNS='lots'" in (why or "")
+    (tmp_path / "config.json").write_text('{"maxScheduledRuns": 0}')
+    cap, why = max_scheduled_runs(tmp_path, {})
+    assert cap == 2 and "maxScheduledRuns" in (why or "") and "at least 1" in (why or "")
+
+
+def test_two_ticks_at_once_never_both_take_the_last_slot(tmp_path):
+    """Many processes race for one slot; exactly one wins (the transaction is BEGIN IMMEDIATE)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, time; from pathlib import Path; from croft.core.clock import parse_instant;"
+        "from croft.core.identity import current; from croft.schedule import slots;"
+        "g = slots.take(Path(sys.argv[1]), sys.argv[2], [slots.Want(['a'], '2026-06-01T10:00:00.000Z')],"
+        " parse_instant('2026-06-01T10:05:00Z'), current(), cap=1);"
+        "print(len(g.start)); sys.stdout.flush(); time.sleep(3)"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(tmp_path), f"/p{i}"], stdout=subprocess.PIPE, text=True
+        )
+        for i in range(6)
+    ]
+    won = [int(p.stdout.readline().strip()) for p in procs]
+    for p in procs:
+        p.wait(timeout=30)
+        p.stdout.close()
+    assert sum(won) == 1
+
+
+HELD_OPEN = """
+from croft import ingest
+
+
+@ingest(schedule="{schedule}", key="id")
+def rows(ctx):
+    import os
+    import time
+
+    waited = 0.0
+    while os.path.exists("hold") and waited < 60:  # a scheduled run starts in the project folder
+        time.sleep(0.05)
+        waited += 0.05
+    yield [{{"id": 1}}]
+"""
+
+
+def test_real_concurrent_project_ticks_from_tick_all_never_exceed_the_cap(
+    make_project, tmp_path, _croft_home
+):
+    """``croft tick --all`` starts every project's tick at once; together they start no more than N."""
+    import subprocess
+    import sys
+
+    from croft.core.clock import parse_instant
+    from croft.history.db import open_history
+    from croft.schedule.registry import Registry
+    from croft.schedule.setting import write_scheduling
+
+    roots = []
+    for i, hour in enumerate([3, 7, 1, 5, 2, 6]):
+        root = make_project(
+            {"assets/feed.py": HELD_OPEN.format(schedule=f"0 {hour} * * *")}, root=tmp_path / f"q{i}"
+        )
+        assert croft_json(root, "2026-05-31T23:30:00Z", "run")[0] == 0
+        conn = open_history(root / ".croft")
+        try:
+            write_scheduling(conn, "on", parse_instant("2026-05-31T23:30:00Z"), via="os-job")
+        finally:
+            conn.close()
+        Registry().add(root, "os-job", parse_instant("2026-05-31T23:30:00Z"))
+        (root / "hold").touch()
+        roots.append(root)
+
+    def tick_all(at: str) -> None:
+        from schedulekit import env_at
+
+        env = env_at(at, CROFT_MAX_SCHEDULED_RUNS="2")
+        done = subprocess.run(
+            [sys.executable, "-m", "croft", "tick", "--all", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        from croft.core.clock import to_iso
+
+        stamp = to_iso(parse_instant(at))
+        deadline = time.monotonic() + 90
+        while any(
+            query(r, "SELECT heartbeat_at, pid FROM tick") != [{"heartbeat_at": stamp, "pid": None}]
+            for r in roots
+        ):
+            log = (_croft_home / "logs" / "tick.log").read_text()
+            beats = [query(r, "SELECT heartbeat_at, pid FROM tick") for r in roots]
+            assert time.monotonic() < deadline, (
+                f"the project ticks did not all finish: {beats}\n{log[-3000:]}"
+            )
+            time.sleep(0.05)
+
+    def running() -> list[str]:
+        return [
+            r.name
+            for r in roots
+            if query(r, "SELECT 1 FROM runs WHERE trigger = 'schedule' AND status = 'running'")
+        ]
+
+    def scheduled_runs() -> int:
+        return sum(len(_scheduled(r)) for r in roots)
+
+    def settled(expected: int) -> int:
+        """The scheduled runs recorded, once the runs just started have recorded themselves."""
+        deadline = time.monotonic() + 60
+        while scheduled_runs() < expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return scheduled_runs()
+
+    tick_all(T0)
+    assert settled(2) == 2 and len(running()) == 2
+    tick_all(_at(T0, 1))  # the two are still running: nothing more starts
+    assert scheduled_runs() == 2
+    ended = 2
+    for n in range(2, 6):
+        for root in roots:
+            (root / "hold").unlink(missing_ok=True)
+        for root in roots:
+            wait_for_runs(root)
+        for root in roots:
+            (root / "hold").touch()
+        tick_all(_at(T0, n))
+        total = settled(min(6, ended + 2))
+        assert total == min(6, ended + 2) and len(running()) == total - ended, (n, total)
+        ended = total
+        if ended == 6:
+            break
+    for root in roots:
+        (root / "hold").unlink(missing_ok=True)
+        wait_for_runs(root)
+    assert [len(_scheduled(r)) for r in roots] == [1] * 6
+    assert {r["status"] for root in roots for r in _scheduled(root)} == {"succeeded"}
+
+
+def test_status_warns_about_a_bad_cap_and_says_the_queue_in_words(gated_project, _croft_home):
+    from croft.schedule.schedtext import schedule_text
+
+    root = gated_project("words", {"feed": "every hour"})
+    (_croft_home / "config.json").write_text('{"maxScheduledRuns": "many"}')
+    code, status = croft_json(root, T0, "schedule", "status")
+    warning = [p for p in status["problems"] if p["code"] == "CONFIG_INVALID"]
+    assert code == 0 and status["ok"] and len(warning) == 1 and warning[0]["severity"] == "warning"
+    assert "maxScheduledRuns" in warning[0]["message"] and "config.json" in warning[0]["hint"]
+    assert status["data"]["queue"]["cap"] == 2
+    text = schedule_text(status["data"])
+    assert "Queue: 0 of 2 scheduled runs going (at most 2 at once for this user)" in text
