@@ -10,21 +10,30 @@ from __future__ import annotations
 import os
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from pathlib import Path
 
-from croft.schedule.notify_log import host_of
+from croft.schedule.notify_log import host_of, log_miss
 
-__all__ = ["PING_TIMEOUT_S", "TIMEOUT_ENV", "Pinged", "is_loopback", "ping", "timeout_seconds"]
+TYPE_CHECKING = False  # the idle tick loads this module when a ping is configured: no typing on that path
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["PING_TIMEOUT_S", "TIMEOUT_ENV", "Pinged", "is_loopback", "ping", "ping_logged", "timeout_seconds"]
 
 PING_TIMEOUT_S = 3.0
 TIMEOUT_ENV = "CROFT_NOTIFY_TIMEOUT_MS"
 
 
-@dataclass(frozen=True)
 class Pinged:
-    ok: bool
-    http_status: int | None = None
-    error: str | None = None
+    """What one ping got (a plain class: ``dataclasses`` would cost the idle tick ~15 ms to import)."""
+
+    __slots__ = ("error", "http_status", "ok")
+
+    def __init__(self, ok: bool, http_status: int | None = None, error: str | None = None) -> None:
+        self.ok, self.http_status, self.error = ok, http_status, error
+
+    def __repr__(self) -> str:
+        return f"Pinged(ok={self.ok}, http_status={self.http_status}, error={self.error!r})"
 
 
 def timeout_seconds(default: float) -> float:
@@ -69,6 +78,32 @@ def ping(url: str, timeout: float | None = None) -> Pinged:
             return Pinged(False, None, f"no answer within {timeout:g} s")
         text = str(reason).replace(url, host_of(url))
         return Pinged(False, None, f"{type(reason).__name__}: {text}")
+
+
+def ping_logged(url: str, state_dir: str | os.PathLike[str], redactor: Any = None) -> bool:
+    """Ping ``url``; a miss is one line in ``<state>/logs/notify.log``. Never raises; True when it answered.
+
+    ``redactor`` is a no-argument callable returning the text redactor; it is called only on a miss, so
+    the idle tick, which has no project loaded, reads ``.env`` only when there is something to log.
+    """
+    try:
+        outcome = ping(url)
+        error = outcome.error if not outcome.ok else None
+    except (Exception, KeyboardInterrupt) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    if error is None:
+        return True
+    redact = None
+    if redactor is not None:
+        try:
+            redact = redactor()
+        except Exception:  # an unreadable .env: the line still goes out, URLs by host only
+            redact = None
+    try:
+        log_miss(Path(state_dir), None, f"ping {host_of(url)}: {error}", redact)
+    except Exception:  # a broken redactor must not fail the tick either
+        log_miss(Path(state_dir), None, f"ping {host_of(url)}: failed")
+    return False
 
 
 def _agent() -> str:

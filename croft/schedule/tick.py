@@ -82,16 +82,31 @@ def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[
         try:
             data["heartbeatAt"] = to_iso(now)
             write_tick(conn, who, data["heartbeatAt"])
-            _work(project, conn, now, data, problems)
+            failed_starts = _work(project, conn, now, data, problems)
         finally:
             release_tick(conn, who)
+        _tell(project, conn, now, failed_starts)
     finally:
         conn.close()
         data["tookMs"] = int((time.perf_counter() - started) * 1000)
+    from croft.schedule.notify import ping_after_tick
+
+    ping_after_tick(project)  # a completed tick only: an early exit (off, paused, busy) returned above
     return data, problems
 
 
-def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], problems: list[Problem]) -> None:
+def _tell(project: Project, conn: Any, now: datetime, failed_starts: list[tuple[Any, Problem]]) -> None:
+    """Failed starts and crashed scheduled runs are notified after the singleton is released, so a slow
+    webhook never makes the next minute's tick find this one still holding it."""
+    from croft.schedule.notify_tick import tell_after_tick
+
+    tell_after_tick(project, conn, now, failed_starts)
+
+
+def _work(
+    project: Project, conn: Any, now: datetime, data: dict[str, Any], problems: list[Problem]
+) -> list[tuple[Any, Problem]]:
+    """Returns the failed starts found or made, each with the problem reported for it (to notify)."""
     import os
 
     from croft.schedule.due import due_work
@@ -111,9 +126,11 @@ def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], prob
         reconcile(conn, lambda assets: _refresh_catalog(project, conn, assets, infos))
     settled = settle(conn, state_dir, now)
     apply_settled(conn, settled)
+    told: list[tuple[Any, Problem]] = []
     for failure in settled.new_failures:
         again = f"it runs again after {_words(failure, now, tz)}"
         problems.append(_crash_warning(state_rel, failure.run_id, failure.assets, failure.reason, again))
+        told.append((failure, problems[-1]))
     latest = latest_steps(conn)
     given = due_input(
         conn,
@@ -154,11 +171,13 @@ def _work(project: Project, conn: Any, now: datetime, data: dict[str, Any], prob
                     details={"runId": run_id},
                 )
             )
+            told.append((failure, problems[-1]))
             continue
         note_child(conn, run_id, child)
         data["spawned"].append({"runId": run_id, "assets": group, "reason": work.group_reason(group)})
     idle = not (data["spawned"] or data["held"] or problems or settled.still or settled.failed_starts)
     _leave_memo(project, conn, now, infos if idle else None)
+    return told
 
 
 def _leave_memo(project: Project, conn: Any, now: datetime, infos: dict[str, Any] | None) -> None:
