@@ -1,0 +1,221 @@
+"""What the tick tells, with real ``croft tick`` processes on a moved clock: the dead-man's-switch ping
+after every completed tick (the idle one too, never after an early exit), and crashed scheduled runs
+told once, whichever command found them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from httpserver import serve
+from schedulekit import ISSUES, SUMMARY, croft_json, env_at, schedule_on, setting, tick
+
+SECRET = "sk_live_abcdef123456"
+T0 = "2026-06-01T10:05:00Z"  # London is UTC+1: the 11:00 fire was at 10:00Z
+
+
+@pytest.fixture
+def server():
+    with serve() as running:
+        yield running
+        assert running.errors == []
+
+
+@pytest.fixture
+def project(make_project):
+    def make(root: Path | None = None, **notify):
+        folder = make_project(
+            {
+                "assets/issues.py": ISSUES.format(schedule="every hour"),
+                "assets/summary.sql": SUMMARY.format(source="issues"),
+                ".env": f"SHOP_KEY={SECRET}\n",
+            },
+            root=root,
+            notify=notify,
+        )
+        code, envelope = croft_json(folder, "2026-06-01T09:30:00Z", "run")
+        assert code == 0, envelope
+        schedule_on(folder, "2026-06-01T09:30:00Z")
+        return folder
+
+    return make
+
+
+def desktop(root: Path) -> list[dict]:
+    path = root / ".croft/logs/notifications.ndjson"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [r for r in map(json.loads, lines) if r["kind"] == "desktop"]
+
+
+def notify_log(root: Path) -> list[str]:
+    path = root / ".croft/logs/notify.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+PROBE = """
+import json, sys
+sys.argv = ["croft", "tick", "--json"]
+from croft.cli import main
+import io, contextlib
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        main()
+    except SystemExit:
+        pass
+data = json.loads(out.getvalue())["data"]
+data["fullTick"] = "croft.schedule.tick" in sys.modules
+data["heavy"] = [m for m in ("click", "httpx", "croft.project.config") if m in sys.modules]
+print(json.dumps(data))
+"""
+
+
+def probe_tick(root: Path, now: str, **extra: str) -> dict:
+    """A real tick in a process that then says which path it took and what it imported."""
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=root, env=env_at(now, **extra), capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_every_completed_tick_pings_the_idle_one_too_and_an_early_exit_does_not(project, server):
+    server.route("GET", "/ping", server.reply(200, "OK"))
+    root = project(ping=server.url("/ping"))
+    assert tick(root, T0)["spawned"]  # a full tick that starts the 11:00 fire
+    assert len(server.requests_to("/ping")) == 1
+    full = probe_tick(root, "2026-06-01T10:06:00Z")  # nothing to do: leaves the idle memo
+    assert full["fullTick"] and len(server.requests_to("/ping")) == 2
+    idle = probe_tick(root, "2026-06-01T10:07:00Z")
+    assert not idle["fullTick"] and idle["heartbeatAt"] == "2026-06-01T10:07:00.000Z"
+    assert idle["heavy"] == []  # the idle ping: urllib, no httpx, click or project loading
+    assert [r.method for r in server.requests_to("/ping")] == ["GET", "GET", "GET"]
+
+    assert croft_json(root, "2026-06-01T10:08:00Z", "schedule", "pause", "--for", "1h")[0] == 0
+    assert tick(root, "2026-06-01T10:09:00Z")["exited"] == "paused"
+    assert croft_json(root, "2026-06-01T10:10:00Z", "schedule", "off")[0] == 0
+    assert tick(root, "2026-06-01T10:11:00Z")["exited"] == "off"
+    assert len(server.requests_to("/ping")) == 3  # no ping for a tick that did not run
+    assert notify_log(root) == []
+
+
+def test_a_project_without_a_ping_sends_nothing_and_its_idle_tick_imports_nothing_more(project, server):
+    root = project()
+    tick(root, T0)
+    probe_tick(root, "2026-06-01T10:06:00Z")
+    idle = probe_tick(root, "2026-06-01T10:07:00Z")
+    assert not idle["fullTick"] and idle["heavy"] == []
+    assert server.requests == [] and notify_log(root) == []
+
+
+def test_a_failing_ping_is_one_line_per_tick_by_host_and_the_tick_goes_on(project, server, tmp_path):
+    import threading
+
+    release = threading.Event()
+    server.route("GET", "/slow", lambda *_: (release.wait(10), (200, {}, ""))[1])
+    root = project(ping=server.url(f"/gone?key={SECRET}"))
+    try:
+        assert tick(root, T0)["spawned"]
+        probe_tick(root, "2026-06-01T10:06:00Z")
+        assert not probe_tick(root, "2026-06-01T10:07:00Z")["fullTick"]  # the idle tick logs its miss too
+        slow = project(root=tmp_path / "slow", ping=server.url("/slow"))
+        assert tick(slow, T0, CROFT_NOTIFY_TIMEOUT_MS="200")["spawned"]
+        probe_tick(slow, "2026-06-01T10:06:00Z", CROFT_NOTIFY_TIMEOUT_MS="200")
+        assert not probe_tick(slow, "2026-06-01T10:07:00Z", CROFT_NOTIFY_TIMEOUT_MS="200")["fullTick"]
+    finally:
+        release.set()
+    host = f"127.0.0.1:{server.port}"
+    lines = notify_log(root)
+    assert len(lines) == 3 and all(line.endswith(f"- ping {host}: HTTP 404") for line in lines)
+    assert SECRET not in "\n".join(lines)
+    assert [line.split(" - ", 1)[1] for line in notify_log(slow)] == [
+        f"ping {host}: no answer within 0.2 s"
+    ] * 3
+
+
+def _crashed_scheduled_run(root: Path, run_id: str, asset: str, at: str, monkeypatch) -> None:
+    """A scheduled run recorded as running whose process is gone (as a SIGKILL or a power cut leaves it)."""
+    from croft.core.identity import ProcessIdentity
+    from croft.history import runs
+    from croft.history.db import open_history
+
+    monkeypatch.setenv("CROFT_NOW", at)
+    conn = open_history(root / ".croft")
+    try:
+        dead = ProcessIdentity(pid=999_999, start="0", boot="gone")
+        runs.create_run(conn, run_id=run_id, trigger="schedule", human=False, argv=[], who=dead)
+        runs.start_step(
+            conn, run_id=run_id, asset=asset, attempt=1, reason="due", code_hash=None, log_path=None
+        )
+    finally:
+        conn.close()
+
+
+def failures(root: Path) -> list[str]:
+    return [n["runId"] for n in desktop(root) if n["event"] == "failed"]
+
+
+def test_a_crash_is_told_once_whether_the_tick_or_another_command_found_it(project, monkeypatch):
+    root = project()
+    assert tick(root, T0)["spawned"]  # the 11:00 fire ran: nothing more is due until 12:00
+    _crashed_scheduled_run(root, "r_0601_1110_aaaa", "issues", "2026-06-01T10:10:00Z", monkeypatch)
+    # `croft status` reconciles first (and notifies nothing): the next tick tells it.
+    _, status = croft_json(root, "2026-06-01T10:11:00Z", "status")
+    assert status["ok"] and desktop(root) == []
+    tick(root, "2026-06-01T10:12:00Z")
+    [note] = desktop(root)
+    assert (
+        note["runId"] == "r_0601_1110_aaaa"
+        and "issues failed in a scheduled run: RUN_CRASHED" in note["body"]
+    )
+    for later in ("2026-06-01T10:13:00Z", "2026-06-01T10:20:00Z"):
+        tick(root, later)
+    assert failures(root) == ["r_0601_1110_aaaa"]
+    assert setting(root, "notify.toldRuns") == ["r_0601_1110_aaaa"]
+
+    # A crash the tick's own reconcile finds is told once too.
+    _crashed_scheduled_run(root, "r_0601_1140_bbbb", "summary", "2026-06-01T10:40:00Z", monkeypatch)
+    tick(root, "2026-06-01T10:41:00Z")
+    tick(root, "2026-06-01T10:42:00Z")
+    assert failures(root) == ["r_0601_1110_aaaa", "r_0601_1140_bbbb"]
+    assert setting(root, "notify.toldRuns") == ["r_0601_1110_aaaa", "r_0601_1140_bbbb"]
+    assert notify_log(root) == []
+
+
+def test_a_crash_whose_asset_has_succeeded_since_is_not_news(project, monkeypatch):
+    root = project()
+    _crashed_scheduled_run(root, "r_0601_1001_aaaa", "summary", "2026-06-01T10:01:00Z", monkeypatch)
+    code, by_hand = croft_json(root, "2026-06-01T10:02:00Z", "run", "summary")  # reconciles, then succeeds
+    assert code == 0 and by_hand["ok"]
+    tick(root, "2026-06-01T10:03:00Z")
+    assert desktop(root) == [] and notify_log(root) == []
+    assert setting(root, "notify.toldRuns") == ["r_0601_1001_aaaa"]  # claimed, so never looked at again
+
+
+def test_the_told_list_claims_each_crash_once_and_keeps_only_the_last_days(make_project, monkeypatch):
+    from croft.core.clock import parse_instant
+    from croft.engine.reconcile import reconcile
+    from croft.history.db import open_history
+    from croft.schedule.notify_tick import claim_crashed
+
+    root = make_project()
+    conn = open_history(root / ".croft")
+    try:
+        assert claim_crashed(conn, parse_instant("2026-06-01T10:00:00Z")) == []
+        assert setting(root, "notify.toldRuns") is None  # nothing crashed: nothing written
+        _crashed_scheduled_run(root, "r_a", "orders", "2026-06-01T10:00:00Z", monkeypatch)
+        _crashed_scheduled_run(root, "r_b", "orders", "2026-06-01T10:00:00Z", monkeypatch)
+        assert reconcile(conn) == ["r_a", "r_b"]
+        now = parse_instant("2026-06-01T10:01:00Z")
+        assert claim_crashed(conn, now, told_now=["r_b"]) == ["r_a"]  # r_b is told as a failed start
+        assert claim_crashed(conn, now) == []
+        assert setting(root, "notify.toldRuns") == ["r_a", "r_b"]
+        _crashed_scheduled_run(root, "r_c", "orders", "2026-06-03T10:00:00Z", monkeypatch)
+        reconcile(conn)
+        assert claim_crashed(conn, parse_instant("2026-06-03T10:01:00Z")) == ["r_c"]
+        assert setting(root, "notify.toldRuns") == ["r_c"]
+    finally:
+        conn.close()
