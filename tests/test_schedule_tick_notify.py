@@ -219,3 +219,28 @@ def test_the_told_list_claims_each_crash_once_and_keeps_only_the_last_days(make_
         assert setting(root, "notify.toldRuns") == ["r_c"]
     finally:
         conn.close()
+
+
+def test_a_run_that_could_not_be_spawned_is_told_once_where_it_failed(project, monkeypatch):
+    from croft.core.clock import parse_instant
+    from croft.project.config import load_project
+    from croft.schedule import startrun
+    from croft.schedule.tick import project_tick
+
+    root = project()
+
+    def no_fork(*args, **kwargs):
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(startrun, "start_due_run", no_fork)
+    monkeypatch.setenv("CROFT_NOW", T0)
+    data, problems = project_tick(load_project(root), parse_instant(T0))
+    assert data["spawned"] == [] and [p.code for p in problems] == ["INTERNAL_ERROR"]
+    [note] = desktop(root)
+    assert note["event"] == "failed" and note["runId"] == problems[0].details["runId"]
+    assert note["body"].startswith(
+        "issues failed in a scheduled run: INTERNAL_ERROR: the scheduler could not"
+    )
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:10:00Z")
+    later, _ = project_tick(load_project(root), parse_instant("2026-06-01T10:10:00Z"))
+    assert later["held"][0]["code"] == "SCHEDULE_BACKOFF" and len(desktop(root)) == 1
