@@ -5,13 +5,11 @@ told once, whichever command found them."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from httpserver import serve
-from schedulekit import ISSUES, SUMMARY, croft_json, env_at, schedule_on, setting, tick
+from schedulekit import ISSUES, SUMMARY, croft_json, probe_tick, schedule_on, setting, tick
 
 SECRET = "sk_live_abcdef123456"
 T0 = "2026-06-01T10:05:00Z"  # London is UTC+1: the 11:00 fire was at 10:00Z
@@ -55,31 +53,7 @@ def notify_log(root: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-PROBE = """
-import json, sys
-sys.argv = ["croft", "tick", "--json"]
-from croft.cli import main
-import io, contextlib
-out = io.StringIO()
-with contextlib.redirect_stdout(out):
-    try:
-        main()
-    except SystemExit:
-        pass
-data = json.loads(out.getvalue())["data"]
-data["fullTick"] = "croft.schedule.tick" in sys.modules
-data["heavy"] = [m for m in ("click", "httpx", "croft.project.config") if m in sys.modules]
-print(json.dumps(data))
-"""
-
-
-def probe_tick(root: Path, now: str, **extra: str) -> dict:
-    """A real tick in a process that then says which path it took and what it imported."""
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=root, env=env_at(now, **extra), capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+HEAVY = ("click", "httpx", "croft.project.config")
 
 
 def test_every_completed_tick_pings_the_idle_one_too_and_an_early_exit_does_not(project, server):
@@ -87,9 +61,9 @@ def test_every_completed_tick_pings_the_idle_one_too_and_an_early_exit_does_not(
     root = project(ping=server.url("/ping"))
     assert tick(root, T0)["spawned"]  # a full tick that starts the 11:00 fire
     assert len(server.requests_to("/ping")) == 1
-    full = probe_tick(root, "2026-06-01T10:06:00Z")  # nothing to do: leaves the idle memo
+    full = probe_tick(root, "2026-06-01T10:06:00Z", HEAVY)  # nothing to do: leaves the idle memo
     assert full["fullTick"] and len(server.requests_to("/ping")) == 2
-    idle = probe_tick(root, "2026-06-01T10:07:00Z")
+    idle = probe_tick(root, "2026-06-01T10:07:00Z", HEAVY)
     assert not idle["fullTick"] and idle["heartbeatAt"] == "2026-06-01T10:07:00.000Z"
     assert idle["heavy"] == []  # the idle ping: urllib, no httpx, click or project loading
     assert [r.method for r in server.requests_to("/ping")] == ["GET", "GET", "GET"]
@@ -105,8 +79,8 @@ def test_every_completed_tick_pings_the_idle_one_too_and_an_early_exit_does_not(
 def test_a_project_without_a_ping_sends_nothing_and_its_idle_tick_imports_nothing_more(project, server):
     root = project()
     tick(root, T0)
-    probe_tick(root, "2026-06-01T10:06:00Z")
-    idle = probe_tick(root, "2026-06-01T10:07:00Z")
+    probe_tick(root, "2026-06-01T10:06:00Z", HEAVY)
+    idle = probe_tick(root, "2026-06-01T10:07:00Z", HEAVY)
     assert not idle["fullTick"] and idle["heavy"] == []
     assert server.requests == [] and notify_log(root) == []
 
@@ -119,12 +93,14 @@ def test_a_failing_ping_is_one_line_per_tick_by_host_and_the_tick_goes_on(projec
     root = project(ping=server.url(f"/gone?key={SECRET}"))
     try:
         assert tick(root, T0)["spawned"]
-        probe_tick(root, "2026-06-01T10:06:00Z")
-        assert not probe_tick(root, "2026-06-01T10:07:00Z")["fullTick"]  # the idle tick logs its miss too
+        probe_tick(root, "2026-06-01T10:06:00Z", HEAVY)
+        assert not probe_tick(root, "2026-06-01T10:07:00Z", HEAVY)[
+            "fullTick"
+        ]  # the idle tick logs its miss too
         slow = project(root=tmp_path / "slow", ping=server.url("/slow"))
         assert tick(slow, T0, CROFT_NOTIFY_TIMEOUT_MS="200")["spawned"]
-        probe_tick(slow, "2026-06-01T10:06:00Z", CROFT_NOTIFY_TIMEOUT_MS="200")
-        assert not probe_tick(slow, "2026-06-01T10:07:00Z", CROFT_NOTIFY_TIMEOUT_MS="200")["fullTick"]
+        probe_tick(slow, "2026-06-01T10:06:00Z", HEAVY, CROFT_NOTIFY_TIMEOUT_MS="200")
+        assert not probe_tick(slow, "2026-06-01T10:07:00Z", HEAVY, CROFT_NOTIFY_TIMEOUT_MS="200")["fullTick"]
     finally:
         release.set()
     host = f"127.0.0.1:{server.port}"

@@ -26,6 +26,21 @@ def rows(ctx):
 """
 
 
+def shop(make_project, server, limit: int) -> Path:
+    """The shop project (its key in .env, a webhook to ``server``), scheduled, and run once by a person."""
+    server.route("POST", "/hook", server.reply(204))
+    root = make_project(
+        {
+            "assets/orders.py": ORDERS.format(base=server.base_url, limit=limit),
+            ".env": f"SHOP_KEY={SECRET}\n",
+        },
+        notify={"webhook": server.url("/hook")},
+    )
+    schedule_on(root, "2026-06-01T09:30:00Z")
+    assert croft_json(root, "2026-06-01T09:31:00Z", "run")[0] == 0  # the code is approved
+    return root
+
+
 def desktop(root: Path) -> list[dict]:
     path = root / ".croft/logs/notifications.ndjson"
     lines = path.read_text().splitlines() if path.exists() else []
@@ -44,16 +59,7 @@ def test_a_scheduled_ingest_meeting_a_400_is_told_once_redacted_held_on_edit_and
 
     with serve() as server:
         server.route("GET", "/orders", orders)
-        server.route("POST", "/hook", server.reply(204))
-        root = make_project(
-            {
-                "assets/orders.py": ORDERS.format(base=server.base_url, limit=500),
-                ".env": f"SHOP_KEY={SECRET}\n",
-            },
-            notify={"webhook": server.url("/hook")},
-        )
-        schedule_on(root, "2026-06-01T09:30:00Z")
-        assert croft_json(root, "2026-06-01T09:31:00Z", "run")[0] == 0  # a person runs the code once
+        root = shop(make_project, server, limit=500)
 
         # The API lowers its limit: the 11:00 fire (10:00Z) gets a 400, once, and says so once.
         api["max"] = 100
@@ -117,16 +123,7 @@ def test_a_scheduled_ingest_meeting_a_400_is_told_once_redacted_held_on_edit_and
 def test_a_run_the_tick_started_that_died_before_recording_itself_is_told_exactly_once(make_project):
     with serve() as server:
         server.route("GET", "/orders", server.reply(200, [{"id": 1, "total": 10}]))
-        server.route("POST", "/hook", server.reply(204))
-        root = make_project(
-            {
-                "assets/orders.py": ORDERS.format(base=server.base_url, limit=10),
-                ".env": f"SHOP_KEY={SECRET}\n",
-            },
-            notify={"webhook": server.url("/hook")},
-        )
-        schedule_on(root, "2026-06-01T09:30:00Z")
-        assert croft_json(root, "2026-06-01T09:31:00Z", "run")[0] == 0
+        root = shop(make_project, server, limit=10)
 
         started = tick(root, "2026-06-01T10:05:00Z", CROFT_FAULT="before_run")  # the child dies at once
         run_id = started["spawned"][0]["runId"]
