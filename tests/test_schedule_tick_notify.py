@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from httpserver import serve
-from schedulekit import ISSUES, SUMMARY, croft_json, probe_tick, schedule_on, setting, tick
+from schedulekit import ISSUES, SUMMARY, croft_json, note, probe_tick, schedule_on, setting, tick
 
 SECRET = "sk_live_abcdef123456"
 T0 = "2026-06-01T10:05:00Z"  # London is UTC+1: the 11:00 fire was at 10:00Z
@@ -186,7 +186,7 @@ def test_the_told_list_claims_each_crash_once_and_keeps_only_the_last_days(make_
         _crashed_scheduled_run(root, "r_b", "orders", "2026-06-01T10:00:00Z", monkeypatch)
         assert reconcile(conn) == ["r_a", "r_b"]
         now = parse_instant("2026-06-01T10:01:00Z")
-        assert claim_crashed(conn, now, told_now=["r_b"]) == ["r_a"]  # r_b is told as a failed start
+        assert claim_crashed(conn, now) == ["r_a", "r_b"]
         assert claim_crashed(conn, now) == []
         assert setting(root, "notify.toldRuns") == ["r_a", "r_b"]
         _crashed_scheduled_run(root, "r_c", "orders", "2026-06-03T10:00:00Z", monkeypatch)
@@ -220,3 +220,21 @@ def test_a_run_that_could_not_be_spawned_is_told_once_where_it_failed(project, m
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:10:00Z")
     later, _ = project_tick(load_project(root), parse_instant("2026-06-01T10:10:00Z"))
     assert later["held"][0]["code"] == "SCHEDULE_BACKOFF" and len(desktop(root)) == 1
+
+
+def test_a_run_that_crashed_before_starting_all_its_assets_gives_one_message_naming_both(
+    project, monkeypatch
+):
+    root = project()
+    assert tick(root, T0)["spawned"]
+    # As a tick leaves it: the run noted with two assets; it recorded itself, started one, then died.
+    note(root, "r_0601_1110_cccc", ["issues", "summary"], "2026-06-01T10:10:00Z", {})
+    _crashed_scheduled_run(root, "r_0601_1110_cccc", "issues", "2026-06-01T10:10:00Z", monkeypatch)
+    _, found = croft_json(root, "2026-06-01T10:11:00Z", "tick")
+    [warning] = [p for p in found["problems"] if p["code"] == "RUN_CRASHED"]
+    assert "did not start summary" in warning["message"]
+    [message] = desktop(root)
+    assert message["runId"] == "r_0601_1110_cccc"
+    assert "issues" in message["body"] and "summary" in message["body"] and "RUN_CRASHED" in message["body"]
+    tick(root, "2026-06-01T10:12:00Z")
+    assert len(desktop(root)) == 1

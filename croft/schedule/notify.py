@@ -13,7 +13,7 @@ None of them raises: every notification that does not go out is one redacted lin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the runner imports this module at the end of every run: keep its imports at nothing
@@ -102,11 +102,17 @@ def notify_scheduled_failure(
         note_miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
 
 
-def notify_crashed_runs(project: Project, conn: sqlite3.Connection, run_ids: Sequence[str]) -> None:
+def notify_crashed_runs(
+    project: Project,
+    conn: sqlite3.Connection,
+    run_ids: Sequence[str],
+    unstarted: Mapping[str, Sequence[Failed]] | None = None,
+) -> None:
     """Notify the scheduled runs among those reconcile just marked crashed (its return value); never raises.
 
-    The failed assets are the last attempts that ended crashed, failed or interrupted; runs by hand are
-    left alone.
+    The failed assets are the last attempts that ended crashed, failed or interrupted, plus, for a run the
+    tick also found to be a failed start, the assets it never started (``unstarted``, by run id), so such
+    a run gives one message naming both. Runs by hand are left alone.
     """
     for run_id in run_ids:
         try:
@@ -121,6 +127,7 @@ def notify_crashed_runs(project: Project, conn: sqlite3.Connection, run_ids: Seq
                 last[step["asset"]] = step
             failing = {a: s for a, s in last.items() if s["status"] in FAILED_STATUSES}
             failed = [Failed(a, s.get("error")) for a, s in failing.items() if not _since_ok(conn, a, s)]
+            failed += [f for f in (unstarted or {}).get(run_id, ()) if f.asset not in failing]
             if failing and not failed:
                 continue  # found late (another command reconciled it) and every asset has succeeded since
             summary = run.get("summary") if isinstance(run.get("summary"), dict) else None

@@ -36,12 +36,8 @@ _CRASHED = (
 )
 
 
-def claim_crashed(conn: sqlite3.Connection, now: datetime, told_now: Sequence[str] = ()) -> list[str]:
-    """The crashed scheduled runs of the last day nobody has told of yet, marked told as they are returned.
-
-    ``told_now`` are runs this tick tells of another way (a failed start whose run row says crashed):
-    they are marked, not returned, so one run never gives two messages.
-    """
+def claim_crashed(conn: sqlite3.Connection, now: datetime) -> list[str]:
+    """The crashed scheduled runs of the last day nobody has told of yet, marked told as they are returned."""
     since = to_iso(now - LOOK_BACK)
     if conn.execute(_CRASHED + " LIMIT 1", (since,)).fetchone() is None:
         return []  # the usual tick: one indexed read, no write
@@ -49,10 +45,9 @@ def claim_crashed(conn: sqlite3.Connection, now: datetime, told_now: Sequence[st
         crashed = [str(row[0]) for row in conn.execute(_CRASHED, (since,))]
         stored = get_setting(conn, TOLD_KEY) or []
         told = {str(x) for x in stored} if isinstance(stored, list) else set()
-        fresh = [run_id for run_id in crashed if run_id not in told and run_id not in told_now]
         if set(crashed) != told:
             put_setting(conn, TOLD_KEY, crashed)
-    return fresh
+    return [run_id for run_id in crashed if run_id not in told]
 
 
 def tell_after_tick(
@@ -62,15 +57,23 @@ def tell_after_tick(
     failed_starts: Sequence[tuple[FailedStart, Problem]],
 ) -> None:
     """Notify this tick's failed starts (each with the problem the tick reported) and the crashed
-    scheduled runs not told yet; never raises."""
+    scheduled runs not told yet, one message per run; never raises.
+
+    A failed start whose run row says crashed (it recorded itself, then died before starting some of
+    its assets) is told with the crash, naming what crashed and what never started."""
     from croft.schedule.notify import note_miss, notify_crashed_runs, notify_failed_start
+    from croft.schedule.notify_message import Failed
 
     try:
-        crashed = claim_crashed(conn, now, [failure.run_id for failure, _ in failed_starts])
+        crashed = claim_crashed(conn, now)
     except Exception as exc:  # no claim, no message: a repeat every minute would be worse than a miss
         note_miss(project, None, f"notify: crashed runs not checked: {type(exc).__name__}: {exc}")
         crashed = []
+    unstarted: dict[str, list[Failed]] = {}
     for failure, why in failed_starts:
-        notify_failed_start(project, failure.run_id, failure.assets, why, conn=conn)
+        if failure.run_id in crashed:
+            unstarted[failure.run_id] = [Failed(asset, why.to_dict()) for asset in failure.assets]
+        else:
+            notify_failed_start(project, failure.run_id, failure.assets, why, conn=conn)
     if crashed:
-        notify_crashed_runs(project, conn, crashed)
+        notify_crashed_runs(project, conn, crashed, unstarted)
