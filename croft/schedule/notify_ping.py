@@ -18,9 +18,19 @@ TYPE_CHECKING = False  # the idle tick loads this module when a ping is configur
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["PING_TIMEOUT_S", "TIMEOUT_ENV", "Pinged", "is_loopback", "ping", "ping_logged", "timeout_seconds"]
+__all__ = [
+    "GRACE_S",
+    "PING_TIMEOUT_S",
+    "TIMEOUT_ENV",
+    "Pinged",
+    "is_loopback",
+    "ping",
+    "ping_logged",
+    "timeout_seconds",
+]
 
 PING_TIMEOUT_S = 3.0
+GRACE_S = 1.0  # beyond the socket timeout, for the whole request
 TIMEOUT_ENV = "CROFT_NOTIFY_TIMEOUT_MS"
 
 
@@ -62,12 +72,27 @@ def is_loopback(url: str) -> bool:
 
 
 def ping(url: str, timeout: float | None = None) -> Pinged:
-    """GET ``url``, at most ``timeout`` seconds per socket wait (3 s, or less by the knob); never raises."""
+    """GET ``url``: at most ``timeout`` seconds per socket wait (3 s, or less by the knob) and one more
+    second in all; never raises.
+
+    The socket timeout bounds each wait, not a name lookup that hangs nor a server that drips its
+    answer a byte at a time, so the request runs in a daemon thread and the tick stops waiting at the
+    deadline (the thread ends with the process)."""
+    import threading
+
     timeout = min(timeout_seconds(PING_TIMEOUT_S), PING_TIMEOUT_S) if timeout is None else timeout
-    handlers = [urllib.request.ProxyHandler({})] if is_loopback(url) else []
-    opener = urllib.request.build_opener(*handlers)
-    request = urllib.request.Request(url, method="GET", headers={"User-Agent": _agent()})
+    got: list[Pinged] = []
+    worker = threading.Thread(target=lambda: got.append(_get(url, timeout)), name="croft-ping", daemon=True)
+    worker.start()
+    worker.join(timeout + GRACE_S)
+    return got[0] if got else Pinged(False, None, f"no answer within {timeout + GRACE_S:g} s")
+
+
+def _get(url: str, timeout: float) -> Pinged:
     try:
+        handlers = [urllib.request.ProxyHandler({})] if is_loopback(url) else []
+        opener = urllib.request.build_opener(*handlers)
+        request = urllib.request.Request(url, method="GET", headers={"User-Agent": _agent()})
         with opener.open(request, timeout=timeout) as response:
             return Pinged(True, response.status)
     except urllib.error.HTTPError as exc:
@@ -78,6 +103,8 @@ def ping(url: str, timeout: float | None = None) -> Pinged:
             return Pinged(False, None, f"no answer within {timeout:g} s")
         text = str(reason).replace(url, host_of(url))
         return Pinged(False, None, f"{type(reason).__name__}: {text}")
+    except Exception as exc:  # http.client's own errors (too many headers, a bad status line)
+        return Pinged(False, None, f"{type(exc).__name__}: {str(exc).replace(url, host_of(url))}")
 
 
 def ping_logged(url: str, state_dir: str | os.PathLike[str], redactor: Any = None) -> bool:
