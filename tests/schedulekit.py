@@ -133,3 +133,40 @@ def note(root: Path, run_id: str, assets: list[str], at: str, fires: dict[str, s
         note_spawn(conn, run_id, assets, parse_instant(at), fires, assets)
     finally:
         conn.close()
+
+
+TICK_PROBE = """
+import json, sys
+watched = sys.argv[1:]
+sys.argv = ["croft", "tick", "--json"]
+from croft.cli import main
+import io, contextlib
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        main()
+    except SystemExit:
+        pass
+data = json.loads(out.getvalue())["data"]
+data["fullTick"] = "croft.schedule.tick" in sys.modules
+data["typing"] = "typing" in sys.modules or "dataclasses" in sys.modules
+data["heavy"] = [m for m in watched if m in sys.modules]
+print(json.dumps(data))
+"""
+
+
+def probe_tick(root: Path, now: str, heavy: tuple[str, ...], **extra: str) -> dict[str, Any]:
+    """A real ``croft tick`` in a process that then says which path it took (``fullTick``), whether it
+    loaded ``typing`` and which of the ``heavy`` modules it imported; waits for the runs it started."""
+    out = subprocess.run(
+        [sys.executable, "-c", TICK_PROBE, *heavy],
+        cwd=root,
+        env=env_at(now, **extra),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    data: dict[str, Any] = json.loads(out.stdout)
+    wait_for_runs(root)
+    return data

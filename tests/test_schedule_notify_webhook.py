@@ -255,3 +255,32 @@ print(json.dumps(sorted(m for m in ("httpx", "click") if m in sys.modules)))
         assert log.exists() == logged
     assert log.read_text().rstrip().endswith(f"- ping 127.0.0.1:{server.port}: HTTP 404")
     assert [r.path for r in server.requests] == ["/ping", "/gone"]
+
+
+def test_a_ping_whose_answer_drips_in_is_given_up_at_the_deadline(make_project, monkeypatch):
+    """Each read gets a line before the socket timeout, so only the ping's own deadline ends it."""
+    stop = threading.Event()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def drip() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")
+            while not stop.wait(0.05):
+                try:
+                    conn.sendall(b"X-Slow: y\r\n")
+                except OSError:
+                    return
+
+    threading.Thread(target=drip, daemon=True).start()
+    host = f"127.0.0.1:{listener.getsockname()[1]}"
+    project = project_with(make_project, None, ping=f"http://{host}/ping")
+    monkeypatch.setenv("CROFT_NOTIFY_TIMEOUT_MS", "200")
+    try:
+        ping_after_tick(project)
+    finally:
+        stop.set()
+        listener.close()
+    assert notify_log(project)[0].endswith(f"- ping {host}: no answer within 1.2 s")

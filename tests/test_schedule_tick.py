@@ -16,6 +16,7 @@ from schedulekit import (
     env_at,
     lease,
     note,
+    probe_tick,
     query,
     runs_of,
     schedule_on,
@@ -376,38 +377,8 @@ def test_the_child_runs_detached_in_its_own_session_after_the_tick_has_exited(pr
     assert query(root, "SELECT status FROM runs WHERE id = ?", run_id) == [{"status": "succeeded"}]
 
 
-PATH_PROBE = """
-import json, sys
-sys.argv = ["croft", "tick", "--json"]
-from croft.cli import main
-import io, contextlib
-out = io.StringIO()
-with contextlib.redirect_stdout(out):
-    try:
-        main()
-    except SystemExit:
-        pass
-data = json.loads(out.getvalue())["data"]
-data["fullTick"] = "croft.schedule.tick" in sys.modules
-data["typing"] = "typing" in sys.modules or "dataclasses" in sys.modules
-data["heavy"] = [m for m in ("click", "httpx", "difflib", "ast", "croft.project.facts") if m in sys.modules]
-print(json.dumps(data))
-"""
-
-
 def _probe_tick(root, now: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", PATH_PROBE],
-        cwd=root,
-        env=env_at(now),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)
-    wait_for_runs(root)
-    return data
+    return probe_tick(root, now, ("click", "httpx", "difflib", "ast", "croft.project.facts"))
 
 
 def test_an_idle_tick_only_beats_while_nothing_it_read_has_changed(project):

@@ -86,14 +86,44 @@ def _find_root(start: str) -> str | None:
 
 
 def idle_tick(start: str, now_iso: str) -> dict[str, Any] | None:
-    """The tick's data when the memo still holds (or another tick is running); None: do the full tick."""
+    """The tick's data when the memo still holds (or another tick is running); None: do the full tick.
+
+    An idle tick that beat is a completed tick: it sends the dead-man's-switch ping too (``notify.ping``,
+    read from the croft.json text the memo already matched), after runs.sqlite is closed.
+    """
     try:
-        return _idle(start, now_iso)
+        found = _idle(start, now_iso)
     except (OSError, ValueError, KeyError, TypeError, sqlite3.Error):
         return None
+    if found is None:
+        return None
+    data, root, config = found
+    if data["exited"] is None:
+        _ping(root, config)
+    return data
 
 
-def _idle(start: str, now_iso: str) -> dict[str, Any] | None:
+def _ping(root: str, config: dict[str, Any]) -> None:
+    """The same ping the full tick sends (``notify_ping.ping_logged``); nothing is imported without one."""
+    notify = config.get("notify")
+    url = notify.get("ping") if isinstance(notify, dict) else None
+    if not url or not isinstance(url, str):
+        return
+    from croft.schedule.notify_ping import ping_logged
+
+    ping_logged(url, os.path.join(root, ".croft"), lambda: _redactor(root))
+
+
+def _redactor(root: str) -> Any:
+    """Only on a failed ping: the project's redactor, for the line in notify.log."""
+    from pathlib import Path
+
+    from croft.project.config import load_project
+
+    return load_project(Path(root)).redactor.text
+
+
+def _idle(start: str, now_iso: str) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
     root = _find_root(start)
     if root is None:
         return None
@@ -122,7 +152,7 @@ def _idle(start: str, now_iso: str) -> dict[str, Any] | None:
             return None
         if memo["files"] != files_fingerprint(root, memo["deps"]):
             return None
-        return _beat(conn, now_iso)
+        return _beat(conn, now_iso), root, config
     finally:
         conn.close()
 

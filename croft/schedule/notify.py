@@ -13,7 +13,7 @@ None of them raises: every notification that does not go out is one redacted lin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the runner imports this module at the end of every run: keep its imports at nothing
@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the runner imports this module at the end of every run: kee
 
 __all__ = [
     "after_run",
+    "note_miss",
     "notify_crashed_runs",
     "notify_failed_start",
     "notify_scheduled_failure",
@@ -52,7 +53,7 @@ def after_run(project: Project, conn: sqlite3.Connection, options: Any, summary:
         if succeeded:
             _recovered(project, conn, run_id, succeeded, summary)
     except (Exception, KeyboardInterrupt) as exc:
-        _miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
+        note_miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
 
 
 def notify_failed_start(
@@ -73,7 +74,7 @@ def notify_failed_start(
         error = problem.to_dict() if problem is not None and not isinstance(problem, dict) else problem
         failed = [Failed(asset, error) for asset in assets]
     except (Exception, KeyboardInterrupt) as exc:
-        _miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
+        note_miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
         return
     notify_scheduled_failure(project, run_id, failed, conn=conn)
 
@@ -98,14 +99,20 @@ def notify_scheduled_failure(
         finally:
             own.close()
     except (Exception, KeyboardInterrupt) as exc:
-        _miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
+        note_miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
 
 
-def notify_crashed_runs(project: Project, conn: sqlite3.Connection, run_ids: Sequence[str]) -> None:
+def notify_crashed_runs(
+    project: Project,
+    conn: sqlite3.Connection,
+    run_ids: Sequence[str],
+    unstarted: Mapping[str, Sequence[Failed]] | None = None,
+) -> None:
     """Notify the scheduled runs among those reconcile just marked crashed (its return value); never raises.
 
-    The failed assets are the last attempts that ended crashed, failed or interrupted; runs by hand are
-    left alone.
+    The failed assets are the last attempts that ended crashed, failed or interrupted, plus, for a run the
+    tick also found to be a failed start, the assets it never started (``unstarted``, by run id), so such
+    a run gives one message naming both. Runs by hand are left alone.
     """
     for run_id in run_ids:
         try:
@@ -118,11 +125,24 @@ def notify_crashed_runs(project: Project, conn: sqlite3.Connection, run_ids: Seq
             last: dict[str, dict[str, Any]] = {}
             for step in reversed(runs.list_steps(conn, run_id=run_id, limit=10_000)):  # oldest first
                 last[step["asset"]] = step
-            failed = [Failed(a, s.get("error")) for a, s in last.items() if s["status"] in FAILED_STATUSES]
+            failing = {a: s for a, s in last.items() if s["status"] in FAILED_STATUSES}
+            failed = [Failed(a, s.get("error")) for a, s in failing.items() if not _since_ok(conn, a, s)]
+            failed += [f for f in (unstarted or {}).get(run_id, ()) if f.asset not in failing]
+            if failing and not failed:
+                continue  # found late (another command reconciled it) and every asset has succeeded since
             summary = run.get("summary") if isinstance(run.get("summary"), dict) else None
             _failed(project, conn, run_id, failed, summary)
         except (Exception, KeyboardInterrupt) as exc:
-            _miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
+            note_miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
+
+
+def _since_ok(conn: sqlite3.Connection, asset: str, step: dict[str, Any]) -> bool:
+    """``asset`` succeeded in an attempt that started after ``step`` (a crash that is no longer news)."""
+    row = conn.execute(
+        "SELECT 1 FROM steps WHERE asset = ? AND status IN ('ok', 'unchanged') AND started_at > ? LIMIT 1",
+        (asset, step.get("started_at") or ""),
+    ).fetchone()
+    return row is not None
 
 
 def ping_after_tick(project: Project) -> None:
@@ -130,16 +150,9 @@ def ping_after_tick(project: Project) -> None:
     url = project.config.notify_ping
     if not url:
         return
-    from croft.schedule.notify_log import host_of
+    from croft.schedule.notify_ping import ping_logged
 
-    try:
-        from croft.schedule.notify_ping import ping
-
-        outcome = ping(url)
-        if not outcome.ok:
-            _miss(project, None, f"ping {host_of(url)}: {outcome.error}")
-    except (Exception, KeyboardInterrupt) as exc:
-        _miss(project, None, f"ping {host_of(url)}: {type(exc).__name__}: {exc}")
+    ping_logged(url, project.config.state_dir, lambda: project.redactor.text)
 
 
 # -- the two kinds of message -----------------------------------------------------------------------
@@ -162,7 +175,7 @@ def _failed(
             conn, lambda old: _pick(streaks.on_failures(old, [f.asset for f in failed], at))
         )
     except Exception as exc:  # no memory of the streak: better one message too many than none
-        _miss(project, run_id, f"streaks: not saved: {type(exc).__name__}: {exc}")
+        note_miss(project, run_id, f"streaks: not saved: {type(exc).__name__}: {exc}")
         fresh, longest = [f.asset for f in failed], 1
     if failed and not fresh:
         return
@@ -217,12 +230,14 @@ def _deliver(
         try:
             _desktop(project, run_id, event, title, body)
         except Exception as exc:
-            _miss(project, run_id, f"desktop: {type(exc).__name__}: {exc}")
+            note_miss(project, run_id, f"desktop: {type(exc).__name__}: {exc}")
     if config.notify_webhook:
         try:
             _webhook(project, run_id, event, config.notify_webhook, payload)
         except Exception as exc:
-            _miss(project, run_id, f"webhook {host_of(config.notify_webhook)}: {type(exc).__name__}: {exc}")
+            note_miss(
+                project, run_id, f"webhook {host_of(config.notify_webhook)}: {type(exc).__name__}: {exc}"
+            )
 
 
 def _desktop(project: Project, run_id: str, event: str, title: str, body: str) -> None:
@@ -239,7 +254,7 @@ def _desktop(project: Project, run_id: str, event: str, title: str, body: str) -
         return
     outcome = show(title, body)
     if outcome.error:
-        _miss(project, run_id, outcome.error)
+        note_miss(project, run_id, outcome.error)
 
 
 def _webhook(project: Project, run_id: str, event: str, url: str, payload: dict[str, Any]) -> None:
@@ -252,7 +267,7 @@ def _webhook(project: Project, run_id: str, event: str, url: str, payload: dict[
     host = host_of(url)
     secret, refusal = _signing_secret(project)
     if refusal:
-        _miss(project, run_id, f"webhook {host}: {refusal}")
+        note_miss(project, run_id, f"webhook {host}: {refusal}")
         return
     body = json.dumps(project.redactor.obj(payload), ensure_ascii=False).encode("utf-8")
     headers = {"Content-Type": "application/json", "User-Agent": f"croft/{__version__}"}
@@ -266,7 +281,7 @@ def _webhook(project: Project, run_id: str, event: str, url: str, payload: dict[
             {**entry, "httpStatus": delivery.http_status, "attempts": delivery.attempts},
         )
     if delivery.status != "sent":
-        _miss(project, run_id, f"webhook {host}: {delivery.error}")
+        note_miss(project, run_id, f"webhook {host}: {delivery.error}")
 
 
 def _signing_secret(project: Project) -> tuple[str | None, str | None]:
@@ -290,7 +305,7 @@ def _signing_secret(project: Project) -> tuple[str | None, str | None]:
     return configured, None
 
 
-def _miss(project: Project, run_id: str | None, message: str) -> None:
+def note_miss(project: Project, run_id: str | None, message: str) -> None:
     import contextlib
 
     from croft.schedule.notify_log import log_miss

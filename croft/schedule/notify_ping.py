@@ -10,21 +10,40 @@ from __future__ import annotations
 import os
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from pathlib import Path
 
-from croft.schedule.notify_log import host_of
+from croft.schedule.notify_log import host_of, log_miss
 
-__all__ = ["PING_TIMEOUT_S", "TIMEOUT_ENV", "Pinged", "is_loopback", "ping", "timeout_seconds"]
+TYPE_CHECKING = False  # the idle tick loads this module when a ping is configured: no typing on that path
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = [
+    "GRACE_S",
+    "PING_TIMEOUT_S",
+    "TIMEOUT_ENV",
+    "Pinged",
+    "is_loopback",
+    "ping",
+    "ping_logged",
+    "timeout_seconds",
+]
 
 PING_TIMEOUT_S = 3.0
+GRACE_S = 1.0  # beyond the socket timeout, for the whole request
 TIMEOUT_ENV = "CROFT_NOTIFY_TIMEOUT_MS"
 
 
-@dataclass(frozen=True)
 class Pinged:
-    ok: bool
-    http_status: int | None = None
-    error: str | None = None
+    """What one ping got (a plain class: ``dataclasses`` would cost the idle tick ~15 ms to import)."""
+
+    __slots__ = ("error", "http_status", "ok")
+
+    def __init__(self, ok: bool, http_status: int | None = None, error: str | None = None) -> None:
+        self.ok, self.http_status, self.error = ok, http_status, error
+
+    def __repr__(self) -> str:
+        return f"Pinged(ok={self.ok}, http_status={self.http_status}, error={self.error!r})"
 
 
 def timeout_seconds(default: float) -> float:
@@ -53,12 +72,27 @@ def is_loopback(url: str) -> bool:
 
 
 def ping(url: str, timeout: float | None = None) -> Pinged:
-    """GET ``url``, at most ``timeout`` seconds per socket wait (3 s, or less by the knob); never raises."""
+    """GET ``url``: at most ``timeout`` seconds per socket wait (3 s, or less by the knob) and one more
+    second in all; never raises.
+
+    The socket timeout bounds each wait, not a name lookup that hangs nor a server that drips its
+    answer a byte at a time, so the request runs in a daemon thread and the tick stops waiting at the
+    deadline (the thread ends with the process)."""
+    import threading
+
     timeout = min(timeout_seconds(PING_TIMEOUT_S), PING_TIMEOUT_S) if timeout is None else timeout
-    handlers = [urllib.request.ProxyHandler({})] if is_loopback(url) else []
-    opener = urllib.request.build_opener(*handlers)
-    request = urllib.request.Request(url, method="GET", headers={"User-Agent": _agent()})
+    got: list[Pinged] = []
+    worker = threading.Thread(target=lambda: got.append(_get(url, timeout)), name="croft-ping", daemon=True)
+    worker.start()
+    worker.join(timeout + GRACE_S)
+    return got[0] if got else Pinged(False, None, f"no answer within {timeout + GRACE_S:g} s")
+
+
+def _get(url: str, timeout: float) -> Pinged:
     try:
+        handlers = [urllib.request.ProxyHandler({})] if is_loopback(url) else []
+        opener = urllib.request.build_opener(*handlers)
+        request = urllib.request.Request(url, method="GET", headers={"User-Agent": _agent()})
         with opener.open(request, timeout=timeout) as response:
             return Pinged(True, response.status)
     except urllib.error.HTTPError as exc:
@@ -69,6 +103,34 @@ def ping(url: str, timeout: float | None = None) -> Pinged:
             return Pinged(False, None, f"no answer within {timeout:g} s")
         text = str(reason).replace(url, host_of(url))
         return Pinged(False, None, f"{type(reason).__name__}: {text}")
+    except Exception as exc:  # http.client's own errors (too many headers, a bad status line)
+        return Pinged(False, None, f"{type(exc).__name__}: {str(exc).replace(url, host_of(url))}")
+
+
+def ping_logged(url: str, state_dir: str | os.PathLike[str], redactor: Any = None) -> bool:
+    """Ping ``url``; a miss is one line in ``<state>/logs/notify.log``. Never raises; True when it answered.
+
+    ``redactor`` is a no-argument callable returning the text redactor; it is called only on a miss, so
+    the idle tick, which has no project loaded, reads ``.env`` only when there is something to log.
+    """
+    try:
+        outcome = ping(url)
+        error = outcome.error if not outcome.ok else None
+    except (Exception, KeyboardInterrupt) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    if error is None:
+        return True
+    redact = None
+    if redactor is not None:
+        try:
+            redact = redactor()
+        except Exception:  # an unreadable .env: the line still goes out, URLs by host only
+            redact = None
+    try:
+        log_miss(Path(state_dir), None, f"ping {host_of(url)}: {error}", redact)
+    except Exception:  # a broken redactor must not fail the tick either
+        log_miss(Path(state_dir), None, f"ping {host_of(url)}: failed")
+    return False
 
 
 def _agent() -> str:

@@ -78,13 +78,25 @@ def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[
             previous = (read_tick(conn) or {}).get("heartbeat_at")
             data["heartbeatAt"] = to_iso(now)
             write_tick(conn, who, data["heartbeatAt"])
-            _work(project, conn, now, data, problems, previous)
+            failed_starts = _work(project, conn, now, data, problems, previous)
         finally:
             release_tick(conn, who)
+        _tell(project, conn, now, failed_starts)
     finally:
         conn.close()
         data["tookMs"] = int((time.perf_counter() - started) * 1000)
+    from croft.schedule.notify import ping_after_tick
+
+    ping_after_tick(project)  # a completed tick only: an early exit (off, paused, busy) returned above
     return data, problems
+
+
+def _tell(project: Project, conn: Any, now: datetime, failed_starts: list[tuple[Any, Problem]]) -> None:
+    """Failed starts and crashed scheduled runs are notified after the singleton is released, so a slow
+    webhook never makes the next minute's tick find this one still holding it."""
+    from croft.schedule.notify_tick import tell_after_tick
+
+    tell_after_tick(project, conn, now, failed_starts)
 
 
 def _work(
@@ -94,7 +106,8 @@ def _work(
     data: dict[str, Any],
     problems: list[Problem],
     previous: str | None = None,
-) -> None:
+) -> list[tuple[Any, Problem]]:
+    """Returns the failed starts found or made, each with the problem reported for it (to notify)."""
     import os
 
     from croft.schedule.due import due_work
@@ -118,9 +131,11 @@ def _work(
         reconcile(conn, lambda assets: _refresh_catalog(project, conn, assets, infos))
     settled = settle(conn, state_dir, now)
     apply_settled(conn, settled)
+    told: list[tuple[Any, Problem]] = []
     for failure in settled.new_failures:
         again = f"it runs again after {_words(failure, now, tz)}"
         problems.append(_crash_warning(state_rel, failure.run_id, failure.assets, failure.reason, again))
+        told.append((failure, problems[-1]))
     latest = latest_steps(conn)
     given = due_input(
         conn,
@@ -172,12 +187,14 @@ def _work(
                     details={"runId": run_id},
                 )
             )
+            told.append((failure, problems[-1]))
             continue
         slots.attach(slots.home(), slot, child)
         note_child(conn, run_id, child)
         data["spawned"].append({"runId": run_id, "assets": group, "reason": work.group_reason(group)})
     idle = not (data["spawned"] or data["held"] or problems or settled.still or settled.failed_starts)
     _leave_memo(project, conn, now, infos if idle else None)
+    return told
 
 
 def _leave_memo(project: Project, conn: Any, now: datetime, infos: dict[str, Any] | None) -> None:
