@@ -24,7 +24,7 @@ TYPE_CHECKING = False  # typing itself is not loaded on this path: it is what th
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["MEMO_KEY", "history_fingerprint", "idle_tick", "make_memo"]
+__all__ = ["MEMO_KEY", "history_fingerprint", "idle_tick", "make_memo", "memo_holds"]
 
 MEMO_KEY = "schedule.idle"
 _NOT_SETTLED = ("schedule.spawned", "schedule.failedStarts")
@@ -88,12 +88,21 @@ def _find_root(start: str) -> str | None:
 def idle_tick(start: str, now_iso: str) -> dict[str, Any] | None:
     """The tick's data when the memo still holds (or another tick is running); None: do the full tick."""
     try:
-        return _idle(start, now_iso)
+        return _idle(start, now_iso, beat=True)
     except (OSError, ValueError, KeyError, TypeError, sqlite3.Error):
         return None
 
 
-def _idle(start: str, now_iso: str) -> dict[str, Any] | None:
+def memo_holds(root: str, now_iso: str) -> dict[str, Any] | None:
+    """The memo when it still holds at ``now_iso`` (the same check as ``idle_tick``), writing nothing;
+    None: a full tick must decide. For the per-user tick, which beats idle projects itself."""
+    try:
+        return _idle(root, now_iso, beat=False)
+    except (OSError, ValueError, KeyError, TypeError, sqlite3.Error):
+        return None
+
+
+def _idle(start: str, now_iso: str, beat: bool) -> dict[str, Any] | None:
     root = _find_root(start)
     if root is None:
         return None
@@ -122,7 +131,7 @@ def _idle(start: str, now_iso: str) -> dict[str, Any] | None:
             return None
         if memo["files"] != files_fingerprint(root, memo["deps"]):
             return None
-        return _beat(conn, now_iso)
+        return _beat(conn, now_iso) if beat else memo
     finally:
         conn.close()
 

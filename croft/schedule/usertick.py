@@ -1,7 +1,9 @@
 """``croft tick --all``: what the OS job runs every minute, for every project of this user.
 
 It reads the registry, prunes it, and starts the project tick of each ``os-job`` project whose
-scheduling is on, each in its own detached process, so one broken project never stops the others.
+scheduling is on, each in its own detached process, so one broken project never stops the others. A
+project whose idle memo still holds (nothing changed, nothing can be due) only needs its heartbeat, so
+that is written here, in-process, by the project tick's own idle check instead of a new interpreter.
 It runs 1,440 times a day, so it imports nothing it does not need (no click, no httpx, no asset code;
 the CLI dispatches here before loading click) and does no work for a project whose scheduling is off.
 """
@@ -17,6 +19,7 @@ from typing import Any
 from croft.core import clock
 from croft.core.paths import croft_home, state_dir
 from croft.core.problems import CroftError
+from croft.schedule.idlebeat import IdleCache, write_beat
 from croft.schedule.registry import Entry, Registry, presence
 from croft.schedule.setting import effective_state
 from croft.schedule.settingcache import SettingCache
@@ -48,7 +51,7 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     log = TickLog(home / "logs" / "tick.log")
     log.rotate()
     registry = Registry(home)
-    out: dict[str, Any] = {"started": [], "skipped": [], "notes": []}
+    out: dict[str, Any] = {"started": [], "beat": [], "skipped": [], "notes": []}
 
     def note(message: str) -> None:
         out["notes"].append(message)
@@ -71,14 +74,16 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
         note(f"{registry.path} is locked by another croft; pruning next minute")
     env = child_env(home)
     cache = SettingCache(home / "tick-cache.json")
+    idle = IdleCache(home / "idle-cache.json")
     with log.open() as handle:
         for entry in entries:
             try:
-                _one(entry, now, cache, handle, env, out, note)
+                _one(entry, now, cache, idle, handle, env, out, note)
             except Exception as exc:  # one broken project never stops the others
                 note(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
                 out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
     cache.save()
+    idle.save()
     return out
 
 
@@ -86,6 +91,7 @@ def _one(
     entry: Entry,
     now: Any,
     cache: SettingCache,
+    idle: IdleCache,
     handle: Any,
     env: dict[str, str],
     out: dict[str, Any],
@@ -97,6 +103,8 @@ def _one(
         if reason.startswith("cannot check"):
             note(f"{entry.root}: {reason}")
         return
+    if _idle_here(entry, now, idle, out):
+        return
     try:
         child = spawn_tick(entry.root, handle, env)
     except OSError as exc:
@@ -106,6 +114,18 @@ def _one(
     _forget(child)
     note(f"{entry.root}: tick started (pid {child.pid})")
     out["started"].append({"root": entry.root, "pid": child.pid})
+
+
+def _idle_here(entry: Entry, now: Any, idle: IdleCache, out: dict[str, Any]) -> bool:
+    """The project tick's own idle check (``schedule.idlebeat``), here in this process: when it holds,
+    the heartbeat is written here and no interpreter is started. Otherwise the project tick decides."""
+    stamp = clock.to_iso(now)
+    state = os.path.join(entry.root, ".croft")  # the idle check never holds for a relocated state folder
+    if not idle.idle(entry.root, state, stamp):
+        return False
+    write_beat(state, stamp)
+    out["beat"].append({"root": entry.root, "heartbeatAt": stamp})
+    return True
 
 
 def _forget(child: Any) -> None:
