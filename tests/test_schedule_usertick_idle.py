@@ -16,6 +16,7 @@ from croft.history.db import open_history
 from croft.project.config import load_project
 from croft.schedule import heartbeat, idle, idlebeat, usertick
 from croft.schedule.commands import stale_warning
+from croft.schedule.doctor import doctor
 from croft.schedule.registry import Registry
 from croft.schedule.setting import write_scheduling
 
@@ -75,6 +76,15 @@ def test_an_idle_project_is_beaten_in_process_and_a_change_starts_its_tick(
     assert stale_warning(project, now=parse_instant("2026-06-01T10:22:59Z")) is None
     stale = stale_warning(project, now=parse_instant("2026-06-01T10:23:30Z"))
     assert stale is not None and stale.code == "SCHEDULER_STALE"
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:22:00Z")
+    checks = {c["check"]: c for c in doctor().data["checks"]}
+    assert (
+        checks[f"project {root}"]["ok"]
+        and "last tick 2026-06-01T10:20:00.000Z" in checks[f"project {root}"]["detail"]
+    )
+    code, status = croft_json(root, "2026-06-01T10:22:00Z", "status")
+    assert status["data"]["scheduling"]["heartbeatAt"] == "2026-06-01T10:20:00.000Z"
+    assert not any(p["code"] == "SCHEDULER_STALE" for p in status["problems"])
 
     # paused: neither a beat nor a tick, so the heartbeat stays where it was
     code, paused = croft_json(root, "2026-06-01T10:29:00Z", "schedule", "pause")
