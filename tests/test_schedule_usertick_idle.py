@@ -168,3 +168,22 @@ def test_last_heartbeat_is_the_later_of_the_tick_row_and_the_idle_beat(tmp_path:
     assert heartbeat.last_heartbeat(state) == "2026-06-01T10:20:00.000Z"
     (state / "tick-beat").write_text("2026-06-01T10:2")  # torn or foreign content counts as no beat
     assert heartbeat.last_heartbeat(state) is None
+
+
+def test_a_project_with_a_ping_keeps_its_own_tick_process(
+    make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
+) -> None:  # type: ignore[no-untyped-def]
+    root = make_project(
+        {"assets/issues.py": ISSUES.format(schedule="every hour")},
+        timezone="UTC",
+        notify={"ping": "http://127.0.0.1:9/ping"},
+    )
+    code, ran = croft_json(root, "2026-06-01T10:05:00Z", "run")
+    assert code == 0, ran
+    _set(root, "on", "2026-06-01T10:06:00Z")
+    Registry().add(root, "os-job", parse_instant("2026-06-01T10:06:00Z"))
+    _tick_all(monkeypatch, "2026-06-01T10:10:00Z")
+    _wait_full_tick(root, "2026-06-01T10:10:00Z")
+    assert idle.memo_holds(str(root), "2026-06-01T10:20:00.000Z") is not None  # idle by the tick's rule
+    later = _tick_all(monkeypatch, "2026-06-01T10:20:00Z")
+    assert [s["root"] for s in later["started"]] == [str(root)] and later["beat"] == []

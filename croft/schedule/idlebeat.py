@@ -12,6 +12,8 @@ creating and removing its -wal and -shm files costs ~1 ms of CPU), would make an
   check's inputs are the same, so its answer is too; any write to runs.sqlite, croft.json or an asset
   file moves a stat and the check runs again. A stamp taken within ``RACY_NS`` of a file's mtime is not
   trusted (a second write in the same clock tick could leave the mtime as it was);
+- a project whose croft.json sets ``notify.ping`` is never beaten here: its ping goes out after each
+  project tick, which only its own tick process sends;
 - the heartbeat of such a minute goes to ``<state>/tick-beat`` (one small file), not to runs.sqlite, so
   the stamps stay still (the beat file is not part of them). ``heartbeat.last_heartbeat`` reads the later of it and the tick row.
 
@@ -91,6 +93,14 @@ def _stamp(root: str, state_dir: str, deps: list[str]) -> tuple[str, bool] | Non
     return f"{crc32(text.encode()):08x}:{len(text)}", safe
 
 
+def _pings(config_text: str) -> bool:
+    """Whether croft.json sets ``notify.ping``: the dead-man's switch goes out after each project tick, so
+    such a project keeps its own tick process every minute."""
+    config = json.loads(config_text)
+    notify = config.get("notify") if isinstance(config, dict) else None
+    return isinstance(notify, dict) and bool(notify.get("ping"))
+
+
 class IdleCache:
     """``<CROFT_HOME>/idle-cache.json``: per project root, the stamp and window of its last idle check
     that held. A hint only: unreadable or missing, the checks simply run again."""
@@ -124,7 +134,7 @@ class IdleCache:
 
         memo = memo_holds(root, now_iso)
         self.changed = True
-        if memo is None:
+        if memo is None or _pings(memo["config"]):
             self.entries.pop(root, None)
             return False
         after = _stamp(root, state_dir, memo["deps"])
