@@ -431,7 +431,12 @@ def _kept_sections() -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
+    import compileall
+
     wanted = set(argv)
+    # An installed croft has its bytecode (pip compiles it); a checkout edited since its last import, run
+    # with PYTHONDONTWRITEBYTECODE, would compile the changed modules again in every measured process.
+    compileall.compile_dir(str(ROOT / "croft"), quiet=1)
     sections = [b() for b in BENCHMARKS if not wanted or b.__name__.removeprefix("bench_") in wanted]
     head = [
         "# Benchmarks",

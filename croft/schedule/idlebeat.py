@@ -26,10 +26,11 @@ import json
 import os
 import time
 
+from croft.schedule.settingcache import HintFile
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
 
 __all__ = ["BEAT_FILE", "IdleCache", "read_beat", "write_beat"]
 
@@ -76,20 +77,20 @@ def _stamp(root: str, state_dir: str, deps: list[str]) -> tuple[str, bool] | Non
         *(f"{root}/{rel}" for rel in sorted(set(deps))),
     ]
     racy = time.time_ns() - RACY_NS
-    parts: list[str] = []
+    stats: list[tuple[int, int, int] | None] = []
     safe = True
     for path in paths:
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            parts.append(f"{path}=")
+            stats.append(None)
             continue
         except OSError:
             return None
-        parts.append(f"{path}={st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+        stats.append((st.st_ino, st.st_size, st.st_mtime_ns))
         if st.st_mtime_ns > racy:
             safe = False
-    text = "\n".join(parts)
+    text = repr((paths, stats))
     return f"{crc32(text.encode()):08x}:{len(text)}", safe
 
 
@@ -101,39 +102,40 @@ def _pings(config_text: str) -> bool:
     return isinstance(notify, dict) and bool(notify.get("ping"))
 
 
-class IdleCache:
+class IdleCache(HintFile):
     """``<CROFT_HOME>/idle-cache.json``: per project root, the stamp and window of its last idle check
-    that held. A hint only: unreadable or missing, the checks simply run again."""
+    that held. The state folder is always ``<root>/.croft``: the idle check never holds for a relocated
+    one."""
 
     def __init__(self, path: Path):
-        self.path = path
-        self.changed = False
-        try:
-            with open(path, encoding="utf-8") as handle:
-                raw = json.load(handle)
-            self.entries: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        except (OSError, ValueError):
-            self.entries = {}
-        self.seen: set[str] = set()
+        super().__init__(path)
+        self._before: dict[str, tuple[str, bool] | None] = {}
 
-    def idle(self, root: str, state_dir: str, now_iso: str) -> bool:
-        """Whether the project tick would only beat at ``now_iso`` (its idle check holds)."""
+    def still(self, root: str, now_iso: str) -> bool:
+        """Whether nothing the idle check read moved since it last held, and the clock is inside its
+        window: then its answer is the same, and the project only needs its heartbeat."""
         self.seen.add(root)
         entry = self.entries.get(root)
-        entry = entry if isinstance(entry, dict) else None
-        before = _stamp(root, state_dir, entry["deps"] if entry else [])
-        if (
-            entry is not None
-            and entry["safe"]
+        if not isinstance(entry, dict):
+            return False
+        before = self._before[root] = _stamp(root, f"{root}/.croft", entry["deps"])  # type: ignore[arg-type]
+        return bool(
+            entry["safe"]
             and before is not None
             and before[0] == entry["stamp"]
-            and entry["at"] <= now_iso < entry["until"]
-        ):
-            return True
+            and entry["at"] <= now_iso < entry["until"]  # type: ignore[operator]
+        )
+
+    def check(self, root: str, now_iso: str) -> bool:
+        """The idle check itself (``schedule.idle.memo_holds``, read-only); when it holds, remember what
+        it read. For a project whose scheduling is on and ticks through the OS job."""
         from croft.schedule.idle import memo_holds
 
-        memo = memo_holds(root, now_iso)
+        self.seen.add(root)
         self.changed = True
+        state_dir = f"{root}/.croft"
+        before = self._before.pop(root, None) if root in self.entries else _stamp(root, state_dir, [])
+        memo = memo_holds(root, now_iso)
         if memo is None or _pings(memo["config"]):
             self.entries.pop(root, None)
             return False
@@ -149,17 +151,3 @@ class IdleCache:
             "deps": memo["deps"],
         }
         return True
-
-    def save(self) -> None:
-        """Write back when something changed, forgetting projects no longer looked at."""
-        kept = {k: v for k, v in self.entries.items() if k in self.seen}
-        if not self.changed and kept == self.entries:
-            return
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(kept, out)
-            os.replace(tmp, self.path)
-        except OSError:
-            tmp.unlink(missing_ok=True)

@@ -51,7 +51,7 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     log = TickLog(home / "logs" / "tick.log")
     log.rotate()
     registry = Registry(home)
-    out: dict[str, Any] = {"started": [], "beat": [], "skipped": [], "notes": []}
+    out: dict[str, Any] = {"at": stamp, "started": [], "beat": [], "skipped": [], "notes": []}
 
     def note(message: str) -> None:
         out["notes"].append(message)
@@ -65,9 +65,11 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     if not entries:
         return out
     try:
-        for message in registry.prune(now, lock_timeout=PRUNE_LOCK_S):
+        pruned = registry.prune(now, lock_timeout=PRUNE_LOCK_S)
+        for message in pruned:
             note(message)
-        entries = registry.entries()
+        if pruned:  # every change prunes with a note: no note, the entries read above stand
+            entries = registry.entries()
     except CroftError as exc:
         if exc.code != "DB_BUSY":
             raise
@@ -97,14 +99,17 @@ def _one(
     out: dict[str, Any],
     note: Any,
 ) -> None:
+    stamp = out["at"]
+    if entry.via == "os-job" and idle.still(entry.root, stamp):  # see _beat
+        return _beat(entry, stamp, out)
     reason = _skip_reason(entry, now, cache)
     if reason:
         out["skipped"].append({"root": entry.root, "reason": reason})
         if reason.startswith("cannot check"):
             note(f"{entry.root}: {reason}")
         return
-    if _idle_here(entry, now, idle, out):
-        return
+    if idle.check(entry.root, stamp):
+        return _beat(entry, stamp, out)
     try:
         child = spawn_tick(entry.root, handle, env)
     except OSError as exc:
@@ -116,16 +121,13 @@ def _one(
     out["started"].append({"root": entry.root, "pid": child.pid})
 
 
-def _idle_here(entry: Entry, now: Any, idle: IdleCache, out: dict[str, Any]) -> bool:
-    """The project tick's own idle check (``schedule.idlebeat``), here in this process: when it holds,
-    the heartbeat is written here and no interpreter is started. Otherwise the project tick decides."""
-    stamp = clock.to_iso(now)
-    state = os.path.join(entry.root, ".croft")  # the idle check never holds for a relocated state folder
-    if not idle.idle(entry.root, state, stamp):
-        return False
-    write_beat(state, stamp)
+def _beat(entry: Entry, stamp: str, out: dict[str, Any]) -> None:
+    """A project whose idle check holds (``schedule.idlebeat``: the project tick's own rule, remembered
+    by the stat of what it read) only needs its heartbeat: written here, and no interpreter is started.
+    While nothing moved, its croft.json, runs.sqlite (setting included) and asset files are as they were
+    when it was on and present, so it still is."""
+    write_beat(os.path.join(entry.root, ".croft"), stamp)
     out["beat"].append({"root": entry.root, "heartbeatAt": stamp})
-    return True
 
 
 def _forget(child: Any) -> None:
