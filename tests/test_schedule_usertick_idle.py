@@ -29,6 +29,17 @@ def _set(root: Path, state: str, at: str) -> None:
         conn.close()
 
 
+def _on_project(make_project, **config: object) -> Path:  # type: ignore[no-untyped-def]
+    """An hourly ingest run by hand at 10:05 (so approved and not due until 11:00), scheduling on via the
+    OS job and registered."""
+    root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC", **config)
+    code, ran = croft_json(root, "2026-06-01T10:05:00Z", "run")
+    assert code == 0, ran
+    _set(root, "on", "2026-06-01T10:06:00Z")
+    Registry().add(root, "os-job", parse_instant("2026-06-01T10:06:00Z"))
+    return root  # type: ignore[no-any-return]
+
+
 def _tick_all(monkeypatch: pytest.MonkeyPatch, at: str) -> dict:  # type: ignore[type-arg]
     monkeypatch.setenv("CROFT_NOW", at)
     return usertick.tick_all()
@@ -53,11 +64,7 @@ def _wait_full_tick(root: Path, at: str) -> None:
 def test_an_idle_project_is_beaten_in_process_and_a_change_starts_its_tick(
     make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
-    code, ran = croft_json(root, "2026-06-01T10:05:00Z", "run")
-    assert code == 0, ran
-    _set(root, "on", "2026-06-01T10:06:00Z")
-    Registry().add(root, "os-job", parse_instant("2026-06-01T10:06:00Z"))
+    root = _on_project(make_project)
     log = _croft_home / "logs" / "tick.log"
 
     # no memo yet: a real project tick is started; it finds nothing due and leaves the memo
@@ -113,11 +120,7 @@ def test_an_idle_project_is_beaten_in_process_and_a_change_starts_its_tick(
 def test_a_steady_stamp_skips_even_the_idle_check_and_any_change_brings_it_back(
     make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
-    code, ran = croft_json(root, "2026-06-01T10:05:00Z", "run")
-    assert code == 0, ran
-    _set(root, "on", "2026-06-01T10:06:00Z")
-    Registry().add(root, "os-job", parse_instant("2026-06-01T10:06:00Z"))
+    root = _on_project(make_project)
     _tick_all(monkeypatch, "2026-06-01T10:10:00Z")
     _wait_full_tick(root, "2026-06-01T10:10:00Z")
     # A minute apart, files written by the last full tick are long settled; here they are milliseconds old,
@@ -156,10 +159,6 @@ def test_a_stamp_taken_in_the_same_moment_as_a_write_is_not_trusted(make_project
     assert stamp is not None and not stamp[1]  # just written: a second write could keep this mtime
 
 
-def test_the_idle_beat_file_is_read_only_when_whole() -> None:
-    assert idlebeat.read_beat("/nonexistent") is None
-
-
 def test_last_heartbeat_is_the_later_of_the_tick_row_and_the_idle_beat(tmp_path: Path) -> None:
     state = tmp_path / ".croft"
     state.mkdir()
@@ -173,15 +172,7 @@ def test_last_heartbeat_is_the_later_of_the_tick_row_and_the_idle_beat(tmp_path:
 def test_a_project_with_a_ping_keeps_its_own_tick_process(
     make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    root = make_project(
-        {"assets/issues.py": ISSUES.format(schedule="every hour")},
-        timezone="UTC",
-        notify={"ping": "http://127.0.0.1:9/ping"},
-    )
-    code, ran = croft_json(root, "2026-06-01T10:05:00Z", "run")
-    assert code == 0, ran
-    _set(root, "on", "2026-06-01T10:06:00Z")
-    Registry().add(root, "os-job", parse_instant("2026-06-01T10:06:00Z"))
+    root = _on_project(make_project, notify={"ping": "http://127.0.0.1:9/ping"})
     _tick_all(monkeypatch, "2026-06-01T10:10:00Z")
     _wait_full_tick(root, "2026-06-01T10:10:00Z")
     assert idle.memo_holds(str(root), "2026-06-01T10:20:00.000Z") is not None  # idle by the tick's rule
