@@ -70,7 +70,7 @@ def test_on_writes_setting_registry_and_job_then_sees_the_first_tick(proj, monke
     assert tick["ok"] and not tick["alreadyTicking"] and 200 <= tick["waitedMs"] < 5000
     assets = {a["asset"]: a for a in result.data["assets"]}
     assert (
-        assets["orders"]["cron"] == "0 * * * *" and assets["orders"]["nextFire"] == "2026-03-01T13:00:00.000Z"
+        assets["orders"]["cron"] == "0 * * * *" and assets["orders"]["nextFire"] == "2026-03-01T13:00+00:00"
     )
     assert assets["orders"]["held"]["release"] == "croft run orders"
     assert [n.command for n in result.next] == ["croft run orders"]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -133,18 +136,56 @@ def test_presence_cases(tmp_path: Path) -> None:
     assert state == "missing" and "/mnt/croft-test-unplugged-disk is not mounted" in why
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every folder, so no permission error can happen")
+NOBODY = 65534
+
+
+def _unprivileged(work: Callable[[], object]) -> object:
+    """``work()``'s JSON-able result, run as this user, or when this is root, in a forked child that
+    dropped to nobody first (root reads every folder, so only another user meets a permission error)."""
+    if os.geteuid() != 0:
+        return json.loads(json.dumps(work()))
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            os.write(write, json.dumps({"ok": work()}).encode())
+            code = 0
+        except BaseException as exc:
+            os.write(write, json.dumps({"error": repr(exc)}).encode())
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as out:
+        answer = json.loads(out.read() or b"{}")
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, answer
+    return answer["ok"]
+
+
 def test_unreadable_folder_is_unknown_and_kept(tmp_path: Path) -> None:
-    locked = tmp_path / "locked"
-    p = project(locked / "p")
-    r = Registry(tmp_path / "home")
-    r.add(p, "os-job", NOW)
-    locked.chmod(0)
+    # as root the check runs as nobody, which must be able to reach everything but the locked folder
+    base = Path(tempfile.mkdtemp(prefix="croft-perm-")) if os.geteuid() == 0 else tmp_path
     try:
-        assert presence(str(p))[0] == "unknown"
-        assert r.prune(NOW) == [] and len(r.entries()) == 1
+        base.chmod(0o755)
+        locked = base / "locked"
+        p = project(locked / "p")
+        r = Registry(base / "home")
+        r.add(p, "os-job", NOW)
+        assert r.prune(NOW) == []  # readable: present (and prune's code is loaded before any fork)
+        if os.geteuid() == 0:
+            for path in (r.home, *r.home.iterdir()):
+                os.chown(path, NOBODY, NOBODY)
+        locked.chmod(0)
+        got = _unprivileged(lambda: [presence(str(p)), r.prune(NOW), [e.root for e in r.entries()]])
+        assert got == [["unknown", "cannot check the project: Permission denied"], [], [str(p)]]
     finally:
         locked.chmod(0o755)
+        if base != tmp_path:
+            shutil.rmtree(base)
 
 
 def test_unreadable_folder_as_root_is_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

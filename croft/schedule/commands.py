@@ -212,12 +212,14 @@ def stale_warning(
 
 
 def _assets(project: Project, now: datetime) -> tuple[list[dict[str, Any]], list[Next]]:
-    from croft.schedule.view import asset_rows, held_rows
+    from croft.schedule.statusview import asset_rows
 
     rows = asset_rows(project, now)
-    nexts = [
-        Next(r["held"]["release"], f"release {r['asset']}: {r['held']['why']}") for r in held_rows(rows)[:3]
-    ]
+    releases: dict[str, str] = {}
+    for r in rows:
+        if r["held"] and len(releases) < 3:
+            releases.setdefault(r["held"]["release"], f"release {r['asset']}: {r['held']['why']}")
+    nexts = [Next(command, reason) for command, reason in releases.items()]
     if not any(r["schedule"] for r in rows):
         nexts.append(Next("croft docs assets", "no ingest has a schedule yet: add schedule=... to one"))
     return rows, nexts

@@ -1,6 +1,7 @@
 """Is the scheduler ticking this project, and if not, why not (SCHEDULER_STALE).
 
-The heartbeat is the ``tick`` row of runs.sqlite, written by every project tick that passes the on-check.
+The heartbeat is the ``tick`` row of runs.sqlite, written by every project tick that passes the on-check,
+or the idle beat beside it that the per-user tick writes for a project whose idle check held.
 Scheduling that is on and quiet for more than 3 minutes (counted from the latest of the last heartbeat,
 turning on, and the end of a pause) is stale; the diagnosis walks the chain from the registry to the
 job to the interpreter to the tick log and names the first broken link, with the log's tail as evidence.
@@ -39,8 +40,16 @@ TAIL_BYTES = 64 * 1024
 
 
 def last_heartbeat(state_dir: Path) -> str | None:
-    """The tick row's heartbeat, read-only (runs.sqlite is never created here); None when there is none."""
-    path = Path(state_dir) / "runs.sqlite"
+    """The later of the tick row's heartbeat (read-only: runs.sqlite is never created here) and the idle
+    beat the per-user tick writes beside it (``schedule.idlebeat``); None when there is neither."""
+    from croft.schedule.idlebeat import read_beat
+
+    beats = [b for b in (_row_heartbeat(Path(state_dir)), read_beat(state_dir)) if b]
+    return max(beats) if beats else None
+
+
+def _row_heartbeat(state_dir: Path) -> str | None:
+    path = state_dir / "runs.sqlite"
     if not path.is_file():
         return None
     try:

@@ -24,7 +24,7 @@ TYPE_CHECKING = False  # typing itself is not loaded on this path: it is what th
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["MEMO_KEY", "history_fingerprint", "idle_tick", "make_memo"]
+__all__ = ["MEMO_KEY", "history_fingerprint", "idle_tick", "make_memo", "memo_holds"]
 
 MEMO_KEY = "schedule.idle"
 _NOT_SETTLED = ("schedule.spawned", "schedule.failedStarts")
@@ -92,7 +92,7 @@ def idle_tick(start: str, now_iso: str) -> dict[str, Any] | None:
     read from the croft.json text the memo already matched), after runs.sqlite is closed.
     """
     try:
-        found = _idle(start, now_iso)
+        found = _idle(start, now_iso, beat=True)
     except (OSError, ValueError, KeyError, TypeError, sqlite3.Error):
         return None
     if found is None:
@@ -123,7 +123,18 @@ def _redactor(root: str) -> Any:
     return load_project(Path(root)).redactor.text
 
 
-def _idle(start: str, now_iso: str) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
+def memo_holds(root: str, now_iso: str) -> dict[str, Any] | None:
+    """The memo when it still holds at ``now_iso`` (the same check as ``idle_tick``), writing nothing;
+    None: a full tick must decide. For the per-user tick, which beats idle projects itself."""
+    try:
+        found = _idle(root, now_iso, beat=False)
+    except (OSError, ValueError, KeyError, TypeError, sqlite3.Error):
+        return None
+    return found[0] if found else None
+
+
+def _idle(start: str, now_iso: str, beat: bool) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
+    """(the tick's data after a beat, or the memo itself when ``beat`` is false; the root; croft.json)."""
     root = _find_root(start)
     if root is None:
         return None
@@ -152,7 +163,7 @@ def _idle(start: str, now_iso: str) -> tuple[dict[str, Any], str, dict[str, Any]
             return None
         if memo["files"] != files_fingerprint(root, memo["deps"]):
             return None
-        return _beat(conn, now_iso), root, config
+        return (_beat(conn, now_iso) if beat else memo), root, config
     finally:
         conn.close()
 

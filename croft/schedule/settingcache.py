@@ -15,7 +15,7 @@ from pathlib import Path
 
 from croft.schedule.setting import Scheduling, read_scheduling_file
 
-__all__ = ["SettingCache"]
+__all__ = ["HintFile", "SettingCache"]
 
 
 def _stamp(state_dir: Path) -> list[int] | None:
@@ -33,7 +33,11 @@ def _stamp(state_dir: Path) -> list[int] | None:
     return out
 
 
-class SettingCache:
+class HintFile:
+    """A per-user JSON file of per-project entries the per-user tick keeps between minutes. A hint only:
+    unreadable or missing, it starts empty; written back (temp + rename) only when it changed, without
+    the projects no longer looked at."""
+
     def __init__(self, path: Path):
         self.path = path
         self.changed = False
@@ -44,6 +48,21 @@ class SettingCache:
             self.entries = {}
         self.seen: set[str] = set()
 
+    def save(self) -> None:
+        kept = {k: v for k, v in self.entries.items() if k in self.seen}
+        if not self.changed and kept == self.entries:
+            return
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(kept, out)
+            os.replace(tmp, self.path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+
+
+class SettingCache(HintFile):
     def read(self, state_dir: Path) -> Scheduling:
         key = str(state_dir)
         self.seen.add(key)
@@ -56,17 +75,3 @@ class SettingCache:
             self.entries[key] = {"stamp": stamp, "setting": setting.to_json()}
             self.changed = True
         return setting
-
-    def save(self) -> None:
-        """Write back (only when something changed), forgetting projects no longer looked at."""
-        kept = {k: v for k, v in self.entries.items() if k in self.seen}
-        if not self.changed and kept == self.entries:
-            return
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(kept, out)
-            os.replace(tmp, self.path)
-        except OSError:
-            tmp.unlink(missing_ok=True)

@@ -41,6 +41,7 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
     from croft.schedule.due import due_work
     from croft.schedule.factcache import load_facts
     from croft.schedule.gather import due_input
+    from croft.schedule.heartbeat import last_heartbeat
     from croft.schedule.setting import Scheduling, effective_state, read_scheduling
     from croft.schedule.settle import settle
 
@@ -49,7 +50,6 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
     try:
         try:
             setting = read_scheduling(conn) if conn is not None else Scheduling()
-            tick_row = conn.execute("SELECT heartbeat_at FROM tick WHERE id = 1").fetchone() if conn else None
             infos, _ = load_facts(conn, project, store=False)
             settled = settle(conn, project.config.state_dir, now) if conn is not None else None
             given = due_input(
@@ -63,7 +63,7 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
                 rollbacks=settled.rollback_view() if settled else None,
             )
         except (sqlite3.Error, CroftError):  # a history this croft cannot read yet: as if nothing happened
-            setting, tick_row = Scheduling(), None
+            setting = Scheduling()
             infos, _ = load_facts(None, project, store=False)
             given = due_input(None, infos, now=now, tz=tz, setting=setting)
         work = due_work(given)
@@ -90,7 +90,7 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
         "scheduling": {
             **setting.to_json(),
             "effective": state,
-            "heartbeatAt": tick_row[0] if tick_row else None,
+            "heartbeatAt": last_heartbeat(project.config.state_dir),
             "timezone": tz,
         },
         "assets": assets,

@@ -1,7 +1,9 @@
 """``croft tick --all``: what the OS job runs every minute, for every project of this user.
 
 It reads the registry, prunes it, and starts the project tick of each ``os-job`` project whose
-scheduling is on, each in its own detached process, so one broken project never stops the others.
+scheduling is on, each in its own detached process, so one broken project never stops the others. A
+project whose idle memo still holds (nothing changed, nothing can be due) only needs its heartbeat, so
+that is written here, in-process, by the project tick's own idle check instead of a new interpreter.
 It runs 1,440 times a day, so it imports nothing it does not need (no click, no httpx, no asset code;
 the CLI dispatches here before loading click) and does no work for a project whose scheduling is off.
 """
@@ -17,6 +19,7 @@ from typing import Any
 from croft.core import clock
 from croft.core.paths import croft_home, state_dir
 from croft.core.problems import CroftError
+from croft.schedule.idlebeat import IdleCache, write_beat
 from croft.schedule.registry import Entry, Registry, presence
 from croft.schedule.setting import effective_state
 from croft.schedule.settingcache import SettingCache
@@ -48,7 +51,7 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     log = TickLog(home / "logs" / "tick.log")
     log.rotate()
     registry = Registry(home)
-    out: dict[str, Any] = {"started": [], "skipped": [], "notes": []}
+    out: dict[str, Any] = {"at": stamp, "started": [], "beat": [], "skipped": [], "notes": []}
 
     def note(message: str) -> None:
         out["notes"].append(message)
@@ -62,23 +65,27 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     if not entries:
         return out
     try:
-        for message in registry.prune(now, lock_timeout=PRUNE_LOCK_S):
+        pruned = registry.prune(now, lock_timeout=PRUNE_LOCK_S)
+        for message in pruned:
             note(message)
-        entries = registry.entries()
+        if pruned:  # every change prunes with a note: no note, the entries read above stand
+            entries = registry.entries()
     except CroftError as exc:
         if exc.code != "DB_BUSY":
             raise
         note(f"{registry.path} is locked by another croft; pruning next minute")
     env = child_env(home)
     cache = SettingCache(home / "tick-cache.json")
+    idle = IdleCache(home / "idle-cache.json")
     with log.open() as handle:
         for entry in entries:
             try:
-                _one(entry, now, cache, handle, env, out, note)
+                _one(entry, now, cache, idle, handle, env, out, note)
             except Exception as exc:  # one broken project never stops the others
                 note(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
                 out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
     cache.save()
+    idle.save()
     return out
 
 
@@ -86,17 +93,23 @@ def _one(
     entry: Entry,
     now: Any,
     cache: SettingCache,
+    idle: IdleCache,
     handle: Any,
     env: dict[str, str],
     out: dict[str, Any],
     note: Any,
 ) -> None:
+    stamp = out["at"]
+    if entry.via == "os-job" and idle.still(entry.root, stamp):  # see _beat
+        return _beat(entry, stamp, out)
     reason = _skip_reason(entry, now, cache)
     if reason:
         out["skipped"].append({"root": entry.root, "reason": reason})
         if reason.startswith("cannot check"):
             note(f"{entry.root}: {reason}")
         return
+    if idle.check(entry.root, stamp):
+        return _beat(entry, stamp, out)
     try:
         child = spawn_tick(entry.root, handle, env)
     except OSError as exc:
@@ -106,6 +119,15 @@ def _one(
     _forget(child)
     note(f"{entry.root}: tick started (pid {child.pid})")
     out["started"].append({"root": entry.root, "pid": child.pid})
+
+
+def _beat(entry: Entry, stamp: str, out: dict[str, Any]) -> None:
+    """A project whose idle check holds (``schedule.idlebeat``: the project tick's own rule, remembered
+    by the stat of what it read) only needs its heartbeat: written here, and no interpreter is started.
+    While nothing moved, its croft.json, runs.sqlite (setting included) and asset files are as they were
+    when it was on and present, so it still is."""
+    write_beat(os.path.join(entry.root, ".croft"), stamp)
+    out["beat"].append({"root": entry.root, "heartbeatAt": stamp})
 
 
 def _forget(child: Any) -> None:

@@ -1,0 +1,180 @@
+"""`croft tick --all` beats an idle project in-process (the project tick's own idle check) and starts a
+real project tick only when the memo no longer holds; the heartbeat it writes is the one SCHEDULER_STALE
+reads, and it never beats a paused project."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from schedulekit import ISSUES, croft_json, query, runs_of, setting, wait_for_runs
+
+from croft.core.clock import parse_instant
+from croft.history.db import open_history
+from croft.project.config import load_project
+from croft.schedule import heartbeat, idle, idlebeat, usertick
+from croft.schedule.commands import stale_warning
+from croft.schedule.doctor import doctor
+from croft.schedule.registry import Registry
+from croft.schedule.setting import write_scheduling
+
+
+def _set(root: Path, state: str, at: str) -> None:
+    conn = open_history(root / ".croft")
+    try:
+        write_scheduling(conn, state, parse_instant(at), via="os-job")  # type: ignore[arg-type]
+    finally:
+        conn.close()
+
+
+def _on_project(make_project, **config: object) -> Path:  # type: ignore[no-untyped-def]
+    """An hourly ingest run by hand at 10:05 (so approved and not due until 11:00), scheduling on via the
+    OS job and registered."""
+    root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC", **config)
+    code, ran = croft_json(root, "2026-06-01T10:05:00Z", "run")
+    assert code == 0, ran
+    _set(root, "on", "2026-06-01T10:06:00Z")
+    Registry().add(root, "os-job", parse_instant("2026-06-01T10:06:00Z"))
+    return root  # type: ignore[no-any-return]
+
+
+def _tick_all(monkeypatch: pytest.MonkeyPatch, at: str) -> dict:  # type: ignore[type-arg]
+    monkeypatch.setenv("CROFT_NOW", at)
+    return usertick.tick_all()
+
+
+def _wait_full_tick(root: Path, at: str) -> None:
+    """Until the real project tick started at ``at`` has beaten, left its idle memo and ended."""
+    stamp = parse_instant(at).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        memo = setting(root, "schedule.idle")
+        holder = query(root, "SELECT pid FROM tick WHERE id = 1")
+        done = bool(holder) and holder[0]["pid"] is None  # the tick let go of its singleton: it ended
+        if heartbeat.last_heartbeat(root / ".croft") == stamp and memo and memo["at"] == stamp and done:
+            return
+        time.sleep(0.05)
+    raise AssertionError(
+        f"the project tick of {at} left no heartbeat and memo: {setting(root, 'schedule.idle')}"
+    )
+
+
+def test_an_idle_project_is_beaten_in_process_and_a_change_starts_its_tick(
+    make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
+) -> None:  # type: ignore[no-untyped-def]
+    root = _on_project(make_project)
+    log = _croft_home / "logs" / "tick.log"
+
+    # no memo yet: a real project tick is started; it finds nothing due and leaves the memo
+    first = _tick_all(monkeypatch, "2026-06-01T10:10:00Z")
+    assert [s["root"] for s in first["started"]] == [str(root)] and first["beat"] == []
+    _wait_full_tick(root, "2026-06-01T10:10:00Z")
+
+    # the memo holds: the heartbeat is written here and no interpreter is started
+    idle = _tick_all(monkeypatch, "2026-06-01T10:20:00Z")
+    assert idle["started"] == [] and idle["skipped"] == []
+    assert idle["beat"] == [{"root": str(root), "heartbeatAt": "2026-06-01T10:20:00.000Z"}]
+    assert heartbeat.last_heartbeat(root / ".croft") == "2026-06-01T10:20:00.000Z"
+    assert (root / ".croft" / "tick-beat").read_text() == "2026-06-01T10:20:00.000Z"
+    assert "10:20:00.000Z" not in log.read_text()  # an idle beat writes no log line
+    project = load_project(root)
+    assert stale_warning(project, now=parse_instant("2026-06-01T10:22:59Z")) is None
+    stale = stale_warning(project, now=parse_instant("2026-06-01T10:23:30Z"))
+    assert stale is not None and stale.code == "SCHEDULER_STALE"
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:22:00Z")
+    checks = {c["check"]: c for c in doctor().data["checks"]}
+    assert (
+        checks[f"project {root}"]["ok"]
+        and "last tick 2026-06-01T10:20:00.000Z" in checks[f"project {root}"]["detail"]
+    )
+    code, status = croft_json(root, "2026-06-01T10:22:00Z", "status")
+    assert status["data"]["scheduling"]["heartbeatAt"] == "2026-06-01T10:20:00.000Z"
+    assert not any(p["code"] == "SCHEDULER_STALE" for p in status["problems"])
+
+    # paused: neither a beat nor a tick, so the heartbeat stays where it was
+    code, paused = croft_json(root, "2026-06-01T10:29:00Z", "schedule", "pause")
+    assert code == 0, paused
+    held = _tick_all(monkeypatch, "2026-06-01T10:30:00Z")
+    assert held["beat"] == held["started"] == [] and held["skipped"][0]["reason"] == "scheduling is paused"
+    assert heartbeat.last_heartbeat(root / ".croft") == "2026-06-01T10:20:00.000Z"
+
+    # on again: the setting the memo was made under changed, so the full tick decides
+    _set(root, "on", "2026-06-01T10:31:00Z")
+    again = _tick_all(monkeypatch, "2026-06-01T10:32:00Z")
+    assert [s["root"] for s in again["started"]] == [str(root)] and again["beat"] == []
+    _wait_full_tick(root, "2026-06-01T10:32:00Z")
+    assert _tick_all(monkeypatch, "2026-06-01T10:40:00Z")["beat"][0]["root"] == str(root)
+
+    # the next fire (11:00) ends the memo's window: the full tick starts the scheduled run
+    fired = _tick_all(monkeypatch, "2026-06-01T11:00:30Z")
+    assert [s["root"] for s in fired["started"]] == [str(root)] and fired["beat"] == []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(r["trigger"] == "schedule" for r in runs_of(root)):
+        time.sleep(0.1)
+    wait_for_runs(root)
+    assert [(r["trigger"], r["status"]) for r in runs_of(root)][-1] == ("schedule", "succeeded")
+
+
+def test_a_steady_stamp_skips_even_the_idle_check_and_any_change_brings_it_back(
+    make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
+) -> None:  # type: ignore[no-untyped-def]
+    root = _on_project(make_project)
+    _tick_all(monkeypatch, "2026-06-01T10:10:00Z")
+    _wait_full_tick(root, "2026-06-01T10:10:00Z")
+    # A minute apart, files written by the last full tick are long settled; here they are milliseconds old,
+    # which the racy-stamp rule would (rightly) distrust. The rule itself is tested below.
+    monkeypatch.setattr(idlebeat, "RACY_NS", 0)
+    checks: list[str] = []
+    real = idle.memo_holds
+    monkeypatch.setattr(idle, "memo_holds", lambda r, at: checks.append(at) or real(r, at))
+    db = root / ".croft" / "runs.sqlite"
+    for minute in range(11, 16):
+        at = f"2026-06-01T10:{minute}:00Z"
+        assert [b["heartbeatAt"][:16] for b in _tick_all(monkeypatch, at)["beat"]] == [at[:16]]
+    # the memo is checked until the stamp is steady (a reader's leftover WAL file goes at the first check's
+    # close), then minutes only compare stats; runs.sqlite is never written by an idle beat
+    assert checks[0] == "2026-06-01T10:11:00.000Z" and checks[1:] in ([], ["2026-06-01T10:12:00.000Z"])
+    before = db.stat().st_mtime_ns
+    assert _tick_all(monkeypatch, "2026-06-01T10:16:00Z")["beat"] and db.stat().st_mtime_ns == before
+    assert heartbeat.last_heartbeat(root / ".croft") == "2026-06-01T10:16:00.000Z"
+
+    # an edited asset moves its stat: the memo check runs, fails, and the project tick is started
+    (root / "assets" / "issues.py").write_text(ISSUES.format(schedule="every 30 minutes"))
+    edited = _tick_all(monkeypatch, "2026-06-01T10:17:00Z")
+    assert [s["root"] for s in edited["started"]] == [str(root)] and edited["beat"] == []
+    assert checks[-1] == "2026-06-01T10:17:00.000Z"
+
+
+def test_a_stamp_taken_in_the_same_moment_as_a_write_is_not_trusted(make_project) -> None:  # type: ignore[no-untyped-def]
+    root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
+    old = time.time_ns() - 10_000_000_000
+    for path in (root / "croft.json", root / "assets" / "issues.py"):
+        os.utime(path, ns=(old, old))
+    stamp = idlebeat._stamp(str(root), str(root / ".croft"), [])
+    assert stamp is not None and stamp[1]  # everything settled: safe to compare later
+    (root / "assets" / "issues.py").write_text(ISSUES.format(schedule="every hour"))
+    stamp = idlebeat._stamp(str(root), str(root / ".croft"), [])
+    assert stamp is not None and not stamp[1]  # just written: a second write could keep this mtime
+
+
+def test_last_heartbeat_is_the_later_of_the_tick_row_and_the_idle_beat(tmp_path: Path) -> None:
+    state = tmp_path / ".croft"
+    state.mkdir()
+    assert heartbeat.last_heartbeat(state) is None
+    idlebeat.write_beat(str(state), "2026-06-01T10:20:00.000Z")
+    assert heartbeat.last_heartbeat(state) == "2026-06-01T10:20:00.000Z"
+    (state / "tick-beat").write_text("2026-06-01T10:2")  # torn or foreign content counts as no beat
+    assert heartbeat.last_heartbeat(state) is None
+
+
+def test_a_project_with_a_ping_keeps_its_own_tick_process(
+    make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
+) -> None:  # type: ignore[no-untyped-def]
+    root = _on_project(make_project, notify={"ping": "http://127.0.0.1:9/ping"})
+    _tick_all(monkeypatch, "2026-06-01T10:10:00Z")
+    _wait_full_tick(root, "2026-06-01T10:10:00Z")
+    assert idle.memo_holds(str(root), "2026-06-01T10:20:00.000Z") is not None  # idle by the tick's rule
+    later = _tick_all(monkeypatch, "2026-06-01T10:20:00Z")
+    assert [s["root"] for s in later["started"]] == [str(root)] and later["beat"] == []
