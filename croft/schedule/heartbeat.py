@@ -10,7 +10,6 @@ job to the interpreter to the tick log and names the first broken link, with the
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,17 +48,10 @@ def last_heartbeat(state_dir: Path) -> str | None:
 
 
 def _row_heartbeat(state_dir: Path) -> str | None:
-    path = state_dir / "runs.sqlite"
-    if not path.is_file():
-        return None
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
-        try:
-            row = conn.execute("SELECT heartbeat_at FROM tick WHERE id = 1").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return None
+    from croft.history.peek import peek
+
+    rows = peek(state_dir / "runs.sqlite", "SELECT heartbeat_at FROM tick WHERE id = 1")
+    row = rows[0] if rows else None
     value = row[0] if row else None
     if not isinstance(value, str):
         return None

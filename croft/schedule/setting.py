@@ -90,17 +90,12 @@ def read_scheduling_file(state_dir: Path) -> Scheduling:
     """
     import json
 
-    path = Path(state_dir) / "runs.sqlite"
-    if not path.is_file():
-        return Scheduling()
+    from croft.history.peek import peek
+
+    rows = peek(Path(state_dir) / "runs.sqlite", "SELECT value FROM settings WHERE key = ?", (SETTING_KEY,))
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
-        try:
-            row = conn.execute("SELECT value FROM settings WHERE key = ?", (SETTING_KEY,)).fetchone()
-        finally:
-            conn.close()
-        return Scheduling.from_json(json.loads(row[0])) if row else Scheduling()
-    except (sqlite3.Error, ValueError):
+        return Scheduling.from_json(json.loads(rows[0][0])) if rows else Scheduling()
+    except ValueError:
         return Scheduling()
 
 
