@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING
 if TYPE_CHECKING:
     import subprocess
 
-__all__ = ["TickLog", "child_env", "spawn_tick"]
+__all__ = ["TickLog", "child_env", "detach", "spawn_tick"]
 
 ROTATE_BYTES = 5 * 1024 * 1024
 _PASSED = (
@@ -77,14 +77,22 @@ class TickLog:
 
 def spawn_tick(root: str, log: IO[bytes], env: dict[str, str]) -> subprocess.Popen[bytes]:
     """Start ``croft tick`` in ``root``; returns at once. Raises OSError when it cannot start."""
-    import subprocess  # only when a project is on: an idle minute does not pay for it
+    return detach([sys.executable, "-m", "croft", "tick"], root, log, env)
+
+
+def detach(
+    argv: list[str], cwd: str | Path, out: IO[bytes] | int, env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    """A child in its own session (the OS job or tick ending does not take it along), no stdin, its stdout
+    and stderr to ``out``, and exactly ``env``. Raises OSError when it cannot start."""
+    import subprocess  # only when something starts: an idle minute does not pay for it
 
     return subprocess.Popen(
-        [sys.executable, "-m", "croft", "tick"],
-        cwd=root,
+        argv,
+        cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
-        stdout=log,
+        stdout=out,
         stderr=subprocess.STDOUT,
         start_new_session=True,
         close_fds=True,

@@ -45,7 +45,7 @@ def start_due_run(
     root: Path, state_dir: Path, run_id: str, assets: list[str], env: dict[str, str]
 ) -> ProcessIdentity:
     """Start the detached child; returns its identity. OSError when it cannot be started."""
-    import subprocess  # only a tick that starts something pays for it
+    from croft.schedule.spawn import detach
 
     folder = Path(state_dir) / "logs" / run_id
     folder.mkdir(parents=True, exist_ok=True)
@@ -53,16 +53,7 @@ def start_due_run(
     argv = [sys.executable, "-m", "croft", "run", "--due", "--json", "--run-id", run_id, *assets]
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        child = subprocess.Popen(
-            argv,
-            cwd=root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=fd,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-        )
+        child = detach(argv, root, fd, env)
     finally:
         os.close(fd)
     # The tick exits soon and init adopts the child; holding the handle keeps Python from warning about it.
