@@ -190,12 +190,10 @@ def test_a_newer_format_is_refused_and_left_byte_for_byte_unchanged(tmp_path):
     assert problem.code == "HISTORY_TOO_NEW"
     assert str(path) in problem.message
     assert str(SCHEMA_VERSION + 1) in problem.message and str(SCHEMA_VERSION) in problem.message
-    assert "pip install -U croft" in problem.hint
-    assert problem.fix == {
-        "kind": "command",
-        "description": "upgrade croft",
-        "command": "pip install -U croft",
-    }
+    assert "pip install -U" in problem.hint
+    assert (
+        problem.fix is None
+    )  # croft is installed from a checkout: no command it could name works everywhere
     assert problem.details == {"file": str(path), "version": SCHEMA_VERSION + 1, "supported": SCHEMA_VERSION}
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.sqlite"]

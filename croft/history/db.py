@@ -172,9 +172,8 @@ def refuse_newer(conn: sqlite3.Connection, path: Path | None, supported: int = S
     raise CroftError(
         "HISTORY_TOO_NEW",
         f"{where} has schema version {found}, but this croft understands only up to version {supported}",
-        "A newer croft wrote this history; upgrade croft (`pip install -U croft`)."
-        " croft left the file untouched.",
-        fix={"kind": "command", "description": "upgrade croft", "command": "pip install -U croft"},
+        "A newer croft wrote this history: install that croft into this environment (`python -m pip install -U"
+        " <the croft checkout it came from>`) or use the environment that has it. croft left the file untouched.",
         details={"file": where, "version": found, "supported": supported},
     )
 

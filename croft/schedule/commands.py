@@ -435,7 +435,7 @@ def _check_interpreter(python: str) -> None:
         raise CroftError(
             "INSTALL_FAILED",
             f"the scheduler job could not run croft: {why}",
-            "Install croft into that interpreter (`pip install croft`), or run `croft schedule on` with a croft"
+            "Install croft into that interpreter (`<python> -m pip install <your croft checkout>`), or run `croft schedule on` with a croft"
             " that is installed rather than found through PYTHONPATH. Without an OS job, `croft schedule on"
             " --no-os-job` and a running `croft serve` tick this project instead.",
             fix=dict(SERVE_FALLBACK),
