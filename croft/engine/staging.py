@@ -117,6 +117,7 @@ class Stage:
     _sql: dict[tuple[str, ...], str] = field(default_factory=dict)
     _ranks: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # cursor text -> its rank, recent ones
     _latest_instant: str | None = None  # the greatest cursor value of the common UTC form (see _instant)
+    deferred: str | None = None  # a SELECT whose rows go straight into a new table (see defer_select)
 
     def open(self, known_columns: Sequence[str], known_types: Mapping[str, str] | None = None) -> None:
         """The TEMP table, with the target table's columns and types (so comparisons use its affinity)."""
@@ -451,6 +452,27 @@ class Stage:
                 ).fetchone()
                 self.types[name] = _SQL_TYPES.get(first[0], "") if first else ""
 
+    def defer_select(self, sql: str, names: Sequence[str]) -> bool:
+        """A new table can take a SELECT's rows straight from it, written once instead of staged and
+        copied: here only its columns are declared, typed as SQLite types them in CREATE TABLE AS (a
+        column keeps its source's type). False when the SELECT does not return exactly the stage's
+        columns (the key among them), so the rows are staged as usual."""
+        kept = [n for n in names if n.lower() not in RESERVED_COLUMNS]
+        if not kept or {n.lower() for n in kept} != {c.lower() for c in self.columns} | {
+            n.lower() for n in kept
+        }:
+            return False
+        self.declare(kept)
+        picks = ", ".join(f"_croft_q.{quote(n)}" for n in kept)
+        probe = 'temp."_croft_shape"'
+        self.conn.execute(f"DROP TABLE IF EXISTS {probe}")
+        self.conn.execute(f"CREATE TABLE {probe} AS SELECT {picks} FROM (\n{sql}\n) AS _croft_q LIMIT 0")
+        for row in self.conn.execute('PRAGMA temp.table_info("_croft_shape")').fetchall():
+            self.types[self._by_lower[row[1].lower()]] = row[2]
+        self.conn.execute(f"DROP TABLE {probe}")
+        self.deferred = sql
+        return True
+
     # -------------------------------------------------------------------------------- the end
 
     def finish(self) -> int:
@@ -463,13 +485,14 @@ class Stage:
         (count,) = self.conn.execute(f"SELECT COUNT(*) FROM {STAGE}").fetchone()
         return int(count)
 
-    def duplicate_failure(self) -> CroftError | None:
-        """CHECK_FAILED when a replace brought a key more than once (one sort of the staged keys)."""
+    def duplicate_failure(self, source: str = STAGE, order: str = SEQ) -> CroftError | None:
+        """CHECK_FAILED when a replace brought a key more than once (one sort of the staged keys; of the
+        new table's, when its rows went there straight from a SELECT)."""
         if self.plan.dedupe != "unique":
             return None
         cols = ", ".join(quote(self._by_lower[k.lower()]) for k in self.plan.key)
         query = (
-            f"SELECT {cols}, COUNT(*) FROM {STAGE} GROUP BY {cols} HAVING COUNT(*) > 1 ORDER BY MIN({SEQ})"
+            f"SELECT {cols}, COUNT(*) FROM {source} GROUP BY {cols} HAVING COUNT(*) > 1 ORDER BY MIN({order})"
         )
         found = self.conn.execute(query).fetchall()
         if not found:
