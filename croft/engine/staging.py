@@ -119,6 +119,8 @@ class Stage:
     _ranks: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # cursor text -> its rank, recent ones
     _latest_instant: str | None = None  # the greatest cursor value of the common UTC form (see add_many)
     deferred: str | None = None  # a SELECT whose rows go straight into a new table (see defer_select)
+    _last_key: int | None = None  # the last single integer key, while keys keep rising (see add_many)
+    _keys_rising: bool = True
 
     def open(self, known_columns: Sequence[str], known_types: Mapping[str, str] | None = None) -> None:
         """The TEMP table, with the target table's columns and types (so comparisons use its affinity)."""
@@ -258,6 +260,9 @@ class Stage:
         convert_ = self._convert
         parse = _fromisoformat
         latest = self._latest_instant or ""
+        # A single integer key that only ever rises cannot repeat: then finish skips looking for repeats.
+        rising = self._keys_rising and len(self.plan.key) == 1
+        last_key = self._last_key
         index = self.rows_in
         buffered = self._buffered
         try:
@@ -276,6 +281,12 @@ class Stage:
                     for at in shape.key_at:
                         if values[at] is None:
                             raise self._no_key(shape.names[at], index)
+                if rising:
+                    key = values[shape.key_at[0]]
+                    if type(key) is int and (last_key is None or key > last_key):
+                        last_key = key
+                    else:
+                        rising = False
                 if shape.untyped:
                     self._type(shape, values)
                 if tracker is not None and shape.cursor_at is not None:
@@ -320,6 +331,7 @@ class Stage:
             self.rows_in = index
             self._buffered = buffered
             self._latest_instant = latest or None
+            self._last_key, self._keys_rising = last_key, rising
 
     def _as_dict(self, row: Any, index: int) -> dict[Any, Any]:
         if not isinstance(row, Mapping):
@@ -381,6 +393,14 @@ class Stage:
         sql = f"INSERT INTO {STAGE} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
         self._sql[names] = sql
         return sql
+
+    def _keys_distinct(self) -> bool:
+        """Rows from Python whose single integer key rose row after row hold each key once. (A REAL
+        column could make two large integers equal; there the stage is asked.)"""
+        if not self._keys_rising or self._last_key is None or len(self.plan.key) != 1:
+            return False
+        declared = self.types.get(self._by_lower[self.plan.key[0].lower()], "").upper()
+        return not any(part in declared for part in ("REAL", "FLOA", "DOUB"))
 
     def _settle_repeats(self) -> None:
         """Merge: when a key came more than once, replay the stage in arrival order into a copy with a
@@ -498,7 +518,7 @@ class Stage:
     def finish(self) -> int:
         """Flush; returns the number of staged rows (repeated keys settled)."""
         self.flush()
-        if self.plan.dedupe == "cursor":
+        if self.plan.dedupe == "cursor" and not self._keys_distinct():
             self._settle_repeats()
         if self._latest_instant is not None and self.plan.cursor is not None:
             self.plan.cursor.add(self._latest_instant)

@@ -31,12 +31,17 @@ def create_table(conn: sqlite3.Connection, table: str, stage: Stage) -> None:
 
 
 def index_table(conn: sqlite3.Connection, table: str, spec: WriteSpec) -> None:
-    """The key index, built once the new table is filled. Raises sqlite3.IntegrityError when the rows
-    repeat a key.
+    """The key index, and for an ingest the stamp index, built once the new table is filled. Raises
+    sqlite3.IntegrityError when the rows repeat a key.
 
-    There is no index on ``_loaded_at``: its readers (a write's checks of the rows it stamped, the next
-    stamp's MAX, preview's signature) each read it once per write, a scan the write itself already
-    costs, while keeping the index costs every write a second sorted copy of the table."""
+    ``_loaded_at`` is read by a write's checks (the rows it stamped) and the next stamp's MAX. An ingest
+    usually touches a small part of a big table, so there the index saves a scan per write; a transform
+    writes its whole output each time and its diff reads the whole table anyway, so there the index
+    would only cost every build a second sorted copy of the table."""
+    if spec.kind == "ingest":
+        conn.execute(
+            f'CREATE INDEX IF NOT EXISTS {quote("_croft_stamp_" + table)} ON {quote(table)} ("_loaded_at")'
+        )
     ensure_key_index(conn, table, spec)
 
 
