@@ -133,9 +133,6 @@ class Warehouse:
             self.conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=busy_timeout_ms / 1000)
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self.conn.execute("PRAGMA journal_mode = WAL")
-            # The stage's TEMP database needs a rollback journal only to undo this session's own stage:
-            # kept in memory, it spares every staged page a trip through a journal file.
-            self.conn.execute("PRAGMA temp.journal_mode = MEMORY")
             if not self._has_bookkeeping():  # only a new warehouse takes the write lock on open
                 self.conn.execute("BEGIN IMMEDIATE")
                 try:
