@@ -102,6 +102,23 @@ def test_a_merge_settles_keys_repeated_across_batches_and_row_shapes(tmp_path: P
     assert wh_cursor(tmp_path) == 5
 
 
+def test_a_repeated_key_ranks_utc_instants_by_time_beside_other_timestamp_forms(tmp_path: Path) -> None:
+    """The common form (…Z, ranked as text while staging) and offset forms compare as times when a key
+    repeats: the later instant wins whatever its spelling; the same instant goes to the later row."""
+    rows = [
+        {"id": 1, "at": "2026-01-01T10:00:00+02:00", "v": "08:00 UTC"},
+        {"id": 1, "at": "2026-01-01T07:00:00Z", "v": "07:00 UTC, later row"},
+        {"id": 2, "at": "2026-01-01T09:00:00Z", "v": "09:00 UTC"},
+        {"id": 2, "at": "2026-01-01T10:00:00+01:00", "v": "09:00 UTC, later row"},
+        {"id": 3, "at": "2026-01-01T12:00:00Z", "v": "12:00 UTC"},
+        {"id": 3, "at": "2026-01-01T12:30:00+01:00", "v": "11:30 UTC, later row"},
+    ]
+    with Warehouse(tmp_path / "warehouse.sqlite") as wh:
+        wh.write_ingest("t", rows, key="id", cursor_field="at", now=T0)
+        got = dict(wh.conn.execute("SELECT id, v FROM t").fetchall())
+    assert got == {1: "08:00 UTC", 2: "09:00 UTC, later row", 3: "12:00 UTC"}
+
+
 def wh_cursor(tmp_path: Path) -> Any:
     with Warehouse(tmp_path / "warehouse.sqlite") as wh:
         return wh.state("t")["cursor_value"]  # type: ignore[index]

@@ -32,6 +32,7 @@ FLUSH_EVERY = 2000
 Dedupe = Literal["cursor", "unique", "none"]
 _RANK_CACHE = 4096
 _fromisoformat = datetime.fromisoformat
+_INSTANT = "instant"  # the rank kind of a cursor in the common UTC form, until a key repeats
 _PLAIN = frozenset({str, int, float, type(None), bytes})  # stored as they are (ints are range-checked late)
 
 
@@ -116,7 +117,10 @@ class Stage:
     _buffered: int = 0
     _sql: dict[tuple[str, ...], str] = field(default_factory=dict)
     _ranks: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # cursor text -> its rank, recent ones
-    _latest_instant: str | None = None  # the greatest cursor value of the common UTC form (see _instant)
+    _latest_instant: str | None = None  # the greatest cursor value of the common UTC form (see add_many)
+    deferred: str | None = None  # a SELECT whose rows go straight into a new table (see defer_select)
+    _last_key: int | None = None  # the last single integer key, while keys keep rising (see add_many)
+    _keys_rising: bool = True
 
     def open(self, known_columns: Sequence[str], known_types: Mapping[str, str] | None = None) -> None:
         """The TEMP table, with the target table's columns and types (so comparisons use its affinity)."""
@@ -254,7 +258,11 @@ class Stage:
         ranks = self._ranks
         plain = _PLAIN
         convert_ = self._convert
-        instant = self._instant
+        parse = _fromisoformat
+        latest = self._latest_instant or ""
+        # A single integer key that only ever rises cannot repeat: then finish skips looking for repeats.
+        rising = self._keys_rising and len(self.plan.key) == 1
+        last_key = self._last_key
         index = self.rows_in
         buffered = self._buffered
         try:
@@ -263,21 +271,50 @@ class Stage:
                     row = self._as_dict(row, index)
                 signature = tuple(row)
                 shape = shapes.get(signature) or self._shape(row, signature, index)
-                raw = list(row.values())
-                if shape.keep is not None:
-                    raw = [raw[i] for i in shape.keep]
-                values = [v if type(v) in plain else convert_(v, shape, raw, index) for v in raw]
-                for at in shape.key_at:
-                    if values[at] is None:
-                        raise self._no_key(shape.names[at], index)
+                if shape.keep is None:
+                    values = [v if type(v) in plain else convert_(v, shape, row, index) for v in row.values()]
+                else:
+                    raw = list(row.values())
+                    values = [raw[i] for i in shape.keep]
+                    values = [v if type(v) in plain else convert_(v, shape, row, index) for v in values]
+                if None in values:
+                    for at in shape.key_at:
+                        if values[at] is None:
+                            raise self._no_key(shape.names[at], index)
+                if rising:
+                    key = values[shape.key_at[0]]
+                    if type(key) is int and (last_key is None or key > last_key):
+                        last_key = key
+                    else:
+                        rising = False
                 if shape.untyped:
                     self._type(shape, values)
                 if tracker is not None and shape.cursor_at is not None:
                     value = values[shape.cursor_at]
-                    if type(value) is str:
-                        rank = instant(value) or ranks.get(value) or self._rank(tracker, value)
-                    else:
-                        rank = self._rank(tracker, value)
+                    rank: tuple[Any, Any] | None = None
+                    # The common form, a UTC instant to the second (2026-01-01T09:30:00Z): its text order
+                    # is time order, so it is only checked here; the tracker is told the greatest one (at
+                    # finish), and it is ranked as text, turned into a time only if a key repeats.
+                    if (
+                        type(value) is str
+                        and len(value) == 20
+                        and value[19] == "Z"
+                        and value[10] == "T"
+                        and value[4] == "-"
+                        and value[7] == "-"
+                        and value[13] == ":"
+                        and value[16] == ":"
+                    ):
+                        try:
+                            parse(value)
+                        except ValueError:
+                            pass
+                        else:
+                            if value > latest:
+                                latest = value
+                            rank = (_INSTANT, value)
+                    if rank is None:
+                        rank = (type(value) is str and ranks.get(value)) or self._rank(tracker, value)
                     if merge:
                         values += rank
                 elif merge:
@@ -293,6 +330,8 @@ class Stage:
         finally:
             self.rows_in = index
             self._buffered = buffered
+            self._latest_instant = latest or None
+            self._last_key, self._keys_rising = last_key, rising
 
     def _as_dict(self, row: Any, index: int) -> dict[Any, Any]:
         if not isinstance(row, Mapping):
@@ -303,22 +342,6 @@ class Stage:
                 row=index,
             )
         return dict(row)
-
-    def _instant(self, value: str) -> tuple[str, float] | None:
-        """The common cursor form, a UTC instant to the second (``2026-01-01T09:30:00Z``), checked and
-        ranked without the general parser. Text order is time order in this one form, so the tracker is
-        told only the greatest such value (at ``finish``); anything else returns None for the general path."""
-        if len(value) != 20 or value[19] != "Z" or value[10] != "T" or value[4] != "-" or value[13] != ":":
-            return None
-        if value[7] != "-" or value[16] != ":":
-            return None
-        try:
-            moment = _fromisoformat(value)
-        except ValueError:
-            return None
-        if self._latest_instant is None or value > self._latest_instant:
-            self._latest_instant = value
-        return ("timestamp", moment.timestamp())
 
     def _rank(self, tracker: CursorTracker, value: Any) -> tuple[Any, Any]:
         """Note a cursor value; returns what ranks its row among rows with the same key (kind, comparable).
@@ -334,10 +357,13 @@ class Stage:
             self._ranks[value] = rank
         return rank
 
-    def _convert(self, value: Any, shape: _Shape, raw: list[Any], index: int) -> Any:
+    def _convert(self, value: Any, shape: _Shape, row: Mapping[Any, Any], index: int) -> Any:
         try:
             return convert(value)
         except (TypeError, OverflowError) as exc:
+            raw = list(row.values())
+            if shape.keep is not None:
+                raw = [raw[i] for i in shape.keep]
             column = shape.names[next(i for i, v in enumerate(raw) if v is value)]
             raise _row_invalid(
                 self.plan.asset,
@@ -368,6 +394,14 @@ class Stage:
         self._sql[names] = sql
         return sql
 
+    def _keys_distinct(self) -> bool:
+        """Rows from Python whose single integer key rose row after row hold each key once. (A REAL
+        column could make two large integers equal; there the stage is asked.)"""
+        if not self._keys_rising or self._last_key is None or len(self.plan.key) != 1:
+            return False
+        declared = self.types.get(self._by_lower[self.plan.key[0].lower()], "").upper()
+        return not any(part in declared for part in ("REAL", "FLOA", "DOUB"))
+
     def _settle_repeats(self) -> None:
         """Merge: when a key came more than once, replay the stage in arrival order into a copy with a
         unique key, keeping the higher cursor, then the later row. One sort finds out; most loads stop there."""
@@ -377,6 +411,13 @@ class Stage:
         ).fetchone()
         if repeated is None:
             return
+        # Instants were ranked as their text (see add_many): as times now, so they compare with the
+        # other timestamp forms of the same key.
+        self.conn.create_function("_croft_epoch", 1, _epoch, deterministic=True)
+        self.conn.execute(
+            f"UPDATE {STAGE} SET {RANK_KIND} = 'timestamp', {RANK} = _croft_epoch({RANK}) "
+            f"WHERE {RANK_KIND} = '{_INSTANT}'"
+        )
         (ddl,) = self.conn.execute(
             "SELECT sql FROM sqlite_temp_master WHERE type = 'table' AND name = '_croft_stage'"
         ).fetchone()
@@ -451,25 +492,47 @@ class Stage:
                 ).fetchone()
                 self.types[name] = _SQL_TYPES.get(first[0], "") if first else ""
 
+    def defer_select(self, sql: str, names: Sequence[str]) -> bool:
+        """A new table can take a SELECT's rows straight from it, written once instead of staged and
+        copied: here only its columns are declared, typed as SQLite types them in CREATE TABLE AS (a
+        column keeps its source's type). False when the SELECT does not return exactly the stage's
+        columns (the key among them), so the rows are staged as usual."""
+        kept = [n for n in names if n.lower() not in RESERVED_COLUMNS]
+        if not kept or {n.lower() for n in kept} != {c.lower() for c in self.columns} | {
+            n.lower() for n in kept
+        }:
+            return False
+        self.declare(kept)
+        picks = ", ".join(f"_croft_q.{quote(n)}" for n in kept)
+        probe = 'temp."_croft_shape"'
+        self.conn.execute(f"DROP TABLE IF EXISTS {probe}")
+        self.conn.execute(f"CREATE TABLE {probe} AS SELECT {picks} FROM (\n{sql}\n) AS _croft_q LIMIT 0")
+        for row in self.conn.execute('PRAGMA temp.table_info("_croft_shape")').fetchall():
+            self.types[self._by_lower[row[1].lower()]] = row[2]
+        self.conn.execute(f"DROP TABLE {probe}")
+        self.deferred = sql
+        return True
+
     # -------------------------------------------------------------------------------- the end
 
     def finish(self) -> int:
         """Flush; returns the number of staged rows (repeated keys settled)."""
         self.flush()
-        if self.plan.dedupe == "cursor":
+        if self.plan.dedupe == "cursor" and not self._keys_distinct():
             self._settle_repeats()
         if self._latest_instant is not None and self.plan.cursor is not None:
             self.plan.cursor.add(self._latest_instant)
         (count,) = self.conn.execute(f"SELECT COUNT(*) FROM {STAGE}").fetchone()
         return int(count)
 
-    def duplicate_failure(self) -> CroftError | None:
-        """CHECK_FAILED when a replace brought a key more than once (one sort of the staged keys)."""
+    def duplicate_failure(self, source: str = STAGE, order: str = SEQ) -> CroftError | None:
+        """CHECK_FAILED when a replace brought a key more than once (one sort of the staged keys; of the
+        new table's, when its rows went there straight from a SELECT)."""
         if self.plan.dedupe != "unique":
             return None
         cols = ", ".join(quote(self._by_lower[k.lower()]) for k in self.plan.key)
         query = (
-            f"SELECT {cols}, COUNT(*) FROM {STAGE} GROUP BY {cols} HAVING COUNT(*) > 1 ORDER BY MIN({SEQ})"
+            f"SELECT {cols}, COUNT(*) FROM {source} GROUP BY {cols} HAVING COUNT(*) > 1 ORDER BY MIN({order})"
         )
         found = self.conn.execute(query).fetchall()
         if not found:
@@ -492,3 +555,8 @@ class Stage:
 
 
 _SQL_TYPES = {"integer": "INTEGER", "real": "REAL", "text": "TEXT", "blob": "BLOB"}
+
+
+def _epoch(value: str) -> float:
+    """A staged instant's rank as a time: what the general path ranks a timestamp by."""
+    return _fromisoformat(value).timestamp()

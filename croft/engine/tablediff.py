@@ -13,7 +13,7 @@ from croft.engine.checks import quote
 from croft.engine.staging import SEQ, STAGE, Stage
 from croft.engine.writespec import WriteSpec
 
-__all__ = ["apply_staged", "create_table", "ensure_key_index", "index_table"]
+__all__ = ["apply_staged", "create_table", "ensure_key_index", "fill_from_select", "index_table"]
 
 _OLD = "_croft_old"
 _NEW = "_croft_new"
@@ -31,11 +31,17 @@ def create_table(conn: sqlite3.Connection, table: str, stage: Stage) -> None:
 
 
 def index_table(conn: sqlite3.Connection, table: str, spec: WriteSpec) -> None:
-    """The stamp index (what checks and readers of "rows changed by a write" use) and the key index.
-    Raises sqlite3.IntegrityError when the rows repeat a key."""
-    conn.execute(
-        f'CREATE INDEX IF NOT EXISTS {quote("_croft_stamp_" + table)} ON {quote(table)} ("_loaded_at")'
-    )
+    """The key index, and for an ingest the stamp index, built once the new table is filled. Raises
+    sqlite3.IntegrityError when the rows repeat a key.
+
+    ``_loaded_at`` is read by a write's checks (the rows it stamped) and the next stamp's MAX. An ingest
+    usually touches a small part of a big table, so there the index saves a scan per write; a transform
+    writes its whole output each time and its diff reads the whole table anyway, so there the index
+    would only cost every build a second sorted copy of the table."""
+    if spec.kind == "ingest":
+        conn.execute(
+            f'CREATE INDEX IF NOT EXISTS {quote("_croft_stamp_" + table)} ON {quote(table)} ("_loaded_at")'
+        )
     ensure_key_index(conn, table, spec)
 
 
@@ -48,6 +54,17 @@ def ensure_key_index(conn: sqlite3.Connection, table: str, spec: WriteSpec) -> N
     conn.execute(
         f"CREATE UNIQUE INDEX IF NOT EXISTS {quote('_croft_key_' + table)} ON {quote(table)} ({cols})"
     )
+
+
+def fill_from_select(conn: sqlite3.Connection, table: str, columns: list[str], sql: str, stamp: str) -> int:
+    """A new table filled straight from its SELECT, in the SELECT's order; returns the row count."""
+    cols = ", ".join([*map(quote, columns), '"_loaded_at"', '"_row_hash"'])
+    picks = ", ".join(f"_croft_q.{quote(c)}" for c in columns)
+    cursor = conn.execute(
+        f"INSERT INTO {quote(table)} ({cols}) SELECT {picks}, ?, NULL FROM (\n{sql}\n) AS _croft_q WHERE true",
+        (stamp,),
+    )
+    return int(cursor.rowcount)
 
 
 def _hash_fill(conn: sqlite3.Connection, table: str) -> str:

@@ -45,7 +45,7 @@ from croft.engine.cursor import Cursor, CursorTracker, greatest
 from croft.engine.rows import RESERVED_COLUMNS, format_stamp, next_stamp, row_hash, sql_type
 from croft.engine.sqlerrors import BUSY_TIMEOUT_MS, translating
 from croft.engine.staging import Stage, StagePlan, dedupe_for, statement_body
-from croft.engine.tablediff import apply_staged, create_table, ensure_key_index, index_table
+from croft.engine.tablediff import apply_staged, create_table, ensure_key_index, fill_from_select, index_table
 from croft.engine.writespec import (
     Kind,
     Mode,
@@ -385,7 +385,8 @@ class Warehouse:
                 with read_only(self.conn):
                     names = [d[0] for d in self.conn.execute(sql).description]
             _require_output_names(asset, names)
-            stage.from_select(body, names)
+            if self.has_table(asset) or not stage.defer_select(body, names):
+                stage.from_select(body, names)
         return reads
 
     def _write_in_transaction(
@@ -461,15 +462,28 @@ class Warehouse:
         stamp = next_stamp(spec.now or clock_now(), previous)
 
         fresh = existing is None  # a table made by this write: every staged row is simply added
-        added, updated, deleted = apply_staged(
-            conn, table, table_columns, stage.columns, spec, stamp, fresh=fresh
-        )
+        if stage.deferred is not None:  # its rows come straight from the SELECT (see Stage.defer_select)
+            added, updated, deleted = (
+                fill_from_select(conn, table, table_columns, stage.deferred, stamp),
+                0,
+                0,
+            )
+            staged = stage.rows_in = added
+        else:
+            added, updated, deleted = apply_staged(
+                conn, table, table_columns, stage.columns, spec, stamp, fresh=fresh
+            )
         if fresh:
             try:
                 index_table(conn, table, spec)
             except sqlite3.IntegrityError:
-                raise stage.duplicate_failure() or CroftError(
-                    "INTERNAL_ERROR", f"The key index of {table} could not be built.", "Report it."
+                found = stage.duplicate_failure(quote(table), "rowid") if stage.deferred else None
+                raise (
+                    found
+                    or stage.duplicate_failure()
+                    or CroftError(
+                        "INTERNAL_ERROR", f"The key index of {table} could not be built.", "Report it."
+                    )
                 ) from None
         if recreated:
             deleted = old_rows
