@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,3 +49,13 @@ def make_project(tmp_path: Path) -> MakeProject:
         return folder
 
     return make
+
+
+@pytest.fixture
+def server() -> Iterator[Any]:
+    """A local HTTP server (tests/httpserver.py) that fails the test if a handler raised."""
+    from httpserver import serve
+
+    with serve() as running:
+        yield running
+        assert running.errors == []

@@ -6,7 +6,6 @@ import inspect
 import re
 import socket
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import httpx
@@ -25,13 +24,6 @@ from croft.engine.http import (
     redact_url,
     translating,
 )
-
-
-@pytest.fixture
-def server() -> Iterator[TestServer]:
-    with serve() as running:
-        yield running
-        assert running.errors == []
 
 
 class Recorder:

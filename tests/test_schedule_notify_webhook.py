@@ -10,7 +10,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from httpserver import serve
 
 from croft.core.paths import data_path
 from croft.project.config import load_project
@@ -26,13 +25,6 @@ ERROR = {
     "hint": "compare the query with the API's documentation",
     "details": {"body": f'{{"error": "invalid key {SECRET}"}}', "status": 400},
 }
-
-
-@pytest.fixture
-def server():
-    with serve() as running:
-        yield running
-        assert running.errors == []
 
 
 @pytest.fixture

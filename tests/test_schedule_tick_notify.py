@@ -8,18 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from httpserver import serve
 from schedulekit import ISSUES, SUMMARY, croft_json, note, probe_tick, schedule_on, setting, tick
 
 SECRET = "sk_live_abcdef123456"
 T0 = "2026-06-01T10:05:00Z"  # London is UTC+1: the 11:00 fire was at 10:00Z
-
-
-@pytest.fixture
-def server():
-    with serve() as running:
-        yield running
-        assert running.errors == []
 
 
 @pytest.fixture
