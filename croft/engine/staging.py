@@ -9,10 +9,15 @@ converts the values SQLite cannot take as they are, and notes the cursor.
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
+from itertools import chain, islice
+from operator import is_not, itemgetter, lt
 from typing import Any, Literal
 
 from croft.core.problems import CroftError
@@ -34,6 +39,10 @@ _RANK_CACHE = 4096
 _fromisoformat = datetime.fromisoformat
 _INSTANT = "instant"  # the rank kind of a cursor in the common UTC form, until a key repeats
 _PLAIN = frozenset({str, int, float, type(None), bytes})  # stored as they are (ints are range-checked late)
+_BOUND_AS_IS = _PLAIN | {bool}  # what sqlite3 binds exactly as convert() would (a bool as its int)
+_FAST_MIN = 16  # a batch this long is worth checking for the fast path (see _add_fast)
+_INSTANT_FORM = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+_not_none = partial(is_not, None)
 
 
 def dedupe_for(mode: str, key: Sequence[str]) -> Dedupe:
@@ -186,7 +195,12 @@ class Stage:
     # -------------------------------------------------------------------------------- rows from Python
 
     def feed(self, rows: Iterable[Any]) -> None:
-        """Stage rows: dicts, or lists (tuples) of dicts as batches."""
+        """Stage rows: dicts, or lists (tuples) of dicts as batches. A source that can pump (an
+        extraction's Stream) stages its batches from its own thread, so its rows never cross threads."""
+        pump = getattr(rows, "pump", None)
+        if pump is not None:
+            pump(self.add_many)
+            return
         single: list[Any] = []
         for item in rows:
             if isinstance(item, list | tuple):
@@ -251,6 +265,8 @@ class Stage:
 
     def add_many(self, rows: Iterable[Any]) -> None:
         """The hot loop: one tuple per row, grouped by shape, flushed in batches."""
+        if type(rows) is list and len(rows) >= _FAST_MIN and self._add_fast(rows):
+            return
         shapes = self._shapes
         tracker = self.plan.cursor
         merge = self.plan.dedupe == "cursor"
@@ -319,7 +335,7 @@ class Stage:
                         values += rank
                 elif merge:
                     values += no_rank
-                values.append(index)  # the stage's sequence number goes last (see _insert_sql)
+                values.append(index + 1)  # the stage's sequence number goes last (see _insert_sql)
                 shape.rows.append(values)
                 index += 1
                 buffered += 1
@@ -332,6 +348,70 @@ class Stage:
             self._buffered = buffered
             self._latest_instant = latest or None
             self._last_key, self._keys_rising = last_key, rising
+
+    def _add_fast(self, rows: list[Any]) -> bool:
+        """Stage a batch in one executemany, with no Python per row, when the loop in add_many would
+        stage it exactly so: dicts of one known shape, values sqlite3 binds as convert() would, every key
+        present, cursors (if any) in the common UTC form. Checks run in C over the whole batch; nothing
+        changes until all pass. False leaves the batch to the loop."""
+        if set(map(type, rows)) != {dict}:
+            return False
+        signatures = set(map(tuple, rows))
+        if len(signatures) != 1:
+            return False
+        (signature,) = signatures
+        shape = self._shapes.get(signature) or self._shape(rows[0], signature, self.rows_in)
+        if shape.keep is not None:
+            return False
+        params = list(map(tuple, map(dict.values, rows)))
+        if not _BOUND_AS_IS.issuperset(map(type, chain.from_iterable(params))):
+            return False
+        if any(None in map(itemgetter(at), params) for at in shape.key_at):
+            return False
+        tracker, merge = self.plan.cursor, self.plan.dedupe == "cursor"
+        latest = self._latest_instant or ""
+        ranks = ["NULL", "NULL"] if merge else []
+        if tracker is not None and shape.cursor_at is not None:
+            cursors = list(map(itemgetter(shape.cursor_at), params))
+            if set(map(type, cursors)) != {str} or not all(map(_INSTANT_FORM.fullmatch, cursors)):
+                return False
+            try:
+                deque(map(_fromisoformat, cursors), maxlen=0)  # a real date and time, as the loop checks
+            except ValueError:
+                return False
+            latest = max(latest, max(cursors))
+            if merge:
+                ranks = [f"'{_INSTANT}'", f"?{shape.cursor_at + 1}"]
+        rising, last_key = self._keys_rising and len(self.plan.key) == 1, self._last_key
+        if rising:
+            keys = list(map(itemgetter(shape.key_at[0]), params))
+            if (
+                set(map(type, keys)) == {int}
+                and (last_key is None or keys[0] > last_key)
+                and all(map(lt, keys, islice(keys, 1, None)))
+            ):
+                last_key = keys[-1]
+            else:
+                rising = False
+        for at in shape.untyped:  # a column's type is its first non-NULL value's, as in _type
+            first = next(filter(_not_none, map(itemgetter(at), params)), None)
+            if first is not None and not self.types[shape.names[at]]:
+                self.types[shape.names[at]] = sql_type(convert(first))
+        shape.untyped = [at for at in shape.untyped if not self.types[shape.names[at]]]
+        self.flush()  # rows the loop buffered go first: the stage keeps arrival order
+        cols = [*map(quote, shape.names)] + ([RANK_KIND, RANK] if merge else [])
+        marks = [f"?{i}" for i in range(1, len(shape.names) + 1)] + ranks
+        # The sequence number is left to SQLite: a rowid one past the greatest, i.e. this row's index + 1.
+        sql = f"INSERT INTO {STAGE} ({', '.join(cols)}) VALUES ({', '.join(marks)})"
+        try:
+            self.conn.executemany(sql, params)
+        except OverflowError:
+            numbered = [[*p, self.rows_in + i + 1] for i, p in enumerate(params)]
+            raise self._huge_int(replace(shape, rows=numbered)) from None
+        self.rows_in += len(params)
+        self._latest_instant = latest or None
+        self._last_key, self._keys_rising = last_key, rising
+        return True
 
     def _as_dict(self, row: Any, index: int) -> dict[Any, Any]:
         if not isinstance(row, Mapping):
@@ -462,10 +542,10 @@ class Stage:
                 if type(value) is int and not INT_RANGE[0] <= value <= INT_RANGE[1]:
                     return _row_invalid(
                         self.plan.asset,
-                        f"Row {row[-1]} of {self.plan.asset} has an integer beyond 64 bits in column {name!r}, "
-                        "which SQLite cannot store.",
+                        f"Row {row[-1] - 1} of {self.plan.asset} has an integer beyond 64 bits in column "
+                        f"{name!r}, which SQLite cannot store.",
                         "Convert it in the asset code: big integers and decimals are stored as str.",
-                        row=row[-1],
+                        row=row[-1] - 1,
                         column=name,
                     )
         raise AssertionError("an OverflowError with no integer beyond 64 bits")

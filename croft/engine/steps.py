@@ -6,7 +6,6 @@ its ctx and the warehouse together and reports what happened as a plain dict.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,12 +121,15 @@ def _ingest(step: StepInput) -> dict[str, Any]:
     step.log(f"{facts.name}: fetching" + (f" since {since}" if since is not None else " (first run)"))
     sample: list[Any] = []
     batches = extraction.stream(
-        lambda: func(ctx), lambda exc: code_error(exc, facts.name, step.project.root, "fetching rows")
+        lambda: func(ctx),
+        lambda exc: code_error(exc, facts.name, step.project.root, "fetching rows"),
+        sample if step.preview else None,
+        SAMPLE_ROWS,
     )
     try:  # rows stream into the warehouse's stage as they arrive
         result = step.warehouse.write_ingest(
             facts.name,
-            _sampled(batches, sample, step.preview),
+            batches,
             mode=write_mode(facts),
             cursor_field=incremental.get("field"),
             cursor_unit=incremental.get("unit"),
@@ -149,14 +151,6 @@ def _http_client(step: StepInput, on_progress: Any) -> Any:
         on_progress=on_progress,
         sleep=lambda seconds: settings.pause(seconds),
     )
-
-
-def _sampled(batches: Iterator[list[Any]], sample: list[Any], keep: bool) -> Iterator[list[Any]]:
-    """Pass batches on, keeping the first rows for a preview's sample."""
-    for batch in batches:
-        if keep and len(sample) < SAMPLE_ROWS:
-            sample.extend(batch[: SAMPLE_ROWS - len(sample)])
-        yield batch
 
 
 def _sql(step: StepInput) -> dict[str, Any]:
@@ -211,14 +205,15 @@ def _python_transform(step: StepInput) -> dict[str, Any]:
         read=read,
     )
     extraction = Extraction(facts.name, facts.timeout_s)
-    batches = extraction.stream(
-        lambda: func(ctx), lambda exc: code_error(exc, facts.name, step.project.root, "building rows")
-    )
     sample: list[Any] = []
-    options = {**_write_options(step, inputs=False), "inputs": seen}
-    result = step.warehouse.write_transform_rows(
-        facts.name, _sampled(batches, sample, step.preview), **options
+    batches = extraction.stream(
+        lambda: func(ctx),
+        lambda exc: code_error(exc, facts.name, step.project.root, "building rows"),
+        sample if step.preview else None,
+        SAMPLE_ROWS,
     )
+    options = {**_write_options(step, inputs=False), "inputs": seen}
+    result = step.warehouse.write_transform_rows(facts.name, batches, **options)
     return {**_counts(result), "rows": sample}
 
 

@@ -130,7 +130,11 @@ class Warehouse:
         self.busy_timeout_ms = busy_timeout_ms
         with self._translate(None, "opening the warehouse"):
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=busy_timeout_ms / 1000)
+            # check_same_thread=False: an extraction's worker stages rows on this connection while the
+            # opening thread waits for it (see Extraction._pump); no two threads use it at once.
+            self.conn = sqlite3.connect(
+                str(self.path), isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False
+            )
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self.conn.execute("PRAGMA journal_mode = WAL")
             if not self._has_bookkeeping():  # only a new warehouse takes the write lock on open
