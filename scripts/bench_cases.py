@@ -553,8 +553,8 @@ def bench_warehouse() -> Section:
             *sql_rows,
         ]
     )
-    return Section(
-        "Warehouse: croft beside sqlite3 and sqlite-utils", body, all("| yes |" in g for g in goals)
+    return Section(  # a goal line ends "| yes |" or "| **no** |"; reference lines ("| info |") are not goals
+        "Warehouse: croft beside sqlite3 and sqlite-utils", body, not any("| **no** |" in g for g in goals)
     )
 
 
@@ -594,7 +594,11 @@ def _warehouse_goals(
     growth = (sql[("croft", big, "projection")]["rss"] - sql[("croft", mid, "projection")]["rss"]) / 1024
     out.append(line(f"SQL projection of {big:,} rows ≤ 2.5× CTAS", f"{proj:.2f}×", proj <= 2.5))
     out.append(
-        line(f"its memory flat in n (+≤ 20 MiB from {mid:,} to {big:,})", f"+{growth:.0f} MiB", growth <= 20)
+        line(
+            f"its memory flat in n (+≤ 20 MiB from {mid:,} to {big:,})",
+            f"{round(growth):+d} MiB",
+            growth <= 20,
+        )
     )
     group = ratio(sql[("croft", big, "groupby")]["wall"], sql[("ctas", big, "groupby")]["wall"])
     out.append(line(f"SQL GROUP BY to {big // 10:,} rows ≤ 2× CTAS", f"{group:.2f}×", group <= 2))
@@ -615,7 +619,7 @@ def _warehouse_goals(
     peak = max(ingest[("croft", big, p)]["rss"] for p in PHASES) / 1024
     out.append(line(f"ingest peak memory, {big:,} rows ≤ 100 MiB", f"{peak:.0f} MiB", peak <= 100))
     grown = (ingest[("croft", mid, "first")]["rss"] - ingest[("croft", small, "first")]["rss"]) / 1024
-    out.append(line(f"… and +≤ 40 MiB from {small:,} to {mid:,} rows", f"+{grown:.0f} MiB", grown <= 40))
+    out.append(line(f"… and +≤ 40 MiB from {small:,} to {mid:,} rows", f"{round(grown):+d} MiB", grown <= 40))
     size = ratio(ingest[("croft", big, "first")]["bytes"], ingest[("floor", big, "first")]["bytes"])
     out.append(line(f"warehouse file, {big:,} rows ≤ 2× the floor's", f"{size:.2f}×", size <= 2))
     imported, wall = _run_without_http()
