@@ -143,7 +143,7 @@ class Extraction:
         finally:
             sys.setswitchinterval(switch)
             with self._sink_lock:  # a slice being staged ends first; then the worker stages no more
-                self._stop.set()  # the worker stops at its next row instead of filling a queue nobody reads
+                self._stop.set()  # the worker stops at its next hand-over instead of filling a queue nobody reads
 
     def _pump(self, stream: Stream, sink: Callable[[list[Any]], None]) -> None:
         """The worker stages every batch itself (``sink``) while this thread only watches: the rows

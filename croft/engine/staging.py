@@ -4,7 +4,9 @@ Rows stream in as batches and go to the TEMP table as they come, so memory does 
 count. A repeated key is settled by the stage itself (an upsert on a unique index over the key): merge keeps
 the highest cursor, then the last yielded; replace counts the repeats (reported as a failed unique check);
 append keeps everything. Per row, Python only maps names to columns (once per distinct row shape),
-converts the values SQLite cannot take as they are, and notes the cursor.
+converts the values SQLite cannot take as they are, and notes the cursor; a batch that needs none of
+that (plain values, one shape, cursors of the common form) is checked in C and staged with no Python
+per row at all (``Stage._add_fast``).
 """
 
 from __future__ import annotations
