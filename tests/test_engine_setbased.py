@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import croft.engine.staging as staging
+from croft.core.problems import CroftError
 from croft.engine.staging import statement_body
 from croft.engine.warehouse import Warehouse
 
@@ -122,3 +125,55 @@ def test_a_repeated_key_ranks_utc_instants_by_time_beside_other_timestamp_forms(
 def wh_cursor(tmp_path: Path) -> Any:
     with Warehouse(tmp_path / "warehouse.sqlite") as wh:
         return wh.state("t")["cursor_value"]  # type: ignore[index]
+
+
+REPEATS = [
+    pytest.param([{"id": 1, "g": "a"}, {"id": 2, "g": "b"}, {"id": 1, "g": "c"}], ("id",), id="a-key-twice"),
+    pytest.param(
+        [{"id": None, "g": "a"}, {"id": 2, "g": "b"}, {"id": None, "g": "c"}], ("id",), id="null-twice"
+    ),
+    pytest.param([{"id": None, "g": "a"}, {"id": 2, "g": "b"}], ("id",), id="null-once"),
+    pytest.param(
+        [{"id": 1, "g": None}, {"id": 1, "g": None}, {"id": 1, "g": "x"}],
+        ("id", "g"),
+        id="composite-null-part",
+    ),
+    pytest.param([{"id": 1, "g": "a"}, {"id": 1, "g": "b"}], ("id", "g"), id="composite-distinct"),
+]
+
+
+@pytest.mark.parametrize(("rows", "key"), REPEATS)
+def test_a_select_that_repeats_a_key_fails_as_the_sort_and_the_python_path_find(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: list[dict[str, Any]], key: tuple[str, ...]
+) -> None:
+    """On a table that exists, the SELECT's rows are staged under a unique index on the key, which finds
+    a repeat as the rows go in. What it reports is what sorting the staged keys reports, NULL keys
+    included (a unique index lets them repeat, the sort groups them), and what the Python path reports
+    where it takes the rows at all (it refuses a NULL key outright); nothing is written."""
+
+    def outcome(folder: str, sorted_keys: bool, python: bool) -> Any:
+        with monkeypatch.context() as patch, Warehouse(tmp_path / folder / "warehouse.sqlite") as wh:
+            if sorted_keys:
+                patch.setattr(staging, "_INDEX_STAGE_KEYS", False)
+            sql = "SELECT id, g FROM src"
+            wh.write_ingest("src", [{"id": 7, "g": "seed"}], mode="append", now=T0)
+            if python:
+                write = partial(wh.write_transform_rows, "t", key=key, inputs=["src"])
+                write([{"id": 7, "g": "seed"}], now=T0)
+            else:
+                write = partial(wh.write_transform_sql, "t", sql, key=key, inputs=["src"])
+                write(now=T0)
+            wh.conn.execute("DELETE FROM src")
+            wh.write_ingest("src", rows, mode="append", now=T0 + timedelta(minutes=1))
+            later = T0 + timedelta(minutes=2)
+            try:
+                done = counts(write(rows, now=later) if python else write(now=later))
+            except CroftError as exc:
+                done = ("CroftError", exc.code, str(exc), exc.problem.details)
+                assert wh.conn.execute("SELECT id, g FROM t").fetchall() == [(7, "seed")]
+            return done
+
+    indexed = outcome("indexed", sorted_keys=False, python=False)
+    assert indexed == outcome("sorted", sorted_keys=True, python=False)
+    if all(row[k] is not None for row in rows for k in key):
+        assert indexed == outcome("python", sorted_keys=False, python=True)

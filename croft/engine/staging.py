@@ -31,6 +31,8 @@ __all__ = ["FLUSH_EVERY", "SEQ", "STAGE", "Dedupe", "Stage", "StagePlan", "dedup
 ROWID_NAMES = frozenset({"rowid", "oid", "_rowid_"})  # a column with one of these names hides the rowid
 STAGE = 'temp."_croft_stage"'
 STAGE_NAME = '"_croft_stage"'
+_STAGE_KEY = 'temp."_croft_stage_key"'
+_INDEX_STAGE_KEYS = True  # a keyed replace's SELECT is staged under a unique index (see from_select)
 SEQ = '"_croft_seq"'
 RANK_KIND = '"_croft_rank_kind"'
 RANK = '"_croft_rank"'
@@ -133,6 +135,7 @@ class Stage:
     deferred: str | None = None  # a SELECT whose rows go straight into a new table (see defer_select)
     _last_key: int | None = None  # the last single integer key, while keys keep rising (see add_many)
     _keys_rising: bool = True
+    _keys_indexed: bool = False  # the stage's own UNIQUE index held every key as it went in (see from_select)
 
     def open(self, known_columns: Sequence[str], known_types: Mapping[str, str] | None = None) -> None:
         """The TEMP table, with the target table's columns and types (so comparisons use its affinity)."""
@@ -511,7 +514,7 @@ class Stage:
         ).fetchone()
         self.conn.execute(f'ALTER TABLE {STAGE} RENAME TO "_croft_stage_raw"')
         self.conn.execute(ddl.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
-        self.conn.execute(f'CREATE UNIQUE INDEX temp."_croft_stage_key" ON {STAGE_NAME} ({keys})')
+        self.conn.execute(f"CREATE UNIQUE INDEX {_STAGE_KEY} ON {STAGE_NAME} ({keys})")
         cols = ", ".join([SEQ, *map(quote, self.columns), RANK_KIND, RANK])
         self.conn.execute(
             f'INSERT INTO {STAGE} ({cols}) SELECT {cols} FROM temp."_croft_stage_raw" WHERE true '
@@ -570,7 +573,22 @@ class Stage:
         statement = f"INSERT INTO {STAGE} {target} SELECT {picks} FROM (\n{sql}\n) AS _croft_q WHERE true"
         if not cols:
             statement = f"INSERT INTO {STAGE} ({SEQ}) SELECT NULL FROM (\n{sql}\n) AS _croft_q WHERE true"
-        cursor = self.conn.execute(statement)
+        # A keyed replace: a UNIQUE index on the stage's key finds a repeat as the rows go in, cheaper
+        # than sorting them afterwards. A repeat fails the INSERT (undone by SQLite), which then runs
+        # again without the index, so duplicate_failure names the repeats as before.
+        indexed = _INDEX_STAGE_KEYS and self.plan.dedupe == "unique" and bool(cols) and bool(self.plan.key)
+        if indexed:
+            keys = ", ".join(quote(self._by_lower[k.lower()]) for k in self.plan.key)
+            self.conn.execute(f"CREATE UNIQUE INDEX {_STAGE_KEY} ON {STAGE_NAME} ({keys})")
+        try:
+            cursor = self.conn.execute(statement)
+        except sqlite3.IntegrityError:
+            if not indexed:
+                raise
+            self.conn.execute(f"DROP INDEX {_STAGE_KEY}")
+            indexed = False
+            cursor = self.conn.execute(statement)
+        self._keys_indexed = indexed
         self.rows_in = max(cursor.rowcount, 0)
         for name in self.columns:
             if not self.types[name]:
@@ -619,6 +637,13 @@ class Stage:
         if self.plan.dedupe != "unique":
             return None
         cols = ", ".join(quote(self._by_lower[k.lower()]) for k in self.plan.key)
+        if source == STAGE and self._keys_indexed:
+            # The index held every key once; only keys with a NULL part, which a UNIQUE index lets
+            # repeat but the sort groups together, are left to look for.
+            nulls = " OR ".join(f"{quote(self._by_lower[k.lower()])} IS NULL" for k in self.plan.key)
+            (repeats,) = self.conn.execute(f"SELECT COUNT(*) > 1 FROM {STAGE} WHERE {nulls}").fetchone()
+            if not repeats:
+                return None
         query = (
             f"SELECT {cols}, COUNT(*) FROM {source} GROUP BY {cols} HAVING COUNT(*) > 1 ORDER BY MIN({order})"
         )
