@@ -271,7 +271,30 @@ def test_a_silent_source_still_times_out_while_pumping(tmp_path) -> None:
         with Warehouse(tmp_path / "w.sqlite") as wh:
             with pytest.raises(CroftError) as raised:
                 wh.write_ingest("t", stream, key="k", cursor_field="at", now=NOW)
-            assert raised.value.code == "TIMEOUT" and raised.value.problem.details["rowsSoFar"] == 20
+            assert raised.value.code == "TIMEOUT" and (raised.value.problem.details or {})["rowsSoFar"] == 20
             assert not wh.has_table("t")
     finally:
         stop.set()
+
+
+def test_a_stage_failure_in_the_source_thread_is_the_warehouses_not_the_assets(tmp_path) -> None:
+    """A SQLite error while the worker stages is named as the warehouse's (DISK_FULL here), not turned
+    into an error in the asset's code."""
+
+    def full(self: staging.Stage, rows: Any) -> None:
+        error = sqlite3.OperationalError("database or disk is full")
+        error.sqlite_errorcode = sqlite3.SQLITE_FULL  # what SQLite's own error carries
+        raise error
+
+    blamed: list[BaseException] = []
+
+    def on_error(exc: BaseException) -> CroftError:
+        blamed.append(exc)
+        return CroftError("ASSET_CODE_ERROR", "the asset's code failed", "")
+
+    stream = Extraction("t", 30).stream(lambda: iter(plain_rows(50)), on_error)
+    with pytest.MonkeyPatch.context() as patch, Warehouse(tmp_path / "w.sqlite") as wh:
+        patch.setattr(staging.Stage, "add_many", full)
+        with pytest.raises(CroftError) as raised:
+            wh.write_ingest("t", stream, key="k", cursor_field="at", now=NOW)
+    assert raised.value.code == "DISK_FULL" and blamed == []

@@ -35,6 +35,15 @@ class _Stopped(Exception):
     """The waiting thread has stopped listening: the worker leaves without another row."""
 
 
+class _SinkFailed(Exception):
+    """The stage failed, not the source: its error goes to the waiting thread as it is (a SQLite error
+    is then named as the warehouse's, not blamed on the asset's code)."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(error)
+        self.error = error
+
+
 class Extraction:
     def __init__(self, asset: str, timeout_s: float):
         self.asset = asset
@@ -107,6 +116,8 @@ class Extraction:
                 self._put("done", _DONE)
             except _Stopped:
                 return
+            except _SinkFailed as failed:
+                self._put("raise", failed.error)
             except BaseException as exc:  # handed to the waiting thread, which decides what it means
                 self._put("error", exc)
 
@@ -126,6 +137,8 @@ class Extraction:
                     raise self._timeout(started) from None
                 if kind == "done":
                     return
+                if kind == "raise":
+                    raise value
                 if kind == "error":
                     if isinstance(value, CroftError):
                         raise value
@@ -161,6 +174,10 @@ class Extraction:
                     self._sinking = True
                     try:
                         sink(part)
+                    except CroftError:
+                        raise
+                    except BaseException as exc:
+                        raise _SinkFailed(exc) from exc
                     finally:
                         self._sinking = False
                 self._put("staged", len(part))
