@@ -248,10 +248,10 @@ def test_staging_a_long_batch_is_progress_not_a_timeout(tmp_path) -> None:
     real = staging.Stage.add_many
 
     def slow_add_many(self: staging.Stage, rows: Any) -> None:
-        release.wait(0.6)  # longer than the timeout below: only the staging flag keeps the step alive
+        release.wait(2.0)  # four timeouts long: only the staging flag keeps the step alive
         real(self, rows)
 
-    stream = Extraction("t", 0.1).stream(lambda: iter([plain_rows(100)]), lambda exc: exc)  # type: ignore[arg-type,return-value]
+    stream = Extraction("t", 0.5).stream(lambda: iter([plain_rows(100)]), lambda exc: exc)  # type: ignore[arg-type,return-value]
     with pytest.MonkeyPatch.context() as patch, Warehouse(tmp_path / "w.sqlite") as wh:
         patch.setattr(staging.Stage, "add_many", slow_add_many)
         result = wh.write_ingest("t", stream, key="k", cursor_field="at", now=NOW)
@@ -263,10 +263,10 @@ def test_a_silent_source_still_times_out_while_pumping(tmp_path) -> None:
 
     def stalls() -> Any:
         yield plain_rows(20)
-        stop.wait(5)  # silent longer than the timeout
+        stop.wait(10)  # silent longer than the timeout
         yield plain_rows(20, 20)
 
-    stream = Extraction("t", 0.2).stream(stalls, lambda exc: exc)  # type: ignore[arg-type,return-value]
+    stream = Extraction("t", 1.0).stream(stalls, lambda exc: exc)  # type: ignore[arg-type,return-value]
     try:
         with Warehouse(tmp_path / "w.sqlite") as wh:
             with pytest.raises(CroftError) as raised:
