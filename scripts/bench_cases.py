@@ -417,7 +417,12 @@ def bench_tick_all() -> Section:
 
 # Warehouse: croft side by side with plain sqlite3 and sqlite-utils
 
-WAREHOUSE_SIZES = (10_000, 100_000, 1_000_000)
+WAREHOUSE_SIZES = (10_000, 20_000, 100_000, 200_000, 1_000_000)
+# The sizes issue 12 states its goals at: first loads at 200k and 1M, memory growth from 20k to 200k, and
+# (ours) a SQL transform's memory from 100k to 1M.
+FIRST_LOAD_GOALS = (200_000, 1_000_000)
+GROWTH_GOAL = (20_000, 200_000)
+FLAT_GOAL = (100_000, 1_000_000)
 WAREHOUSE_CHILD = ROOT / "scripts" / "bench_warehouse.py"
 PHASES = ("first", "unchanged", "changed")
 
@@ -516,8 +521,7 @@ def bench_warehouse() -> Section:
                 f"| {n:,} | {shape} | {c['wall']:.2f} s, {_mib(c['rss'])} MiB | {t['wall']:.2f} s, {_mib(t['rss'])} MiB "
                 f"| {c['wall'] / t['wall']:.2f}× | {again['wall']:.2f} s |"
             )
-    big, mid, small = WAREHOUSE_SIZES[-1], WAREHOUSE_SIZES[-2], WAREHOUSE_SIZES[0]
-    goals = _warehouse_goals(ingest, sql, tools, big, mid, small)
+    goals = _warehouse_goals(ingest, sql, tools)
     head = ["croft ingest"] + [t.replace("_", "-") for t in tools[1:]]
     body = "\n".join(
         [
@@ -579,9 +583,6 @@ def _warehouse_goals(
     ingest: dict[tuple[str, int, str], dict[str, float]],
     sql: dict[tuple[str, int, str], dict[str, float]],
     tools: list[str],
-    big: int,
-    mid: int,
-    small: int,
 ) -> list[str]:
     def ratio(a: float, b: float) -> float:
         return a / b if b else float("inf")
@@ -590,6 +591,7 @@ def _warehouse_goals(
         return f"| {goal} | {measured} | {'yes' if ok else '**no**'} |"
 
     out = []
+    mid, big = FLAT_GOAL
     proj = ratio(sql[("croft", big, "projection")]["wall"], sql[("ctas", big, "projection")]["wall"])
     growth = (sql[("croft", big, "projection")]["rss"] - sql[("croft", mid, "projection")]["rss"]) / 1024
     out.append(line(f"SQL projection of {big:,} rows ≤ 2.5× CTAS", f"{proj:.2f}×", proj <= 2.5))
@@ -602,7 +604,7 @@ def _warehouse_goals(
     )
     group = ratio(sql[("croft", big, "groupby")]["wall"], sql[("ctas", big, "groupby")]["wall"])
     out.append(line(f"SQL GROUP BY to {big // 10:,} rows ≤ 2× CTAS", f"{group:.2f}×", group <= 2))
-    for n in (mid, big):
+    for n in FIRST_LOAD_GOALS:
         first = ratio(ingest[("croft", n, "first")]["wall"], ingest[("floor", n, "first")]["wall"])
         out.append(line(f"ingest merge, first load of {n:,} ≤ 2.5× floor", f"{first:.2f}×", first <= 2.5))
     same = ratio(ingest[("croft", big, "unchanged")]["wall"], ingest[("floor", big, "unchanged")]["wall"])
@@ -618,8 +620,11 @@ def _warehouse_goals(
         out.append(line("… faster than sqlite-utils `upsert_all`", f"{su:.2f}× its time", su < 1))
     peak = max(ingest[("croft", big, p)]["rss"] for p in PHASES) / 1024
     out.append(line(f"ingest peak memory, {big:,} rows ≤ 100 MiB", f"{peak:.0f} MiB", peak <= 100))
-    grown = (ingest[("croft", mid, "first")]["rss"] - ingest[("croft", small, "first")]["rss"]) / 1024
-    out.append(line(f"… and +≤ 40 MiB from {small:,} to {mid:,} rows", f"{round(grown):+d} MiB", grown <= 40))
+    small, larger = GROWTH_GOAL
+    grown = (ingest[("croft", larger, "first")]["rss"] - ingest[("croft", small, "first")]["rss"]) / 1024
+    out.append(
+        line(f"… and +≤ 40 MiB from {small:,} to {larger:,} rows", f"{round(grown):+d} MiB", grown <= 40)
+    )
     size = ratio(ingest[("croft", big, "first")]["bytes"], ingest[("floor", big, "first")]["bytes"])
     out.append(line(f"warehouse file, {big:,} rows ≤ 2× the floor's", f"{size:.2f}×", size <= 2))
     imported, wall = _run_without_http()
