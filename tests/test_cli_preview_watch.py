@@ -4,6 +4,7 @@ module it imports or an input table changes, and ends on Ctrl-C with exit 130 an
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import queue
 import signal
@@ -159,3 +160,16 @@ def test_an_unknown_asset_is_refused_at_once(fruit):
         timeout=30,
     )
     assert done.returncode == 2 and "UNKNOWN_ASSET" in done.stderr and "fruit" in done.stderr
+
+
+def test_a_misspelt_asset_gets_the_shared_did_you_mean_and_a_fix_that_watches(fruit):
+    done = subprocess.run(
+        [sys.executable, "-m", "croft", "preview", "fruits", "--watch", "--json"],
+        cwd=fruit,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    (found,) = json.loads(done.stdout)["problems"]
+    assert found["code"] == "UNKNOWN_ASSET" and found["suggestion"] == "fruit"
+    assert found["fix"]["command"] == "croft preview --watch fruit"

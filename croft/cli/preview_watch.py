@@ -23,7 +23,6 @@ from zoneinfo import ZoneInfo
 import click
 
 from croft.core.clock import now
-from croft.core.problems import CroftError
 from croft.core.result import Result
 from croft.project.config import Project
 
@@ -117,15 +116,9 @@ def watch(project: Project, asset: str, as_json: bool) -> Result:
 
     known = discover(project)[0]
     if asset not in known:
-        from croft.core.suggest import nearest
+        from croft.core.suggest import unknown_asset
 
-        close = nearest(asset, list(known))
-        raise CroftError(
-            "UNKNOWN_ASSET",
-            f"there is no asset called {asset!r} in {project.root}",
-            f"did you mean {close}?" if close else "`croft validate` lists the assets",
-            suggestion=close,
-        )
+        raise unknown_asset(asset, known, "preview --watch")  # its fix watches the close name, never writes
 
     from watchdog.events import FileSystemEvent, FileSystemEventHandler
     from watchdog.observers import Observer

@@ -120,12 +120,7 @@ def _ingest(step: StepInput) -> dict[str, Any]:
     )
     step.log(f"{facts.name}: fetching" + (f" since {since}" if since is not None else " (first run)"))
     sample: list[Any] = []
-    batches = extraction.stream(
-        lambda: func(ctx),
-        lambda exc: code_error(exc, facts.name, step.project.root, "fetching rows"),
-        sample if step.preview else None,
-        SAMPLE_ROWS,
-    )
+    batches = _rows(step, extraction, lambda: func(ctx), sample, "fetching rows")
     try:  # rows stream into the warehouse's stage as they arrive
         result = step.warehouse.write_ingest(
             facts.name,
@@ -150,6 +145,15 @@ def _http_client(step: StepInput, on_progress: Any) -> Any:
         log=step.log,
         on_progress=on_progress,
         sleep=lambda seconds: settings.pause(seconds),
+    )
+
+
+def _rows(step: StepInput, extraction: Extraction, produce: Any, sample: list[Any], doing: str) -> Any:
+    """The asset code's rows as a stream for the warehouse: its errors point at the user's own line, and a
+    preview keeps the first rows as its sample."""
+    name, root = step.facts.name, step.project.root
+    return extraction.stream(
+        produce, lambda exc: code_error(exc, name, root, doing), sample if step.preview else None, SAMPLE_ROWS
     )
 
 
@@ -206,12 +210,7 @@ def _python_transform(step: StepInput) -> dict[str, Any]:
     )
     extraction = Extraction(facts.name, facts.timeout_s)
     sample: list[Any] = []
-    batches = extraction.stream(
-        lambda: func(ctx),
-        lambda exc: code_error(exc, facts.name, step.project.root, "building rows"),
-        sample if step.preview else None,
-        SAMPLE_ROWS,
-    )
+    batches = _rows(step, extraction, lambda: func(ctx), sample, "building rows")
     options = {**_write_options(step, inputs=False), "inputs": seen}
     result = step.warehouse.write_transform_rows(facts.name, batches, **options)
     return {**_counts(result), "rows": sample}
