@@ -302,8 +302,8 @@ def _tick_projects(base: Path, home: Path, state: str, template: Path) -> list[P
     sys.path.insert(0, str(ROOT))
     os.environ["CROFT_HOME"] = str(home)
     from croft.history.db import open_history
-    from croft.schedule.registry import Registry
-    from croft.schedule.setting import write_scheduling
+    from croft.scheduler.setting import write_scheduling
+    from croft.scheduler.user.registry import Registry
 
     now = datetime(2026, 3, 1, 9, 45, tzinfo=UTC)
     registry = Registry(home)

@@ -126,7 +126,7 @@ def note(root: Path, run_id: str, assets: list[str], at: str, fires: dict[str, s
     """Record a spawned run as a tick does (fires, attempt and note in one transaction)."""
     from croft.core.clock import parse_instant
     from croft.history.db import open_history
-    from croft.schedule.settle import note_spawn
+    from croft.scheduler.tick.settle import note_spawn
 
     conn = open_history(root / ".croft")
     try:
@@ -148,7 +148,7 @@ with contextlib.redirect_stdout(out):
     except SystemExit:
         pass
 data = json.loads(out.getvalue())["data"]
-data["fullTick"] = "croft.schedule.tick" in sys.modules
+data["fullTick"] = "croft.scheduler.tick.project_tick" in sys.modules
 data["typing"] = "typing" in sys.modules or "dataclasses" in sys.modules
 data["heavy"] = [m for m in watched if m in sys.modules]
 print(json.dumps(data))

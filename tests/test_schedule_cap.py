@@ -146,7 +146,7 @@ def test_a_tick_after_seven_hours_asleep_logs_one_wake_line_and_starts_at_most_n
 
 
 def test_the_cap_comes_from_the_user_config_and_a_bad_value_falls_back(tmp_path):
-    from croft.schedule.slots import max_scheduled_runs
+    from croft.scheduler.tick.slots import max_scheduled_runs
 
     assert max_scheduled_runs(tmp_path, {}) == (2, None)
     (tmp_path / "config.json").write_text('{"maxScheduledRuns": 5}')
@@ -166,7 +166,7 @@ def test_two_ticks_at_once_never_both_take_the_last_slot(tmp_path):
 
     code = (
         "import sys, time; from pathlib import Path; from croft.core.clock import parse_instant;"
-        "from croft.core.identity import current; from croft.schedule import slots;"
+        "from croft.core.identity import current; from croft.scheduler.tick import slots;"
         "g = slots.take(Path(sys.argv[1]), sys.argv[2], [slots.Want(['a'], '2026-06-01T10:00:00.000Z')],"
         " parse_instant('2026-06-01T10:05:00Z'), current(), cap=1);"
         "print(len(g.start)); sys.stdout.flush(); time.sleep(3)"
@@ -210,9 +210,9 @@ def test_real_concurrent_project_ticks_from_tick_all_never_exceed_the_cap(
 
     from croft.core.clock import parse_instant
     from croft.history.db import open_history
-    from croft.schedule.heartbeat import last_heartbeat
-    from croft.schedule.registry import Registry
-    from croft.schedule.setting import write_scheduling
+    from croft.scheduler.heartbeat import last_heartbeat
+    from croft.scheduler.setting import write_scheduling
+    from croft.scheduler.user.registry import Registry
 
     roots = []
     for i, hour in enumerate([3, 7, 1, 5, 2, 6]):
@@ -302,7 +302,7 @@ def test_real_concurrent_project_ticks_from_tick_all_never_exceed_the_cap(
 
 
 def test_status_warns_about_a_bad_cap_and_says_the_queue_in_words(gated_project, _croft_home):
-    from croft.schedule.schedtext import schedule_text
+    from croft.cli.schedule_text import schedule_text
 
     root = gated_project("words", {"feed": "every hour"})
     (_croft_home / "config.json").write_text('{"maxScheduledRuns": "many"}')

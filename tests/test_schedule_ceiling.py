@@ -147,8 +147,8 @@ def test_max_runtime_is_checked_by_validate_in_assets_sql_headers_and_croft_json
 
 
 def test_the_run_ceiling_is_the_largest_of_its_assets_else_the_project_default():
-    from croft.schedule.ceiling import DEFAULT_MAX_RUNTIME_S, run_ceiling_s
-    from croft.schedule.due import AssetInfo
+    from croft.scheduler.due import AssetInfo
+    from croft.scheduler.tick.ceiling import DEFAULT_MAX_RUNTIME_S, run_ceiling_s
 
     infos = {
         "a": AssetInfo("a", "ingest", max_runtime_s=600.0),

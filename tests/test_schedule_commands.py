@@ -18,17 +18,18 @@ from croft.core.problems import CroftError
 from croft.history.db import open_history
 from croft.history.state import write_tick
 from croft.project.config import load_project
-from croft.schedule import heartbeat, jobrecord
-from croft.schedule.commands import (
+from croft.scheduler import heartbeat
+from croft.scheduler.control.commands import (
     parse_pause_length,
     schedule_off,
     schedule_on,
     schedule_pause,
     schedule_status,
 )
-from croft.schedule.heartbeat import Chain, diagnose
-from croft.schedule.registry import Registry
-from croft.schedule.setting import Scheduling, read_scheduling_file
+from croft.scheduler.heartbeat import Chain, diagnose
+from croft.scheduler.jobs import record as jobrecord
+from croft.scheduler.setting import Scheduling, read_scheduling_file
+from croft.scheduler.user.registry import Registry
 from tests.test_schedule_jobs import FakeOS
 
 NOW = "2026-03-01T12:00:00Z"
@@ -257,7 +258,7 @@ def test_causes_this_machine_can_tell_end_to_end(proj, monkeypatch, _croft_home:
     monkeypatch.setenv("CROFT_NOW", "2026-03-01T12:04:00Z")
 
     def cause() -> tuple[str, list[str]]:
-        from croft.schedule.commands import stale_warning
+        from croft.scheduler.control.commands import stale_warning
 
         warning = stale_warning(proj, fake)
         assert warning is not None and warning.code == "SCHEDULER_STALE"
@@ -275,7 +276,7 @@ def test_causes_this_machine_can_tell_end_to_end(proj, monkeypatch, _croft_home:
     Registry().remove(proj.root)
     assert cause()[0] == "not_registered"
     beat(proj, "2026-03-01T12:03:00Z")
-    from croft.schedule.commands import stale_warning
+    from croft.scheduler.control.commands import stale_warning
 
     assert stale_warning(proj, fake) is None
 
@@ -328,7 +329,7 @@ def test_croft_status_warns_when_the_scheduler_is_stale(proj, monkeypatch) -> No
 
 
 def test_on_refuses_an_interpreter_that_cannot_import_croft(proj, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from croft.schedule.jobs import spec as spec_module
+    from croft.scheduler.jobs import spec as spec_module
 
     monkeypatch.setattr(spec_module.sys, "executable", "/usr/bin/false")
     fake = FakeOS()
@@ -358,7 +359,7 @@ def test_systemd_on_warns_without_linger_or_graphical_session(proj, monkeypatch)
 
 
 def test_the_wait_reports_progress_every_10_s(proj, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from croft.schedule import commands
+    from croft.scheduler.control import commands
 
     class FakeTime:
         t = 0.0
@@ -389,7 +390,7 @@ def test_switching_backend_removes_the_other_backends_job(proj, monkeypatch) -> 
 
 
 def test_a_heartbeat_from_before_the_command_does_not_count(proj) -> None:  # type: ignore[no-untyped-def]
-    from croft.schedule import commands
+    from croft.scheduler.control import commands
 
     beat(proj, "2026-03-01T11:59:59Z")
     assert commands._wait_for_heartbeat(proj, parse_instant(NOW), 200, None) is None

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from croft.core.clock import parse_instant, to_iso
-from croft.schedule.due import AssetInfo, DueInput, FailedStart, due_work
-from croft.schedule.setting import Scheduling
+from croft.scheduler.due import AssetInfo, DueInput, FailedStart, due_work
+from croft.scheduler.setting import Scheduling
 
 LONDON = "Europe/London"
 ON = Scheduling(state="on")

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from croft.core.problems import CroftError
-from croft.schedule import jobs
-from croft.schedule.jobs.crontab import Crontab, python_of, render_line, splice, tick_command
-from croft.schedule.jobs.launchd import Launchd, render_plist
-from croft.schedule.jobs.oscmd import Completed
-from croft.schedule.jobs.spec import JobSpec, temporary_reason
-from croft.schedule.jobs.systemd import Systemd, render_units
+from croft.scheduler.jobs import backends as jobs
+from croft.scheduler.jobs.crontab import Crontab, python_of, render_line, splice, tick_command
+from croft.scheduler.jobs.launchd import Launchd, render_plist
+from croft.scheduler.jobs.oscmd import Completed
+from croft.scheduler.jobs.spec import JobSpec, temporary_reason
+from croft.scheduler.jobs.systemd import Systemd, render_units
 
 NASTY = '/tmp/cr öft\'s "dir" 50% & <x>'
 
@@ -253,7 +253,7 @@ def test_systemd_unit_values_read_back_through_systemd_quoting() -> None:
     s = spec(NASTY)
     service = render_units(s)["dev.croft.test.service"]
     exec_line = next(x for x in service.splitlines() if x.startswith("ExecStart="))
-    from croft.schedule.jobs.systemd import _exec_python
+    from croft.scheduler.jobs.systemd import _exec_python
 
     assert _exec_python(service) == s.python
     assert exec_line.endswith(" -m croft tick --all")
@@ -318,7 +318,7 @@ def test_launchd_changed_job_is_rewritten_and_reloaded_and_removed(tmp_path: Pat
 
 
 def test_systemd_units_are_croft_tick_for_the_default_label() -> None:
-    from croft.schedule.jobs.systemd import unit_name
+    from croft.scheduler.jobs.systemd import unit_name
 
     default = JobSpec("dev.croft.tick", "/usr/bin/python3", "/h", "/h/logs/tick.log")
     assert sorted(render_units(default)) == ["croft-tick.service", "croft-tick.timer"]

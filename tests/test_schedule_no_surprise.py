@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from schedulekit import ISSUES, croft_json, runs_of, schedule_on, state_of, tick
 
-from croft.schedule.resume import catch_up_text
+from croft.scheduler.control.catchup import catch_up_text
 
 
 def _scheduled(root):

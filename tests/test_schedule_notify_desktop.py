@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 
+from croft.notify.desktop import show
+from croft.notify.message import Failed
+from croft.notify.send import notify_scheduled_failure
 from croft.project.config import load_project
-from croft.schedule.notify import notify_scheduled_failure
-from croft.schedule.notify_desktop import show
-from croft.schedule.notify_message import Failed
 
 SECRET = "sk_live_abcdef123456"
 
@@ -108,7 +108,7 @@ def test_a_crashed_scheduled_run_found_by_reconcile_is_notified_and_a_crashed_ma
     from croft.core.problems import problem
     from croft.history import runs
     from croft.history.db import open_history
-    from croft.schedule.notify import notify_crashed_runs
+    from croft.notify.send import notify_crashed_runs
 
     root = make_project()
     project = load_project(root)
@@ -137,7 +137,7 @@ def test_a_crashed_scheduled_run_found_by_reconcile_is_notified_and_a_crashed_ma
 def test_a_failed_start_counts_in_the_streak_and_takes_the_ticks_problem_and_connection(make_project):
     from croft.core.problems import problem
     from croft.history.db import open_history
-    from croft.schedule.notify import notify_failed_start
+    from croft.notify.send import notify_failed_start
 
     root = make_project()
     project = load_project(root)

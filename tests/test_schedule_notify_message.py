@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from croft.core.redact import Redactor
-from croft.schedule.notify_desktop import (
+from croft.notify.desktop import (
     applescript_string,
     desktop_command,
     markup_escape,
@@ -17,7 +17,7 @@ from croft.schedule.notify_desktop import (
     notify_send_command,
     osascript_command,
 )
-from croft.schedule.notify_message import (
+from croft.notify.message import (
     Failed,
     failure_message,
     failure_payload,
@@ -25,7 +25,7 @@ from croft.schedule.notify_message import (
     one_line,
     recovered_message,
 )
-from croft.schedule.notify_streaks import on_failures, on_successes
+from croft.notify.streaks import on_failures, on_successes
 
 NASTY = 'say "hi" \\ back\\slash\nnew line\t<b>bold</b> & done ünïcødé 🚀 end'
 SECRET = "sk_live_0123456789"

@@ -153,7 +153,7 @@ from croft.project.config import load_project
 
 trigger = sys.argv[1]
 run_assets(load_project(), RunOptions(trigger=trigger, human=trigger == "manual"))
-senders = ("httpx", "croft.schedule.notify_desktop", "croft.schedule.notify_webhook")
+senders = ("httpx", "croft.notify.desktop", "croft.notify.webhook")
 print(json.dumps([name for name in senders if name in sys.modules]))
 """
 
@@ -164,7 +164,7 @@ print(json.dumps([name for name in senders if name in sys.modules]))
         ("manual", False, []),  # nothing to say: the hook reads one setting and loads nothing
         ("manual", True, []),  # runs by hand are never notified
         ("schedule", False, []),
-        ("schedule", True, ["croft.schedule.notify_desktop"]),  # desktop only: still no httpx
+        ("schedule", True, ["croft.notify.desktop"]),  # desktop only: still no httpx
     ],
 )
 def test_the_hook_loads_no_sender_and_no_httpx_unless_it_sends(make_project, trigger, broken, expected):
@@ -186,7 +186,7 @@ def test_a_notifier_that_blows_up_never_fails_the_run(make_project, monkeypatch)
     def boom(*_args, **_kwargs):
         raise RuntimeError(f"bug in the notifier {SECRET}")
 
-    monkeypatch.setattr("croft.schedule.notify._failed", boom)
+    monkeypatch.setattr("croft.notify.send._failed", boom)
     root = make_project({"assets/orders.py": FLAKY, ".env": f"SHOP_KEY={SECRET}\n"})
     monkeypatch.setenv("ORDERS_BROKEN", "1")
     envelope = scheduled(root, "2026-11-02T09:00:00Z", monkeypatch)

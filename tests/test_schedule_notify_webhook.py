@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from croft.core.paths import data_path
+from croft.notify.message import Failed
+from croft.notify.send import notify_failed_start, notify_scheduled_failure, ping_after_tick
 from croft.project.config import load_project
-from croft.schedule.notify import notify_failed_start, notify_scheduled_failure, ping_after_tick
-from croft.schedule.notify_message import Failed
 
 SECRET = "sk_live_abcdef123456"
 SIGNING_KEY = "whsec_0123456789abcdef"
@@ -235,7 +235,7 @@ def test_the_ping_loads_no_httpx_or_click_and_a_404_is_logged(make_project, serv
     probe = """
 import json, sys
 from croft.project.config import load_project
-from croft.schedule.notify import ping_after_tick
+from croft.notify.send import ping_after_tick
 ping_after_tick(load_project())
 print(json.dumps(sorted(m for m in ("httpx", "click") if m in sys.modules)))
 """

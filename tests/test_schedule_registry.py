@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from croft.core.problems import CroftError
-from croft.schedule import registry as reg
-from croft.schedule.registry import Registry, presence, removable_mount
+from croft.scheduler.user import registry as reg
+from croft.scheduler.user.registry import Registry, presence, removable_mount
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -240,7 +240,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from datetime import UTC, datetime
-    from croft.schedule.registry import Registry
+    from croft.scheduler.user.registry import Registry
     Registry(sys.argv[1]).add(sys.argv[2], "os-job", datetime.now(UTC))
     """
 )
@@ -257,7 +257,7 @@ def test_24_concurrent_writers_lose_no_entry(tmp_path: Path) -> None:
 HOLDER = textwrap.dedent(
     """
     import sys, time
-    from croft.schedule.registry import Registry
+    from croft.scheduler.user.registry import Registry
     with Registry(sys.argv[1]).locked():
         print("locked", flush=True)
         time.sleep(600)

@@ -14,9 +14,9 @@ from typing import IO
 import pytest
 
 from croft.core.clock import parse_instant
-from croft.schedule import heartbeat
-from croft.schedule.registry import Registry
-from croft.schedule.serve import Server
+from croft.scheduler import heartbeat
+from croft.scheduler.user.registry import Registry
+from croft.scheduler.user.serve import Server
 from tests.test_schedule_usertick import scheduled
 
 NOW = "2026-03-01T12:00:00Z"
@@ -116,7 +116,7 @@ def test_doctor_lines_for_a_broken_chain(
     from click.testing import CliRunner
 
     from croft.cli import _build_group
-    from croft.schedule import jobrecord
+    from croft.scheduler.jobs import record as jobrecord
 
     monkeypatch.setenv("CROFT_NOW", NOW)
     project = scheduled(tmp_path / "p", "on")
@@ -137,7 +137,7 @@ def test_doctor_lines_for_a_broken_chain(
 
 
 def test_doctor_interpreter_check_runs_it(tmp_path: Path) -> None:
-    from croft.schedule.doctor import interpreter_imports_croft
+    from croft.scheduler.control.doctor import interpreter_imports_croft
 
     assert interpreter_imports_croft(sys.executable)[0] is True
     ok, why = interpreter_imports_croft("/usr/bin/false")

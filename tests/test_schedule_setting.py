@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from croft.history.db import open_history, open_memory
 from croft.history.state import put_setting
-from croft.schedule.setting import (
+from croft.scheduler.setting import (
     Scheduling,
     effective_state,
     read_scheduling,

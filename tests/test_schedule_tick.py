@@ -58,7 +58,7 @@ def test_off_and_paused_ticks_exit_at_once_with_no_heartbeat(project):
     conn_env = env_at(T0)
     code = (
         "import sys; from datetime import datetime, UTC; from croft.history.db import open_history;"
-        "from croft.schedule.setting import write_scheduling;"
+        "from croft.scheduler.setting import write_scheduling;"
         "c = open_history(sys.argv[1]);"
         "write_scheduling(c, 'paused', datetime(2026,6,1,10,0,tzinfo=UTC), via='serve',"
         " paused_until=datetime(2026,6,1,12,0,tzinfo=UTC))"
@@ -318,7 +318,7 @@ def test_the_tick_imports_no_click_httpx_or_parser_and_reads_no_asset_file_when_
 
 
 def test_the_child_gets_an_explicit_environment_without_shell_secrets(project, tmp_path):
-    from croft.schedule.startrun import run_env
+    from croft.scheduler.tick.start import run_env
 
     env = run_env({"PATH": "/bin", "API_KEY": "s3cret", "CROFT_NOW": "x"})
     assert env["PATH"] == "/bin" and env["CROFT_NOW"] == "x"

@@ -167,7 +167,7 @@ def test_the_told_list_claims_each_crash_once_and_keeps_only_the_last_days(make_
     from croft.core.clock import parse_instant
     from croft.engine.reconcile import reconcile
     from croft.history.db import open_history
-    from croft.schedule.notify_tick import claim_crashed
+    from croft.scheduler.tick.tell import claim_crashed
 
     root = make_project()
     conn = open_history(root / ".croft")
@@ -192,8 +192,8 @@ def test_the_told_list_claims_each_crash_once_and_keeps_only_the_last_days(make_
 def test_a_run_that_could_not_be_spawned_is_told_once_where_it_failed(project, monkeypatch):
     from croft.core.clock import parse_instant
     from croft.project.config import load_project
-    from croft.schedule import startrun
-    from croft.schedule.tick import project_tick
+    from croft.scheduler.tick import start as startrun
+    from croft.scheduler.tick.project_tick import project_tick
 
     root = project()
 

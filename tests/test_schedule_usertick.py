@@ -14,10 +14,11 @@ import pytest
 
 from croft.core.clock import parse_instant
 from croft.history.db import open_history
-from croft.schedule import spawn, usertick
-from croft.schedule.registry import Registry
-from croft.schedule.setting import write_scheduling
-from croft.schedule.spawn import ROTATE_BYTES, child_env
+from croft.scheduler.setting import write_scheduling
+from croft.scheduler.user import launch as spawn
+from croft.scheduler.user import tick_all as usertick
+from croft.scheduler.user.launch import ROTATE_BYTES, child_env
+from croft.scheduler.user.registry import Registry
 
 NOW = "2026-03-01T12:00:00Z"
 REAL_PYTHON = sys.executable  # the fake_python fixture replaces sys.executable itself
@@ -209,7 +210,7 @@ def test_a_real_tick_all_imports_no_click_httpx_difflib_or_asset_code(
     modules = {
         line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")
     }
-    assert "croft.schedule.usertick" in modules  # the check below looks at a real list
+    assert "croft.scheduler.user.tick_all" in modules  # the check below looks at a real list
     assert not {"click", "httpx", "difflib", "orders", "croft.project.facts", "croft.engine"} & modules
     assert "ASSET CODE RAN" not in done.stderr
 

@@ -14,11 +14,14 @@ from schedulekit import ISSUES, croft_json, query, runs_of, setting, wait_for_ru
 from croft.core.clock import parse_instant
 from croft.history.db import open_history
 from croft.project.config import load_project
-from croft.schedule import heartbeat, idle, idlebeat, usertick
-from croft.schedule.commands import stale_warning
-from croft.schedule.doctor import doctor
-from croft.schedule.registry import Registry
-from croft.schedule.setting import write_scheduling
+from croft.scheduler import heartbeat
+from croft.scheduler.control.commands import stale_warning
+from croft.scheduler.control.doctor import doctor
+from croft.scheduler.setting import write_scheduling
+from croft.scheduler.tick import memo as idle
+from croft.scheduler.user import idlecache as idlebeat
+from croft.scheduler.user import tick_all as usertick
+from croft.scheduler.user.registry import Registry
 
 
 def _set(root: Path, state: str, at: str) -> None:

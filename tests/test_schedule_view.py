@@ -15,10 +15,10 @@ from croft.core.problems import Problem
 from croft.history import runs
 from croft.history.db import open_history
 from croft.project.config import load_project
-from croft.schedule.factcache import load_facts
-from croft.schedule.gather import landed_writes
-from croft.schedule.settle import apply_settled, note_spawn, settle
-from croft.schedule.statusview import schedule_view
+from croft.scheduler.tick.factcache import load_facts
+from croft.scheduler.tick.gather import landed_writes
+from croft.scheduler.tick.settle import apply_settled, note_spawn, settle
+from croft.scheduler.tick.view import schedule_view
 
 NOW = datetime(2026, 6, 1, 10, 5, tzinfo=UTC)
 
@@ -131,7 +131,7 @@ def test_settling_gives_a_fire_back_only_while_no_later_fire_moved_it(make_proje
 
 
 def test_schedule_on_no_os_job_and_off_flip_the_one_setting(make_project):
-    from croft.schedule.setting import read_scheduling_file
+    from croft.scheduler.setting import read_scheduling_file
 
     root = _project(make_project)
     assert croft(root, "schedule", "on", "--no-os-job")[0] == 0
@@ -156,7 +156,7 @@ def test_run_due_leaves_out_an_asset_whose_file_vanished(make_project):
 
 
 def test_a_scheduled_run_holds_everything_while_scheduling_is_paused_or_off(make_project, monkeypatch):
-    from croft.schedule.setting import write_scheduling
+    from croft.scheduler.setting import write_scheduling
 
     root = _project(make_project)
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T09:30:00Z")
@@ -196,8 +196,9 @@ def test_status_warns_of_each_held_due_asset_while_scheduling_is_on(make_project
 
 
 def test_a_run_that_cannot_be_started_is_a_problem_and_its_fire_stays_due(make_project, monkeypatch):
-    from croft.schedule import startrun, tick
-    from croft.schedule.setting import write_scheduling
+    from croft.scheduler.setting import write_scheduling
+    from croft.scheduler.tick import project_tick as tick
+    from croft.scheduler.tick import start as startrun
 
     root = _project(make_project)
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T09:30:00Z")
@@ -225,7 +226,7 @@ def test_a_run_that_cannot_be_started_is_a_problem_and_its_fire_stays_due(make_p
 
 
 def test_asset_rows_give_the_schedule_commands_the_ticks_decision(make_project):
-    from croft.schedule.statusview import asset_rows
+    from croft.scheduler.tick.view import asset_rows
 
     root = _project(make_project)
     rows = {r["asset"]: r for r in asset_rows(load_project(root), NOW)}

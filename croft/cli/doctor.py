@@ -9,7 +9,7 @@ from croft.core.result import Result
 
 
 def _human(result: Result) -> str:
-    from croft.schedule.doctor import doctor_text
+    from croft.scheduler.control.doctor import doctor_text
 
     return doctor_text(result.data)
 
@@ -19,6 +19,6 @@ def _human(result: Result) -> str:
 @run_command(_human)
 def command() -> Result:
     """Check the scheduler chain: registry, OS job, daemon, interpreter, serve and each project's last tick."""
-    from croft.schedule.doctor import doctor
+    from croft.scheduler.control.doctor import doctor
 
     return doctor()

@@ -62,7 +62,7 @@ def _due(
     assets: tuple[str, ...], only: bool, due: bool, run_id: str | None, project_dir: str | None
 ) -> Result:
     from croft.core.problems import CroftError
-    from croft.schedule.duerun import due_run
+    from croft.scheduler.tick.duerules import due_run
 
     if not due or only:
         raise CroftError(

@@ -89,7 +89,7 @@ def _project_zone() -> str:
 
 
 def _state_human(result: Result) -> str:
-    from croft.schedule.schedtext import schedule_text
+    from croft.cli.schedule_text import schedule_text
 
     return schedule_text(result.data)
 
@@ -119,7 +119,7 @@ def _progress() -> object:
 def on(no_os_job: bool, backend: str, project_dir: str | None) -> Result:
     """Let the scheduler run this project's ingests: records the setting, registers the project, installs
     the per-user job and waits for its first tick (CROFT_HEARTBEAT_WAIT_MS, default 70 s)."""
-    from croft.schedule.commands import schedule_on
+    from croft.scheduler.control.commands import schedule_on
 
     return schedule_on(
         load(project_dir),
@@ -135,7 +135,7 @@ def on(no_os_job: bool, backend: str, project_dir: str | None) -> Result:
 @run_command(_state_human)
 def off(project_dir: str | None) -> Result:
     """Stop scheduling this project; the OS job goes once no project needs it."""
-    from croft.schedule.commands import schedule_off
+    from croft.scheduler.control.commands import schedule_off
 
     return schedule_off(load(project_dir))
 
@@ -147,7 +147,7 @@ def off(project_dir: str | None) -> Result:
 @run_command(_state_human)
 def pause(length: str | None, project_dir: str | None) -> Result:
     """Start nothing until the pause ends or `croft schedule on`."""
-    from croft.schedule.commands import schedule_pause
+    from croft.scheduler.control.commands import schedule_pause
 
     return schedule_pause(load(project_dir), length)
 
@@ -158,6 +158,6 @@ def pause(length: str | None, project_dir: str | None) -> Result:
 @run_command(_state_human)
 def status(project_dir: str | None) -> Result:
     """The setting, the OS job, the last tick (and whether it is stale), and each asset's schedule."""
-    from croft.schedule.commands import schedule_status
+    from croft.scheduler.control.commands import schedule_status
 
     return schedule_status(load(project_dir))

@@ -21,6 +21,6 @@ def _human(result: Result) -> str:
 def command() -> Result:
     """Tick this user's `--no-os-job` projects in the foreground, at start and every minute, until
     SIGTERM or Ctrl-C. For servers, containers and WSL, where no OS job runs."""
-    from croft.schedule.serve import serve
+    from croft.scheduler.user.serve import serve
 
     return Result(data=serve(lambda line: click.echo(line, err=True)))

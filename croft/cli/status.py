@@ -24,7 +24,7 @@ def _human(result: Result) -> str:
             lines.append(f"{'':<24} last error {last['code']}: {last['message']}")
     if result.data["running"]:
         lines.append(f"{len(result.data['running'])} run(s) in progress")
-    from croft.schedule.statusview import status_lines
+    from croft.scheduler.tick.view import status_lines
 
     lines += status_lines(result.data)
     return "\n".join(lines)
@@ -37,8 +37,8 @@ def _human(result: Result) -> str:
 def command(project_dir: str | None) -> Result:
     """Every asset: kind, rows, last loaded, fresh or stale and why, and its last run's result."""
     from croft.engine.status import project_status
-    from croft.schedule.commands import stale_warning
-    from croft.schedule.statusview import with_schedule
+    from croft.scheduler.control.commands import stale_warning
+    from croft.scheduler.tick.view import with_schedule
 
     project = load(project_dir)
     result = with_schedule(project_status(project), project)

@@ -63,7 +63,7 @@ def human(data: dict[str, Any]) -> str:
 
 
 def _idle(args: list[str]) -> dict[str, Any] | None:
-    """The idle tick (croft.schedule.idle) when it can answer; None means: run the full tick."""
+    """The idle tick (croft.scheduler.tick.memo) when it can answer; None means: run the full tick."""
     import os
     import time
 
@@ -75,7 +75,7 @@ def _idle(args: list[str]) -> dict[str, Any] | None:
         moment = to_iso(now())
     except Exception:  # a usage error or a bad CROFT_NOW: the full path reports it properly
         return None
-    from croft.schedule.idle import idle_tick
+    from croft.scheduler.tick.memo import idle_tick
 
     data = idle_tick(project_dir or os.getcwd(), moment)
     if data is not None:
@@ -107,7 +107,7 @@ def run(args: list[str]) -> int:
         from pathlib import Path
 
         from croft.project.config import load_project
-        from croft.schedule.tick import project_tick
+        from croft.scheduler.tick.project_tick import project_tick
 
         project = load_project(Path(project_dir) if project_dir else None)
         data, problems = project_tick(project, clock.now())

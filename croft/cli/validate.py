@@ -35,6 +35,6 @@ def command(project_dir: str | None) -> Result:
 
     Exits 2 when any error is found.
     """
-    from croft.schedule.validate import validate_project
+    from croft.project.validate import validate_project
 
     return validate_project(load(project_dir))

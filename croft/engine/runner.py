@@ -49,7 +49,7 @@ class RunOptions:
     argv: list[str] = field(default_factory=list)
     preview: bool = False
     # A scheduled run (``croft run --due``): the run id the tick noted, and a factory of the scheduler's
-    # rules (croft.schedule.duerun.DueRules), called with (project, history connection, facts).
+    # rules (croft.scheduler.tick.duerules.DueRules), called with (project, history connection, facts).
     run_id: str | None = None
     due_rules: Any = None
 
@@ -372,7 +372,7 @@ class _Run:
         self.problems.append(_interrupted_problem(when))
         return self._finish("interrupted")
 
-    # -- a scheduled run (croft run --due): the scheduler's rules, from croft.schedule.duerun ------------
+    # -- a scheduled run (croft run --due): the scheduler's rules, from croft.scheduler.tick.duerules ------------
     def _due_plan(self) -> _Plan:
         known = self.rules.selectors(self.options.selectors)
         if not known:
@@ -454,7 +454,7 @@ class _Run:
             # The scheduler already ended this run (past its ceiling: schedule.ceiling), recorded it
             # TIMEOUT and notified; saying "interrupted" now would be a second, wrong message.
             return result
-        from croft.schedule.notify import after_run  # lazy: decides in one settings read; never raises
+        from croft.notify.send import after_run  # lazy: decides in one settings read; never raises
 
         after_run(self.project, self.conn, self.options, self.redactor.obj(summary))
         return result

@@ -1,1 +1,1 @@
-"""The scheduler: schedule text to cron, cron to DST-exact fire times, and (later) what is due, and the tick."""
+"""The schedule language: words and cron to a schedule, a schedule to DST-exact fire times. Pure."""

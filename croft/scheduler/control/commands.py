@@ -1,0 +1,452 @@
+"""``croft schedule on|off|pause|status``: the setting, the registry and the OS job, kept in step.
+
+``on`` goes setting -> registry -> job; when the job cannot be installed the setting and the registry
+entry are put back as they were (exit 2, INSTALL_FAILED), so a project is never "on" with nothing to
+tick it. It then waits for the first heartbeat, because a job that is installed but never runs is the
+failure users do not notice.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from croft.core import clock
+from croft.core.clock import from_iso, to_iso
+from croft.core.duration import parse_seconds
+from croft.core.paths import croft_home, job_label
+from croft.core.problems import CroftError, Problem, problem
+from croft.core.result import Next, Result
+from croft.project.config import Project
+from croft.scheduler import heartbeat
+from croft.scheduler.jobs import record as jobrecord
+from croft.scheduler.jobs.base import SERVE_FALLBACK
+from croft.scheduler.jobs.oscmd import Runner
+from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
+from croft.scheduler.user.registry import Registry, Via
+
+__all__ = [
+    "parse_pause_length",
+    "schedule_off",
+    "schedule_on",
+    "schedule_pause",
+    "schedule_status",
+    "stale_warning",
+]
+
+DEFAULT_WAIT_MS = 70_000
+ALREADY_TICKING = timedelta(minutes=2)
+Progress = Callable[[str], None]
+
+
+def parse_pause_length(text: str) -> timedelta:
+    """``90m``, ``1h30m``, ``2 days``, ``1.5h``: at least a minute, at most a year."""
+    total = parse_seconds(text, bare_text=False)
+    if total is None or total < 60 or total > 365 * 86400:
+        raise CroftError(
+            "USAGE",
+            f'--for "{text}" is not a pause length',
+            "Give a length from 1 minute to 365 days, such as 90m, 1h30m, 2h or 2 days.",
+        )
+    return timedelta(seconds=total)
+
+
+def _env_ms(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise CroftError(
+            "USAGE",
+            f"{name}={raw!r} is not a number of milliseconds",
+            f"Set {name} to a whole number, or unset it.",
+        ) from None
+    return max(0, value)
+
+
+def _open(project: Project) -> Any:
+    from croft.history.db import open_history
+
+    return open_history(project.config.state_dir)
+
+
+def _write(project: Project, state: str, now: datetime, **kw: Any) -> Scheduling:
+    from croft.scheduler.setting import write_scheduling
+
+    conn = _open(project)
+    try:
+        return write_scheduling(conn, state, now, **kw)  # type: ignore[arg-type]
+    finally:
+        conn.close()
+
+
+def _restore(project: Project, before: Scheduling) -> None:
+    """Put the setting back exactly (``since`` included) after a failed ``on``."""
+    from croft.history.state import put_setting
+    from croft.scheduler.setting import SETTING_KEY
+
+    conn = _open(project)
+    try:
+        put_setting(conn, SETTING_KEY, before.to_json())
+    finally:
+        conn.close()
+
+
+def _backend_of_record(runner: Runner | None) -> Any:
+    from croft.scheduler.jobs import backends as jobs
+
+    record = jobrecord.read()
+    if not record or record.get("label") != job_label():
+        return None
+    try:
+        return jobs.backend(str(record.get("backend")), runner)
+    except CroftError:
+        return None
+
+
+def _remove_job_if_unused(registry: Registry, runner: Runner | None, used_it: bool) -> list[Problem]:
+    """Remove the per-user job once no registered project ticks through it."""
+    if any(e.via == "os-job" for e in registry.entries()):
+        return []
+    backend = _backend_of_record(runner)
+    if backend is None:
+        return []
+    try:
+        backend.remove(job_label())
+    except CroftError as exc:
+        return [exc.problem.with_(severity="warning")] if used_it else []
+    jobrecord.clear()
+    return []
+
+
+def _describe(project: Project) -> Callable[[datetime], str]:
+    from zoneinfo import ZoneInfo
+
+    tz = ZoneInfo(project.config.timezone)
+    return lambda moment: moment.astimezone(tz).isoformat(timespec="seconds")
+
+
+def _scheduling_json(project: Project, setting: Scheduling, now: datetime) -> dict[str, Any]:
+    beat = heartbeat.last_heartbeat(project.config.state_dir)
+    out: dict[str, Any] = {
+        "state": effective_state(setting, now),
+        "via": setting.via,
+        "since": setting.since,
+        "lastTickAt": beat,
+    }
+    if out["state"] == "on":
+        out["stale"] = heartbeat.is_stale(setting, beat, now)
+    if setting.state == "paused" and out["state"] == "paused":
+        out["pausedUntil"] = setting.paused_until
+    return out
+
+
+def _registry_json(registry: Registry, root: Path) -> dict[str, Any]:
+    entries = registry.entries()
+    mine = registry.find(root)
+    return {
+        "file": str(registry.path),
+        "projects": len(entries),
+        "osJob": sum(1 for e in entries if e.via == "os-job"),
+        "entry": mine.to_json() if mine else None,
+    }
+
+
+def _job_json(runner: Runner | None) -> dict[str, Any] | None:
+    backend = _backend_of_record(runner)
+    if backend is None:
+        return None
+    state = backend.inspect(job_label())
+    return state.to_json()
+
+
+def diagnosis(
+    project: Project, setting: Scheduling, runner: Runner | None = None
+) -> tuple[heartbeat.Cause, Path, list[str]]:
+    """The likely cause of silence, and the log it read."""
+    root = str(project.root)
+    registry = Registry()
+    try:
+        entry = registry.find(root)
+    except CroftError:
+        entry = None
+    log_file = croft_home() / "logs" / "tick.log"
+    lines = heartbeat.log_tail(log_file)
+    job = _job_json(runner) if setting.via != "serve" else None
+    try:
+        wsl = "microsoft" in Path("/proc/version").read_text().lower()
+    except OSError:
+        wsl = False
+    chain = heartbeat.Chain(
+        root=root,
+        via=setting.via,
+        registered_via=entry.via if entry else None,
+        job=job,
+        serve_alive=jobrecord.serve_alive(),
+        log=lines,
+        platform=sys.platform,
+        cron_running=heartbeat.cron_daemon_running() if job and job.get("backend") == "crontab" else None,
+        wsl=wsl,
+        log_dir_exists=log_file.parent.is_dir(),
+    )
+    return heartbeat.diagnose(chain), log_file, lines
+
+
+def stale_warning(
+    project: Project, runner: Runner | None = None, now: datetime | None = None
+) -> Problem | None:
+    """SCHEDULER_STALE for ``croft status`` / ``schedule status`` / doctor, or None when all is well."""
+    now = now or clock.now()
+    setting = read_scheduling_file(project.config.state_dir)
+    beat = heartbeat.last_heartbeat(project.config.state_dir)
+    if not heartbeat.is_stale(setting, beat, now):
+        return None
+    cause, log_file, lines = diagnosis(project, setting, runner)
+    return heartbeat.stale_problem(setting, beat, now, cause, log_file, lines, _describe(project))
+
+
+def _assets(project: Project, now: datetime) -> tuple[list[dict[str, Any]], list[Next]]:
+    from croft.scheduler.tick.view import asset_rows
+
+    rows = asset_rows(project, now)
+    releases: dict[str, str] = {}
+    for r in rows:
+        if r["held"] and len(releases) < 3:
+            releases.setdefault(r["held"]["release"], f"release {r['asset']}: {r['held']['why']}")
+    nexts = [Next(command, reason) for command, reason in releases.items()]
+    if not any(r["schedule"] for r in rows):
+        nexts.append(Next("croft docs assets", "no ingest has a schedule yet: add schedule=... to one"))
+    return rows, nexts
+
+
+def _wait_for_heartbeat(
+    project: Project, start: datetime, wait_ms: int, progress: Progress | None
+) -> int | None:
+    """Milliseconds waited until a heartbeat at or after ``start`` arrived, or None on timeout."""
+    began = time.monotonic()
+    step = min(1.0, max(0.01, wait_ms / 20000))
+    said = 0
+    mark = to_iso(start)
+    while True:
+        beat = heartbeat.last_heartbeat(project.config.state_dir)
+        waited = int((time.monotonic() - began) * 1000)
+        if beat is not None and beat >= mark:
+            return waited
+        if waited >= wait_ms:
+            return None
+        if progress and waited // 10000 > said:
+            said = waited // 10000
+            progress(f"waiting for the first scheduler tick… {said * 10} s of {wait_ms // 1000} s")
+        time.sleep(min(step, max(0.0, (wait_ms - waited) / 1000)))
+
+
+def schedule_on(
+    project: Project,
+    *,
+    no_os_job: bool = False,
+    backend_name: str = "auto",
+    runner: Runner | None = None,
+    progress: Progress | None = None,
+) -> Result:
+    from croft.scheduler.jobs import backends as jobs
+    from croft.scheduler.jobs.spec import at_risk_problem, job_spec
+
+    now = clock.now()
+    root = project.root
+    registry = Registry()
+    wait_ms = _env_ms("CROFT_HEARTBEAT_WAIT_MS", DEFAULT_WAIT_MS)
+    before = read_scheduling_file(project.config.state_dir)
+    before_entry = registry.find(root)
+    via: Via = "serve" if no_os_job else "os-job"
+    problems: list[Problem] = []
+    job_changed = False
+    setting = _write(project, "on", now, via=via)
+    try:
+        registry.add(root, via, now)
+        if not no_os_job:
+            spec = job_spec()
+            _check_interpreter(spec.python)
+            # The job's shell opens the log before croft runs: a missing folder would fail it silently.
+            Path(spec.log).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            backend = jobs.backend(backend_name, runner)
+            previous = _backend_of_record(runner)
+            job_changed = backend.install(spec)
+            if previous is not None and previous.name != backend.name:
+                problems += _remove_old_job(previous)  # one job per user: the other backend's goes
+                job_changed = True
+            jobrecord.write(
+                {
+                    "backend": backend.name,
+                    "label": spec.label,
+                    "python": spec.python,
+                    "installedAt": to_iso(now),
+                }
+            )
+            risk = at_risk_problem(spec.python)
+            if risk:
+                problems.append(risk)
+            if backend.name == "systemd":
+                from croft.scheduler.jobs.systemd import linger_command, linger_warning
+
+                why = linger_warning(runner)
+                if why:
+                    problems.append(
+                        problem(
+                            "JOB_AT_RISK",
+                            why,
+                            "Run the command in the fix once; it needs no restart.",
+                            severity="warning",
+                            fix={
+                                "kind": "command",
+                                "command": linger_command(),
+                                "description": "keep the timer after logout",
+                            },
+                        )
+                    )
+    except CroftError:
+        _restore(project, before)
+        registry.restore(root, before_entry)
+        raise
+    if no_os_job and before_entry is not None and before_entry.via == "os-job":
+        problems += _remove_job_if_unused(registry, runner, used_it=True)
+    first_tick: dict[str, Any] | None = None
+    if not no_os_job:
+        beat = heartbeat.last_heartbeat(project.config.state_dir)
+        fresh = beat is not None and now - from_iso(beat) <= ALREADY_TICKING
+        if before.state == "on" and before.via == "os-job" and not job_changed and fresh:
+            first_tick = {"ok": True, "alreadyTicking": True, "waitedMs": 0}
+        else:
+            waited = _wait_for_heartbeat(project, now, wait_ms, progress)
+            first_tick = {"ok": waited is not None, "alreadyTicking": False, "waitedMs": waited or wait_ms}
+            if waited is None:
+                cause, log_file, lines = diagnosis(project, setting, runner)
+                problems.append(
+                    heartbeat.stale_problem(
+                        setting, None, now, cause, log_file, lines, _describe(project), waited_ms=wait_ms
+                    )
+                )
+    nexts: list[Next] = []
+    data = _data("on", project, setting, registry, runner, clock.now())
+    if no_os_job:
+        nexts.append(Next("croft serve", "keep it running: with --no-os-job it is what ticks this project"))
+    try:
+        data["assets"], more = _assets(project, clock.now())
+        nexts += more
+    except CroftError as exc:
+        data["assets"], data["assetsUnavailable"] = [], True
+        problems.append(exc.problem.with_(severity="warning"))
+    if first_tick is not None:
+        data["firstTick"] = first_tick
+    return Result(data=data, problems=problems, next=nexts)
+
+
+def _data(
+    action: str,
+    project: Project,
+    setting: Scheduling,
+    registry: Registry,
+    runner: Runner | None,
+    now: datetime,
+) -> dict[str, Any]:
+    return {
+        "action": action,
+        "root": str(project.root),
+        "scheduling": _scheduling_json(project, setting, now),
+        "job": _job_json(runner),
+        "registry": _registry_json(registry, project.root),
+    }
+
+
+def schedule_off(project: Project, *, runner: Runner | None = None) -> Result:
+    now = clock.now()
+    registry = Registry()
+    before_entry = registry.find(project.root)
+    setting = _write(project, "off", now)
+    registry.remove(project.root)
+    registry.prune(now)
+    problems = _remove_job_if_unused(
+        registry, runner, used_it=bool(before_entry and before_entry.via == "os-job")
+    )
+    data = _data("off", project, setting, registry, runner, now)
+    return Result(data=data, problems=problems)
+
+
+def schedule_pause(project: Project, length: str | None, *, runner: Runner | None = None) -> Result:
+    now = clock.now()
+    before = read_scheduling_file(project.config.state_dir)
+    if effective_state(before, now) == "off":
+        raise CroftError(
+            "USAGE",
+            "scheduling is off for this project, so there is nothing to pause",
+            "Turn it on with `croft schedule on`.",
+        )
+    until = now + parse_pause_length(length) if length is not None else None
+    setting = _write(project, "paused", now, via=before.via, paused_until=until)
+    data = _data("pause", project, setting, Registry(), runner, now)
+    return Result(data=data, next=[Next("croft schedule on", "resume now")])
+
+
+def schedule_status(project: Project, *, runner: Runner | None = None) -> Result:
+    now = clock.now()
+    setting = read_scheduling_file(project.config.state_dir)
+    registry = Registry()
+    data = _data("status", project, setting, registry, runner, now)
+    problems: list[Problem] = []
+    warning = stale_warning(project, runner, now)
+    if warning:
+        problems.append(warning)
+    data["assets"], nexts = _assets(project, now)
+    problems += _queue(project, data, now)
+    if effective_state(setting, now) == "off":
+        nexts.insert(0, Next("croft schedule on", "let the scheduler run this project's ingests"))
+    return Result(data=data, problems=problems, next=nexts)
+
+
+def _queue(project: Project, data: dict[str, Any], now: datetime) -> list[Problem]:
+    """The user's queue and cap (``schedule.slots``) and what the next tick will run once after a pause
+    or off (``schedule.resume``); a cap that could not be read is a warning."""
+    from croft.scheduler.control.catchup import catch_up
+    from croft.scheduler.tick.slots import queue_json
+
+    data["queue"] = queue_json(croft_home(), now)
+    data["catchUp"] = catch_up(project, now)
+    why = data["queue"].pop("capProblem", None)
+    if not why:
+        return []
+    if why.startswith("CROFT_MAX_SCHEDULED_RUNS"):
+        hint = "set CROFT_MAX_SCHEDULED_RUNS to a whole number of at least 1, or unset it"
+    else:
+        hint = f"set maxScheduledRuns in {croft_home() / 'config.json'} to a whole number of at least 1"
+    return [problem("CONFIG_INVALID", f"the cap on scheduled runs: {why}", hint, severity="warning")]
+
+
+def _check_interpreter(python: str) -> None:
+    """The job runs with a bare environment: refuse an interpreter that finds croft only through the shell's."""
+    from croft.scheduler.control.doctor import interpreter_imports_croft
+
+    ok, why = interpreter_imports_croft(python)
+    if not ok:
+        raise CroftError(
+            "INSTALL_FAILED",
+            f"the scheduler job could not run croft: {why}",
+            "Install croft into that interpreter (`<python> -m pip install <your croft checkout>`), or run `croft schedule on` with a croft"
+            " that is installed rather than found through PYTHONPATH. Without an OS job, `croft schedule on"
+            " --no-os-job` and a running `croft serve` tick this project instead.",
+            fix=dict(SERVE_FALLBACK),
+            details={"job": "interpreter", "python": python},
+        )
+
+
+def _remove_old_job(previous: Any) -> list[Problem]:
+    try:
+        previous.remove(job_label())
+    except CroftError as exc:
+        return [exc.problem.with_(severity="warning")]
+    return []

@@ -1,0 +1,565 @@
+"""What is due, why, and what holds it: the scheduler's policy as one pure function of facts and a clock.
+
+Nothing here reads a file, the database or the clock; the tick, ``croft status`` and ``croft run --due``
+gather the facts and pass ``now`` in, so every rule is tested by handing in data. Three ideas carry it:
+
+- a fire is handled once: an ingest is due when its latest fire is later than both the last fire the
+  scheduler handled and the start of its last successful step (a run by hand covers the fire before it);
+  missed fires coalesce into one run;
+- a held asset is not started but stays due, so it runs at the first tick after its hold lifts;
+- due assets are grouped by connected components of the whole asset graph: one run per group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from croft.core.clock import parse_instant, to_iso
+from croft.core.problems import Problem, problem
+from croft.engine.staleness import data_version, stale_reasons
+from croft.project.graph import Graph
+from croft.schedule import cron
+from croft.scheduler.setting import Scheduling, effective_state
+
+__all__ = [
+    "MISSED_CAP",
+    "RETRY_BACKOFF",
+    "AssetInfo",
+    "DueInput",
+    "DueWork",
+    "FailedStart",
+    "Hold",
+    "View",
+    "approval_hold",
+    "clock_words",
+    "due_work",
+    "edited_ago",
+    "is_retryable",
+]
+
+RETRY_BACKOFF = timedelta(minutes=15)
+MISSED_CAP = 50
+# Failures that are a person's choice or a refusal, not a server's bad minute: never retried on a timer.
+_NOT_RETRIED = frozenset(
+    {"INTERRUPTED", "ASSET_BUSY", "SHRINK_GUARD", "CONFIRMATION_STALE", "CONFIRMATION_REQUIRED"}
+)
+_FAILED = ("failed", "crashed", "interrupted")
+_OK = ("ok", "unchanged")
+
+# hold kind -> the registered problem code it is reported with
+HOLD_CODES = {
+    "paused": "SCHEDULE_PAUSED",
+    "SCHEDULE_HELD": "SCHEDULE_HELD",
+    "LARGE_REPROCESS": "LARGE_REPROCESS",
+    "leased": "ASSET_BUSY",
+    "backoff": "SCHEDULE_BACKOFF",
+}
+
+
+@dataclass(frozen=True)
+class AssetInfo:
+    """An asset's static facts as the scheduler knows them (read from its text, never by running it).
+
+    ``code_hash`` is the current fingerprint (None when unknown); ``zone_hash`` the fingerprint in
+    ``zone_from``, the zone the facts were last read in, when the project's zone has changed since.
+    """
+
+    name: str
+    kind: str  # ingest | sql | python
+    inputs: tuple[str, ...] = ()
+    schedule: str | None = None
+    cron: str | None = None
+    code_hash: str | None = None
+    loads: bool = True
+    edited_at: str | None = None
+    zone_from: str | None = None
+    zone_hash: str | None = None
+    max_runtime_s: float | None = None  # the asset's own ceiling for a scheduled run (schedule.ceiling)
+    spec: Any = field(default=None, compare=False)  # the parsed cron (cron.CronSpec) when known
+
+
+@dataclass(frozen=True)
+class FailedStart:
+    """A run an earlier tick spawned that never started these assets (its child died or refused)."""
+
+    run_id: str
+    assets: tuple[str, ...]
+    at: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runId": self.run_id, "assets": list(self.assets), "at": self.at, "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> FailedStart:
+        return cls(
+            str(value["runId"]), tuple(value.get("assets") or ()), str(value["at"]), str(value["reason"])
+        )
+
+
+@dataclass
+class DueInput:
+    """Everything the decision needs. Steps are runs.sqlite step rows as dicts (``run_id``, ``status``,
+    ``started_at``, ``finished_at``, ``attempt``, ``error``, ``code_hash``, ``reason``)."""
+
+    assets: Mapping[str, AssetInfo]
+    now: datetime
+    tz: str
+    setting: Scheduling = field(default_factory=lambda: Scheduling(state="on"))
+    state: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    catalog: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    last_ok: Mapping[str, str] = field(default_factory=dict)
+    latest: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    large_reprocess: frozenset[str] = frozenset()
+    leases: Mapping[str, str] = field(default_factory=dict)  # asset -> run id of a live holder
+    starting: Sequence[tuple[str, Sequence[str]]] = ()  # (run id, assets) of runs still starting
+    failed_starts: Sequence[FailedStart] = ()
+    rollbacks: Mapping[str, str | None] = field(default_factory=dict)  # asset -> last_fire_at to read
+    next_fires: bool = True  # views carry the next fire and the missed count (status); the tick skips them
+
+
+@dataclass(frozen=True)
+class Hold:
+    kind: str  # paused | SCHEDULE_HELD | LARGE_REPROCESS | leased | backoff
+    reason: str
+    hint: str
+    until: str | None = None
+
+    @property
+    def code(self) -> str:
+        return HOLD_CODES[self.kind]
+
+    def problem(self, asset: str) -> Problem:
+        return problem(
+            self.code,
+            f"{asset} is held from the scheduler: {self.reason}",
+            self.hint,
+            severity="warning",
+            asset=asset,
+            details={"until": self.until} if self.until else None,
+        )
+
+    def to_json(self, asset: str) -> dict[str, Any]:
+        return {"asset": asset, "code": self.code, "message": f"{asset}: {self.reason}", "hint": self.hint}
+
+
+@dataclass
+class View:
+    asset: str
+    kind: str
+    schedule: str | None
+    cron: str | None
+    next_fire_at: str | None
+    last_fire_at: str | None
+    last_attempt_at: str | None
+    due: bool = False
+    reason: str | None = None
+    hold: Hold | None = None
+    missed: int = 0
+    primary: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "asset": self.asset,
+            "kind": self.kind,
+            "schedule": self.schedule,
+            "cron": self.cron,
+            "nextFireAt": self.next_fire_at,
+            "lastFireAt": self.last_fire_at,
+            "lastAttemptAt": self.last_attempt_at,
+            "missedFires": self.missed,
+            "due": self.due,
+            "dueReason": self.reason,
+            "hold": None
+            if self.hold is None
+            else {
+                "code": self.hold.code,
+                "reason": self.hold.reason,
+                "until": self.hold.until,
+                "hint": self.hold.hint,
+            },
+        }
+
+
+@dataclass
+class DueWork:
+    views: dict[str, View]
+    held: list[tuple[str, Hold]]
+    groups: list[list[str]]
+    fires: dict[str, str]  # ready ingest -> the fire its run handles
+
+    def group_reason(self, group: Sequence[str]) -> str:
+        parts = [(a, self.views[a].reason or "") for a in group]
+        return parts[0][1] if len(parts) == 1 else "; ".join(f"{a}: {r}" for a, r in parts)
+
+
+# --------------------------------------------------------------------------------------------------------
+# words
+
+
+def clock_words(instant: str | datetime, now: datetime, tz: str) -> str:
+    """``HH:MM`` in the zone when on today's local date, else ``Mon D HH:MM`` (and the year if it differs)."""
+    moment = parse_instant(instant) if isinstance(instant, str) else instant
+    where = cron.zone(tz)
+    local, today = moment.astimezone(where), now.astimezone(where)
+    if local.date() == today.date():
+        return f"{local:%H:%M}"
+    if local.year == today.year:
+        return f"{local:%b} {local.day} {local:%H:%M}"
+    return f"{local:%b} {local.day} {local.year} {local:%H:%M}"
+
+
+def edited_ago(edited_at: str | None, now: datetime) -> str | None:
+    if not edited_at:
+        return None
+    seconds = (now - parse_instant(edited_at)).total_seconds()
+    if seconds < 0:  # a file stamped after the clock (a clock set back): no age worth saying
+        return None
+    if seconds < 90:
+        return f"{int(seconds)} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    if seconds < 36 * 3600:
+        return f"{round(seconds / 3600)} h"
+    return f"{round(seconds / 86400)} days"
+
+
+def is_retryable(error: Mapping[str, Any] | None) -> bool:
+    """Whether a step's stored error is worth another try later (a server or the network, not the code)."""
+    from croft.core.problems import CODES
+
+    if not error:
+        return False
+    code = error.get("code")
+    if code not in CODES or code in _NOT_RETRIED or CODES[code][0] == "project":
+        return False
+    return bool(error.get("retryable"))
+
+
+def approval_hold(info: AssetInfo, approved: str | None, now: datetime, tz: str) -> Hold | None:
+    """SCHEDULE_HELD: the code differs from the code a person last ran (or nobody ever ran it).
+
+    The one rule the tick, status and ``croft run --due`` (at plan time and at each step's start) share.
+    """
+    name = info.name
+    if info.code_hash is not None and info.code_hash == approved and info.loads:
+        return None
+    hint = (
+        f"the scheduler only runs code a person has run; check the change, then croft run {name}"
+        " releases it (croft preview shows what it would do first)"
+    )
+    if approved and info.loads and info.zone_from and info.zone_hash == approved:
+        return Hold(
+            "SCHEDULE_HELD",
+            f"the project time zone changed ({info.zone_from} → {tz}) since it was last run"
+            f" by hand; croft run {name} releases it",
+            hint,
+        )
+    new = "" if approved else "new: "
+    ago = edited_ago(info.edited_at, now)
+    edited = f"code edited {ago} ago" if ago else "code edited"
+    if not info.loads:
+        reason = f"{new}{edited} and it does not load; fix it, then croft run {name} releases it"
+    else:
+        reason = f"{new}{edited}, not run by hand yet; croft run {name} releases it"
+    return Hold("SCHEDULE_HELD", reason, hint)
+
+
+def _at(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return parse_instant(text)
+    except ValueError:
+        return None
+
+
+def _later(a: str | None, b: str | None) -> str | None:
+    """The later of two stored instants (compared as times: warehouse stamps and history times differ)."""
+    da, db = _at(a), _at(b)
+    if da is None:
+        return b if db is not None else None
+    if db is None:
+        return a
+    return a if da >= db else b
+
+
+# --------------------------------------------------------------------------------------------------------
+# the decision
+
+
+class _Decider:
+    def __init__(self, given: DueInput):
+        self.g = given
+        self.now = given.now.astimezone(UTC)
+        self.assets = given.assets
+        known = {n.lower(): n for n in self.assets}
+        self.inputs: dict[str, tuple[str, ...]] = {}
+        for name, info in self.assets.items():
+            found = [known[i.lower()] for i in info.inputs if i.lower() in known and known[i.lower()] != name]
+            self.inputs[name] = tuple(dict.fromkeys(found))
+        self.graph = Graph(self.inputs)
+        self.state_now = effective_state(given.setting, self.now)
+        self.views: dict[str, View] = {}
+        self._holds: dict[str, Hold | None] = {}
+        self._visiting: set[str] = set()
+        self.starting = self._starting()
+
+    def downstream(self, names: Sequence[str] | set[str]) -> set[str]:
+        return self.graph.downstream(names)
+
+    def _starting(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for run_id, assets in self.g.starting:
+            for name in [*assets, *sorted(self.downstream(set(assets)))]:
+                out.setdefault(name, run_id)
+        return out
+
+    def words(self, instant: str | datetime) -> str:
+        return clock_words(instant, self.now, self.g.tz)
+
+    # -- primary due ------------------------------------------------------------------------------------
+    def ingest(self, info: AssetInfo, view: View) -> None:
+        if not info.cron:
+            return
+        spec = info.spec
+        if spec is None:
+            try:
+                spec = cron.parse_cron(info.cron)
+            except Exception:  # validate reports SCHEDULE_INVALID; the scheduler leaves it alone
+                return
+        if self.g.next_fires:
+            nxt = cron.next_fire(spec, self.g.tz, self.now)
+            view.next_fire_at = to_iso(nxt) if nxt else None
+        latest = cron.latest_fire_at_or_before(spec, self.g.tz, self.now)
+        handled = _later(view.last_fire_at, self.g.last_ok.get(info.name))
+        if latest is None:
+            return
+        handled_at = _at(handled)
+        if handled_at is not None and latest <= handled_at:
+            return
+        view.due = view.primary = True
+        missed = 1
+        if handled_at is not None:
+            fires = cron.next_fires(spec, self.g.tz, handled_at, MISSED_CAP)
+            missed = max(1, sum(1 for f in fires if f <= self.now))
+        view.missed = missed
+        reason = f"fired at {self.words(latest)}"
+        if missed > 1:
+            count = f"{MISSED_CAP} or more" if missed >= MISSED_CAP else str(missed)
+            reason += f"; {count} missed fires run once"
+        view.reason = reason
+        self.fires[info.name] = to_iso(latest)
+
+    def transform(self, info: AssetInfo, view: View) -> None:
+        catalog = self.g.catalog
+        if any(i not in catalog for i in self.inputs[info.name]):
+            return  # waits for that input; it follows the input's run
+        reasons = stale_reasons(
+            info.kind,
+            catalog.get(info.name),
+            info.code_hash,
+            {i: catalog.get(i) for i in self.inputs[info.name]},
+        )
+        if reasons:
+            view.due = view.primary = True
+            view.reason = "stale: " + "; ".join(r.text() for r in reasons)
+
+    # -- holds -----------------------------------------------------------------------------------------
+    def hold(self, name: str) -> Hold | None:
+        """The first hold that matches (memoised; a cycle of waits reads as no further hold)."""
+        if name in self._holds:
+            return self._holds[name]
+        if name in self._visiting:
+            return None
+        self._visiting.add(name)
+        try:
+            found = self._hold(name)
+        finally:
+            self._visiting.discard(name)
+        self._holds[name] = found
+        return found
+
+    def _hold(self, name: str) -> Hold | None:
+        info, view = self.assets[name], self.views[name]
+        g = self.g
+        if self.state_now == "paused":
+            paused_until = g.setting.paused_until
+            when = f" until {self.words(paused_until)}" if paused_until else ""
+            return Hold(
+                "paused",
+                f"scheduling is paused{when}; croft schedule on resumes it",
+                "croft schedule on resumes scheduling for this project",
+                paused_until,
+            )
+        approval = self.approval(info)
+        if approval:
+            return approval
+        if name in g.large_reprocess:
+            return Hold(
+                "LARGE_REPROCESS",
+                f"the cost guard needs a person: croft run {name} shows how many rows it would process"
+                " and asks first",
+                f"croft run {name} runs it and releases it",
+            )
+        if name in g.leases:
+            return Hold(
+                "leased",
+                f"run {g.leases[name]} holds it; it stays due",
+                "croft logs --runs shows that run; the scheduler runs it once that run lets go",
+            )
+        if name in self.starting:
+            return Hold(
+                "leased",
+                f"the scheduled run {self.starting[name]} is starting; it stays due",
+                "croft logs --runs shows the scheduled runs",
+            )
+        on_own = view.primary
+        if info.kind != "ingest" or on_own:
+            for failed in g.failed_starts:
+                if name not in failed.assets:
+                    continue
+                until = parse_instant(failed.at) + RETRY_BACKOFF
+                ok = _at(g.last_ok.get(name))
+                if until > self.now and not (ok is not None and ok > parse_instant(failed.at)):
+                    return Hold(
+                        "backoff",
+                        f"the scheduled run {failed.run_id} did not start it ({failed.reason});"
+                        f" tries again after {self.words(until)}",
+                        f"croft run {name} runs it now",
+                        to_iso(until),
+                    )
+        if info.kind != "ingest" and on_own:
+            return self.failure_backoff(info) or self.input_wait(info)
+        return None
+
+    def approval(self, info: AssetInfo) -> Hold | None:
+        approved = (self.g.state.get(info.name) or {}).get("approved_code_hash")
+        return approval_hold(info, approved, self.now, self.g.tz)
+
+    def failure_backoff(self, info: AssetInfo) -> Hold | None:
+        name = info.name
+        step = self.g.latest.get(name)
+        if not step or step.get("status") not in _FAILED:
+            return None
+        started = str(step["started_at"])
+        if step.get("code_hash") and info.code_hash and step["code_hash"] != info.code_hash:
+            return None
+        if self.input_changed_since(name, started):
+            return None
+        error = step.get("error") or {}
+        code = error.get("code") or str(step["status"]).upper()
+        if step["status"] == "failed" and not is_retryable(error):
+            return Hold(
+                "backoff",
+                f"failed at {self.words(started)} ({code}); waits for a change to its code or inputs,"
+                f" or croft run {name}",
+                f"croft logs {name} --failed shows why; croft run {name} runs it now",
+            )
+        base = parse_instant(str(step.get("finished_at") or started))
+        retry_after_ms = ((error.get("details") or {}).get("retryAfterMs") or 0) if error else 0
+        until = base + max(RETRY_BACKOFF, timedelta(milliseconds=float(retry_after_ms)))
+        if self.now >= until:
+            return None
+        return Hold(
+            "backoff",
+            f"{step['status']} at {self.words(started)} ({code}); tries again after {self.words(until)}",
+            f"croft logs {name} --failed shows why; croft run {name} runs it now",
+            to_iso(until),
+        )
+
+    def input_changed_since(self, name: str, since: str) -> bool:
+        at = _at(since)
+        for source in self.inputs[name]:
+            version = _at(data_version(self.g.catalog.get(source)))
+            if version is not None and at is not None and version > at:
+                return True
+        return False
+
+    def input_wait(self, info: AssetInfo) -> Hold | None:
+        """A reader skipped because of an input waits while that input is held and has not changed."""
+        name = info.name
+        step = self.g.latest.get(name)
+        if not step or step.get("status") != "skipped" or step.get("attempt") != 0:
+            return None
+        reason = str(step.get("reason") or "")
+        named = reason.split(" ")[1] if reason.startswith("input ") and " " in reason[6:] else None
+        blockers = [named] if named in self.inputs[name] else list(self.inputs[name])
+        for source in blockers:
+            held = self.hold(source)
+            if held is None or held.kind == "paused":
+                continue
+            if self.input_changed_since(name, str(step["started_at"])):
+                return None
+            code = "" if held.kind == "backoff" else f"{held.code}, "
+            return Hold(
+                "backoff",
+                f"waits for its input {source}: {code}{held.reason}",
+                held.hint,
+                held.until,
+            )
+        return None
+
+    # -- all together ----------------------------------------------------------------------------------
+    def decide(self) -> DueWork:
+        g = self.g
+        self.fires: dict[str, str] = {}
+        for name, info in self.assets.items():
+            row = g.state.get(name) or {}
+            last_fire = g.rollbacks[name] if name in g.rollbacks else row.get("last_fire_at")
+            view = View(
+                asset=name,
+                kind=info.kind,
+                schedule=info.schedule,
+                cron=info.cron,
+                next_fire_at=None,
+                last_fire_at=last_fire,
+                last_attempt_at=row.get("last_attempt_at"),
+            )
+            self.views[name] = view
+            if info.kind == "ingest":
+                self.ingest(info, view)
+            else:
+                self.transform(info, view)
+        considered = [n for n, i in self.assets.items() if i.kind != "ingest" or i.cron]
+        for name in considered:
+            self.views[name].hold = self.hold(name)
+        primary = sorted(n for n in considered if self.views[n].primary)
+        held = [(n, h) for n in primary if (h := self.views[n].hold) is not None]
+        ready = [n for n in primary if self.views[n].hold is None]
+        starts = [n for n in ready if self.assets[n].kind == "ingest"]
+        for follower in sorted(self.downstream(set(starts))):
+            view = self.views[follower]
+            if view.primary or self.assets[follower].kind == "ingest":
+                continue
+            after = [s for s in starts if follower in self.downstream({s})]
+            view.due = True
+            view.reason = f"after {', '.join(after)}, which {'is' if len(after) == 1 else 'are'} due"
+        fires = {n: f for n, f in self.fires.items() if n in ready}
+        return DueWork(self.views, held, self.components(ready), fires)
+
+    def components(self, names: Sequence[str]) -> list[list[str]]:
+        """Partition ``names`` by connected components of the whole graph (shared inputs link too)."""
+        parent = {n: n for n in self.assets}
+
+        def find(n: str) -> str:
+            while parent[n] != n:
+                parent[n] = parent[parent[n]]
+                n = parent[n]
+            return n
+
+        for name, ins in self.inputs.items():
+            for source in ins:
+                parent[find(source)] = find(name)
+        groups: dict[str, list[str]] = {}
+        for name in sorted(names):
+            groups.setdefault(find(name), []).append(name)
+        return sorted(groups.values())
+
+
+def due_work(given: DueInput) -> DueWork:
+    """Views of every asset, the held due ones, the groups to start and the fires they handle."""
+    return _Decider(given).decide()

@@ -1,0 +1,1 @@
+"""The project tick (``croft tick`` in one project) and the rules of the scheduled runs it starts."""

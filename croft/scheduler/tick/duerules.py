@@ -1,0 +1,187 @@
+"""The rules of a scheduled run (``croft run --due``), called by the runner at three points.
+
+1. planning: the assets the tick named that still exist, planned the normal way (their stale
+   downstream follows; a named transform runs only if it is still stale), then every hold is checked
+   again: scheduling off or paused, code no person has run (SCHEDULE_HELD), another run's lease;
+2. leases: a scheduled run never waits for one; a lease it meets holds that asset, which stays due;
+3. each step's start: off/paused and SCHEDULE_HELD again, against the file as it is now (an edit made
+   while the run waited is caught); then the attempt, and for an ingest its fire, are recorded before
+   any work.
+
+A held asset gets no step row and no attempt, and its fire is not recorded, so it stays due; what reads
+it is skipped (and recorded) the usual way. Scheduled runs are ``trigger = schedule``, ``human = 0``, so
+they never approve code.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+from typing import Any
+
+from croft.core.clock import now as clock_now
+from croft.core.clock import to_iso
+from croft.history import state
+from croft.project.config import Project
+from croft.project.facts import AssetFacts
+from croft.scheduler.due import AssetInfo, approval_hold
+from croft.scheduler.setting import effective_state, read_scheduling
+from croft.scheduler.tick.gather import live_leases
+
+__all__ = ["DueRules"]
+
+
+class DueRules:
+    def __init__(self, project: Project, conn: sqlite3.Connection, facts: dict[str, AssetFacts]):
+        self.project = project
+        self.conn = conn
+        self.facts = facts
+        self.held: dict[str, str] = {}
+
+    # -- 1. planning ---------------------------------------------------------------------------------------
+    def selectors(self, names: list[str]) -> list[str]:
+        """The named assets that still exist (a file removed since the tick is left out, not an error)."""
+        return [n for n in dict.fromkeys(names) if n in self.facts]
+
+    def requested(self, names: list[str]) -> list[str]:
+        """Only ingests run whatever their state; a named transform runs if it is still stale."""
+        return [n for n in names if self.facts[n].kind == "ingest"]
+
+    def plan_holds(self, order: list[str], run_id: str) -> list[str]:
+        """Hold what may not run now; returns the order without the held assets."""
+        leased = live_leases(self.conn, mine=run_id)
+        kept = []
+        for name in order:
+            why = self._setting_hold() or self._code_hold(self.facts[name])
+            if why is None and name in leased:
+                why = f"held: run {leased[name]} holds it; it stays due"
+            if why:
+                self.held[name] = why
+            else:
+                kept.append(name)
+        return kept
+
+    # -- 2. leases ----------------------------------------------------------------------------------------
+    def lease_conflict(self, holders: list[Any]) -> set[str]:
+        """Assets another run took after the plan: held, never waited for."""
+        out = set()
+        for h in holders:
+            self.held[h.asset] = f"held: run {h.run_id} holds it; it stays due"
+            out.add(h.asset)
+        return out
+
+    # -- 3. each step -------------------------------------------------------------------------------------
+    def step_hold(self, name: str) -> str | None:
+        """Re-check at the step's start, against the file as it is now."""
+        why = self._setting_hold()
+        if why:
+            return why
+        fresh = self._reread(name)
+        if fresh is not None:
+            self.facts[name] = fresh
+        return self._code_hold(self.facts[name])
+
+    def attempt_started(self, name: str, run_id: str) -> None:
+        """Record the attempt, and for an ingest the fire it handles, before any work."""
+        moment = clock_now()
+        columns: dict[str, str | datetime | None] = {"last_attempt_at": moment}
+        facts = self.facts[name]
+        if facts.kind == "ingest":
+            fire = self._fire(name, run_id, moment)
+            if fire:
+                columns["last_fire_at"] = fire
+        state.put_schedule_state(self.conn, name, **columns)
+
+    # -- helpers -------------------------------------------------------------------------------------------
+    def _setting_hold(self) -> str | None:
+        now_state = effective_state(read_scheduling(self.conn), clock_now())
+        return None if now_state == "on" else f"held: scheduling is {now_state}"
+
+    def _code_hold(self, facts: AssetFacts) -> str | None:
+        from croft.core.problems import CroftError
+        from croft.project.fingerprint import code_hash
+
+        try:
+            digest: str | None = code_hash(self.project, facts)
+        except CroftError:
+            digest = None
+        row = state.get_schedule_state(self.conn, facts.name) or {}
+        info = AssetInfo(name=facts.name, kind=facts.kind, code_hash=digest, loads=facts.ok)
+        hold = approval_hold(info, row.get("approved_code_hash"), clock_now(), self.project.config.timezone)
+        return f"held (SCHEDULE_HELD): {hold.reason}" if hold else None
+
+    def _reread(self, name: str) -> AssetFacts | None:
+        from croft.project.facts import read_python_facts
+        from croft.project.sqlfacts import read_sql_facts
+
+        old = self.facts[name]
+        if not old.path.is_file():
+            return None
+        if old.path.suffix == ".sql":
+            return read_sql_facts(old.path, name, old.rel)
+        return read_python_facts(old.path, name, old.rel)
+
+    def _fire(self, name: str, run_id: str, moment: datetime) -> str | None:
+        """The fire the tick noted for this run, else the schedule's latest fire now."""
+        from croft.scheduler.tick.settle import SPAWNED_KEY
+
+        for note in state.get_setting(self.conn, SPAWNED_KEY) or []:
+            if note.get("runId") == run_id:
+                rec = (note.get("fires") or {}).get(name)
+                if rec and rec.get("fire"):
+                    return str(rec["fire"])
+        schedule = self.facts[name].schedule
+        if not schedule:
+            return None
+        from croft.schedule import cron
+        from croft.schedule.phrase import Schedule, parse_schedule
+
+        parsed = parse_schedule(schedule)
+        if not isinstance(parsed, Schedule):
+            return None
+        latest = cron.latest_fire_at_or_before(parsed.spec, self.project.config.timezone, moment)
+        return to_iso(latest) if latest else None
+
+
+def _fault_before_run() -> None:
+    """Crash tests: ``CROFT_FAULT=before_run`` kills a scheduled run before it records anything."""
+    import os
+    import signal
+
+    if "before_run" in {p.strip() for p in os.environ.get("CROFT_FAULT", "").split(",")}:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv: list[str]) -> Any:
+    """``croft run --due A B``: the normal runner with the scheduler's rules; a refusal before the run
+    is recorded is left in the run's log folder for the next tick to read."""
+    import json
+    from pathlib import Path
+
+    from croft.core.problems import CroftError
+    from croft.engine.runner import RunOptions, run_assets
+    from croft.project.config import find_root, load_project
+
+    _fault_before_run()
+    try:
+        project = load_project(Path(project_dir) if project_dir else None)
+        options = RunOptions(
+            selectors=assets, trigger="schedule", human=False, argv=argv, run_id=run_id, due_rules=DueRules
+        )
+        return run_assets(project, options)
+    except CroftError as exc:
+        if run_id:
+            from croft.scheduler.tick.settle import not_started_path
+
+            try:
+                root = Path(project_dir) if project_dir else find_root()
+                try:
+                    state_dir = load_project(root).config.state_dir
+                except CroftError:
+                    state_dir = root / ".croft"
+                target = not_started_path(state_dir, run_id)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(json.dumps(exc.problem.to_dict()), encoding="utf-8")
+            except (OSError, CroftError):
+                pass
+        raise

@@ -1,0 +1,153 @@
+"""Reading what the due decision needs from runs.sqlite, in a handful of queries (tick, status, run --due).
+
+The decision itself is pure (``schedule.due``); this is the thin shell that fills a ``DueInput``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from croft.core.identity import is_alive
+from croft.history import catalog, leases, state
+from croft.history.db import translate_sqlite_errors
+from croft.scheduler.due import AssetInfo, DueInput, FailedStart
+from croft.scheduler.setting import Scheduling
+
+__all__ = [
+    "due_input",
+    "landed_writes",
+    "last_ok_starts",
+    "latest_steps",
+    "live_leases",
+    "scheduled_cost_guard",
+]
+
+
+@translate_sqlite_errors("reading the last successful steps")
+def last_ok_starts(conn: sqlite3.Connection) -> dict[str, str]:
+    rows = conn.execute(
+        "SELECT asset, MAX(started_at) AS at FROM steps WHERE status IN ('ok', 'unchanged') GROUP BY asset"
+    )
+    return {r["asset"]: r["at"] for r in rows}
+
+
+@translate_sqlite_errors("reading the latest steps")
+def latest_steps(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
+    """Each asset's most recent step row (any status), as ``runs`` would give it.
+
+    The inner MAX per asset is answered from the (asset, started_at) index, so this stays cheap as the
+    history grows; ties on the start time go to the highest attempt.
+    """
+    rows = conn.execute(
+        "SELECT s.* FROM steps s JOIN (SELECT asset, MAX(started_at) AS at FROM steps GROUP BY asset) m"
+        " ON s.asset = m.asset AND s.started_at = m.at ORDER BY s.attempt, s.rowid"
+    )
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        step = dict(r)
+        step["error"] = json.loads(step["error"]) if step.get("error") else None
+        out[step["asset"]] = step
+    return out
+
+
+@translate_sqlite_errors("reading the cost guard's records")
+def scheduled_cost_guard(conn: sqlite3.Connection) -> frozenset[str]:
+    """Assets a scheduled run stopped at the cost guard, with no successful run by a person since."""
+    rows = conn.execute(
+        "SELECT s.asset, MAX(s.started_at) AS at FROM steps s JOIN runs r ON r.id = s.run_id"
+        " WHERE r.human = 0 AND s.error LIKE '%\"LARGE_REPROCESS\"%' GROUP BY s.asset"
+    ).fetchall()
+    held = set()
+    for row in rows:
+        later = conn.execute(
+            "SELECT 1 FROM steps s JOIN runs r ON r.id = s.run_id WHERE s.asset = ? AND r.human = 1"
+            " AND s.status IN ('ok', 'unchanged') AND s.started_at > ? LIMIT 1",
+            (row["asset"], row["at"]),
+        ).fetchone()
+        if later is None:
+            held.add(row["asset"])
+    return frozenset(held)
+
+
+def live_leases(conn: sqlite3.Connection, mine: str | None = None) -> dict[str, str]:
+    """asset -> run id, for leases whose holder is alive (and is not run ``mine``)."""
+    return {h.asset: h.run_id for h in leases.holders(conn) if h.run_id != mine and is_alive(h.who)}
+
+
+def due_input(
+    conn: sqlite3.Connection | None,
+    assets: Mapping[str, AssetInfo],
+    *,
+    now: datetime,
+    tz: str,
+    setting: Scheduling,
+    starting: Sequence[tuple[str, Sequence[str]]] = (),
+    failed_starts: Sequence[FailedStart] = (),
+    rollbacks: Mapping[str, str | None] | None = None,
+    landed: Mapping[str, str] | None = None,
+    latest: dict[str, dict[str, Any]] | None = None,
+    next_fires: bool = True,
+) -> DueInput:
+    """The DueInput for a project; ``conn`` None (no runs.sqlite) means nothing has happened yet.
+
+    ``landed`` adds crashed steps whose write the warehouse shows committed: they count as successes.
+    """
+    if conn is None:
+        return DueInput(assets=assets, now=now, tz=tz, setting=setting)
+    last_ok = last_ok_starts(conn)
+    for asset, at in (landed or {}).items():
+        if at > last_ok.get(asset, ""):
+            last_ok[asset] = at
+    latest = dict(latest) if latest is not None else latest_steps(conn)
+    for asset in landed or {}:
+        latest.pop(asset, None)
+    return DueInput(
+        assets=assets,
+        now=now,
+        tz=tz,
+        setting=setting,
+        state=state.all_schedule_state(conn),
+        catalog=catalog.all_entries(conn),
+        last_ok=last_ok,
+        latest=latest,
+        large_reprocess=scheduled_cost_guard(conn),
+        leases=live_leases(conn),
+        starting=starting,
+        failed_starts=failed_starts,
+        rollbacks=rollbacks or {},
+        next_fires=next_fires,
+    )
+
+
+def landed_writes(
+    conn: sqlite3.Connection, database: Path, latest: dict[str, dict[str, Any]] | None = None
+) -> dict[str, str]:
+    """Crashed latest steps whose write the warehouse committed anyway (a crash after COMMIT, before the
+    step row was finished): asset -> the step's start. The warehouse is opened read-only, and only when
+    there is such a step."""
+    with translate_sqlite_errors("reading crashed steps"):
+        steps = latest if latest is not None else latest_steps(conn)
+        crashed = [s for s in steps.values() if s["status"] == "crashed" and s["attempt"] >= 1]
+    if not crashed or not Path(database).is_file():
+        return {}
+    found: dict[str, str] = {}
+    try:
+        wh = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1.0)
+        try:
+            for step in crashed:
+                row = wh.execute(
+                    "SELECT 1 FROM _croft_writes WHERE asset = ? AND run_id = ? AND attempt = ? LIMIT 1",
+                    (step["asset"], step["run_id"], step["attempt"]),
+                ).fetchone()
+                if row is not None:
+                    found[step["asset"]] = step["started_at"]
+        finally:
+            wh.close()
+    except sqlite3.Error:
+        return found
+    return found

@@ -1,0 +1,190 @@
+"""The idle tick: prove nothing changed since the last full tick found nothing to do, and only beat.
+
+Most ticks of most projects find nothing due. When a full tick (``schedule.tick``) ends having started
+nothing, held nothing and reported nothing, it leaves a memo (settings ``schedule.idle``): the instant it
+looked, the next instant anything could fire, and fingerprints of everything its decision read (the
+scheduling setting and croft.json as text, the history tables the decision reads, the asset files and
+the modules they import, by ``stat``). The next tick checks that memo with nothing but ``os``, ``json``,
+``sqlite3`` and ``zlib``; if every fingerprint still matches and the clock is between the two instants,
+the decision cannot have changed, so it takes the singleton, writes the heartbeat and stops. Anything
+else (a fingerprint moved, a fire came, the clock went back, a run is going, a spawned run is not
+settled, a relocated state folder) falls through to the full tick, which decides as always.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import zlib
+
+from croft.scheduler.tick.filekeys import files_fingerprint
+
+TYPE_CHECKING = False  # typing itself is not loaded on this path: it is what the idle tick saves
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["MEMO_KEY", "history_fingerprint", "idle_tick", "make_memo", "memo_holds"]
+
+MEMO_KEY = "schedule.idle"
+_NOT_SETTLED = ("schedule.spawned", "schedule.failedStarts")
+
+_HISTORY_SQL = """
+SELECT
+  (SELECT COUNT(*) || ':' || IFNULL(MAX(rowid), 0) || ':' || TOTAL(rowid * unicode(status) * length(status))
+     || ':' || IFNULL(MAX(finished_at), '') FROM steps),
+  (SELECT COUNT(*) || ':' || IFNULL(MAX(rowid), 0) || ':' || TOTAL(rowid * unicode(status) * length(status))
+     FROM runs),
+  (SELECT group_concat(x, ';') FROM (SELECT asset || '|' || IFNULL(last_fire_at, '') || '|'
+     || IFNULL(last_attempt_at, '') || '|' || IFNULL(approved_code_hash, '') AS x
+     FROM schedule_state ORDER BY asset)),
+  (SELECT group_concat(x, ';') FROM (SELECT asset || '|' || refreshed_at || '|' || json AS x
+     FROM catalog ORDER BY asset)),
+  (SELECT COUNT(*) FROM leases),
+  (SELECT COUNT(*) FROM runs WHERE status = 'running')
+"""
+
+
+def history_fingerprint(conn: sqlite3.Connection) -> str:
+    """One value for what the due decision reads from runs.sqlite (steps, runs, schedule state, catalog,
+    leases); any write that could change the decision changes it."""
+    row = conn.execute(_HISTORY_SQL).fetchone()
+    text = "\x00".join("" if v is None else str(v) for v in tuple(row))
+    return f"{zlib.crc32(text.encode()):08x}:{len(text)}"
+
+
+def _raw_settings(conn: sqlite3.Connection) -> dict[str, str]:
+    keys = ("scheduling", MEMO_KEY, *_NOT_SETTLED)
+    rows = conn.execute(f"SELECT key, value FROM settings WHERE key IN ({','.join('?' for _ in keys)})", keys)
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
+def make_memo(
+    conn: sqlite3.Connection, root: str, config_text: str, at: str, until: str, deps: list[str]
+) -> dict[str, Any]:
+    """The memo a full tick that found nothing to do leaves for the next one."""
+    return {
+        "at": at,
+        "until": until,
+        "setting": _raw_settings(conn).get("scheduling"),
+        "config": config_text,
+        "history": history_fingerprint(conn),
+        "deps": deps,
+        "files": files_fingerprint(root, deps),
+    }
+
+
+def _find_root(start: str) -> str | None:
+    here = os.path.realpath(start)
+    while True:
+        if os.path.isfile(os.path.join(here, "croft.json")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def idle_tick(start: str, now_iso: str) -> dict[str, Any] | None:
+    """The tick's data when the memo still holds (or another tick is running); None: do the full tick.
+
+    An idle tick that beat is a completed tick: it sends the dead-man's-switch ping too (``notify.ping``,
+    read from the croft.json text the memo already matched), after runs.sqlite is closed.
+    """
+    try:
+        found = _idle(start, now_iso, beat=True)
+    except (OSError, ValueError, KeyError, TypeError, sqlite3.Error):
+        return None
+    if found is None:
+        return None
+    data, root, config = found
+    if data["exited"] is None:
+        _ping(root, config)
+    return data
+
+
+def _ping(root: str, config: dict[str, Any]) -> None:
+    """The same ping the full tick sends (``notify_ping.ping_logged``); nothing is imported without one."""
+    notify = config.get("notify")
+    url = notify.get("ping") if isinstance(notify, dict) else None
+    if not url or not isinstance(url, str):
+        return
+    from croft.notify.ping import ping_logged
+
+    ping_logged(url, os.path.join(root, ".croft"), lambda: _redactor(root))
+
+
+def _redactor(root: str) -> Any:
+    """Only on a failed ping: the project's redactor, for the line in notify.log."""
+    from pathlib import Path
+
+    from croft.project.config import load_project
+
+    return load_project(Path(root)).redactor.text
+
+
+def memo_holds(root: str, now_iso: str) -> dict[str, Any] | None:
+    """The memo when it still holds at ``now_iso`` (the same check as ``idle_tick``), writing nothing;
+    None: a full tick must decide. For the per-user tick, which beats idle projects itself."""
+    try:
+        found = _idle(root, now_iso, beat=False)
+    except (OSError, ValueError, KeyError, TypeError, sqlite3.Error):
+        return None
+    return found[0] if found else None
+
+
+def _idle(start: str, now_iso: str, beat: bool) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
+    """(the tick's data after a beat, or the memo itself when ``beat`` is false; the root; croft.json)."""
+    root = _find_root(start)
+    if root is None:
+        return None
+    with open(os.path.join(root, "croft.json"), encoding="utf-8") as handle:
+        config_text = handle.read()
+    config = json.loads(config_text)
+    if not isinstance(config, dict) or config.get("stateDir"):
+        return None  # a relocated state folder: the full tick resolves it
+    path = os.path.join(root, ".croft", "runs.sqlite")
+    if not os.path.isfile(path):
+        return None
+    conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=5.0, isolation_level=None)
+    try:
+        conn.execute("PRAGMA busy_timeout = 5000")
+        raw = _raw_settings(conn)
+        memo = json.loads(raw.get(MEMO_KEY) or "null")
+        if not isinstance(memo, dict):
+            return None
+        if any(raw.get(key) not in (None, "[]") for key in _NOT_SETTLED):
+            return None
+        if memo["setting"] != raw.get("scheduling") or memo["config"] != config_text:
+            return None
+        if not (memo["at"] <= now_iso < memo["until"]):
+            return None
+        if memo["history"] != history_fingerprint(conn):
+            return None
+        if memo["files"] != files_fingerprint(root, memo["deps"]):
+            return None
+        return (_beat(conn, now_iso) if beat else memo), root, config
+    finally:
+        conn.close()
+
+
+def _beat(conn: sqlite3.Connection, now_iso: str) -> dict[str, Any]:
+    from croft.core.identity import current
+    from croft.history import tickrow
+
+    who = current()
+    data: dict[str, Any] = {"exited": None, "heartbeatAt": None, "spawned": [], "held": [], "tookMs": 0}
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if tickrow.claim(conn, who) is not None:
+            data["exited"] = "busy"
+        else:
+            tickrow.heartbeat(conn, who, now_iso)
+            tickrow.release(conn, who)
+            data["heartbeatAt"] = now_iso
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return data

@@ -1,0 +1,284 @@
+"""The project tick: once a minute, decide what is due and start one detached run per group.
+
+Order matters and is the contract: the on/off/paused check comes before anything is written (no
+heartbeat when off or paused); then the per-project singleton (a second tick exits, a dead holder is
+taken over); the heartbeat; reconcile of dead runs; settling the runs earlier ticks started; the due
+decision; and for each group, the fire and the attempt are recorded together with a note of the run in
+ONE transaction before the child is spawned, so a racing or crashing tick can never run a fire twice.
+
+The tick plans and spawns only. It never imports asset code and reads an asset file only when its
+``stat`` key moved (``schedule.factcache``); it imports no click, httpx, difflib or ``ast`` when
+nothing changed.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any
+
+from croft.core.clock import to_iso
+from croft.core.identity import current
+from croft.core.problems import Problem, problem
+from croft.project.config import Project
+
+__all__ = ["project_tick"]
+
+
+def _crash_warning(state_rel: str, run_id: str, assets: tuple[str, ...], why: str, again: str) -> Problem:
+    them = "it stays due" if len(assets) == 1 else "they stay due"
+    return problem(
+        "RUN_CRASHED",
+        f"the scheduled run {run_id} did not start {', '.join(assets)}: {why}",
+        f"croft logs --runs shows the scheduled runs; {state_rel}/logs/{run_id}/process.log has what it"
+        f" printed. {them[0].upper()}{them[1:]}; {again}",
+        severity="warning",
+        details={"runId": run_id, "assets": list(assets)},
+    )
+
+
+def _refresh_catalog(project: Project, conn: Any, assets: list[str], infos: dict[str, Any]) -> None:
+    """Re-mirror what a crashed run may have committed (only then is the warehouse code imported)."""
+    from croft.engine.catalog import mirror
+    from croft.engine.warehouse import Warehouse
+
+    if not project.config.database.exists():
+        return
+    warehouse = Warehouse(project.config.database)
+    try:
+        mirror(conn, warehouse, {a: infos[a].kind for a in assets if a in infos})
+    finally:
+        warehouse.close()
+
+
+def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[Problem]]:
+    """Run one tick of ``project`` at ``now``; returns the ``croft tick --json`` data and its problems."""
+    from croft.scheduler.setting import effective_state, read_scheduling_file
+
+    started = time.perf_counter()
+    data: dict[str, Any] = {"exited": None, "heartbeatAt": None, "spawned": [], "held": [], "tookMs": 0}
+    problems: list[Problem] = []
+    state_dir = project.config.state_dir
+    state_now = effective_state(read_scheduling_file(state_dir), now)
+    if state_now != "on":
+        data["exited"] = state_now
+        data["tookMs"] = int((time.perf_counter() - started) * 1000)
+        return data, problems
+
+    from croft.history.db import open_history
+    from croft.history.state import claim_tick, read_tick, release_tick, write_tick
+
+    conn = open_history(state_dir)
+    who = current()
+    try:
+        if claim_tick(conn, who) is not None:
+            data["exited"] = "busy"
+            return data, problems
+        try:
+            previous = (read_tick(conn) or {}).get("heartbeat_at")
+            data["heartbeatAt"] = to_iso(now)
+            write_tick(conn, who, data["heartbeatAt"])
+            failed_starts = _work(project, conn, now, data, problems, previous)
+        finally:
+            release_tick(conn, who)
+        _tell(project, conn, now, failed_starts)
+    finally:
+        conn.close()
+        data["tookMs"] = int((time.perf_counter() - started) * 1000)
+    from croft.notify.send import ping_after_tick
+
+    ping_after_tick(project)  # a completed tick only: an early exit (off, paused, busy) returned above
+    return data, problems
+
+
+def _tell(project: Project, conn: Any, now: datetime, failed_starts: list[tuple[Any, Problem]]) -> None:
+    """Failed starts and crashed scheduled runs are notified after the singleton is released, so a slow
+    webhook never makes the next minute's tick find this one still holding it."""
+    from croft.scheduler.tick.tell import tell_after_tick
+
+    tell_after_tick(project, conn, now, failed_starts)
+
+
+def _work(
+    project: Project,
+    conn: Any,
+    now: datetime,
+    data: dict[str, Any],
+    problems: list[Problem],
+    previous: str | None = None,
+) -> list[tuple[Any, Problem]]:
+    """Returns the failed starts found or made, each with the problem reported for it (to notify)."""
+    import os
+
+    from croft.scheduler.due import due_work
+    from croft.scheduler.setting import read_scheduling
+    from croft.scheduler.tick.factcache import load_facts
+    from croft.scheduler.tick.gather import due_input, landed_writes, latest_steps
+    from croft.scheduler.tick.settle import (
+        FailedStart,
+        apply_settled,
+        forget_spawn,
+        note_child,
+        note_spawn,
+        settle,
+    )
+    from croft.scheduler.tick.start import run_env, start_due_run
+
+    tz = project.config.timezone
+    state_dir = project.config.state_dir
+    state_rel = _rel(project)
+    infos, _read = load_facts(conn, project)
+    if _anything_to_reconcile(conn):
+        from croft.scheduler.tick.ceiling import enforce_ceilings
+
+        problems.extend(enforce_ceilings(project, conn, now))  # before reconcile: past its ceiling is TIMEOUT
+    if _anything_to_reconcile(conn):
+        from croft.engine.reconcile import reconcile
+
+        reconcile(conn, lambda assets: _refresh_catalog(project, conn, assets, infos))
+    settled = settle(conn, state_dir, now)
+    apply_settled(conn, settled)
+    told: list[tuple[Any, Problem]] = []
+    for failure in settled.new_failures:
+        again = f"it runs again after {_words(failure, now, tz)}"
+        problems.append(_crash_warning(state_rel, failure.run_id, failure.assets, failure.reason, again))
+        told.append((failure, problems[-1]))
+    latest = latest_steps(conn)
+    given = due_input(
+        conn,
+        infos,
+        now=now,
+        tz=tz,
+        setting=read_scheduling(conn),
+        starting=settled.starting,
+        failed_starts=settled.failed_starts,
+        landed=landed_writes(conn, project.config.database, latest),
+        latest=latest,
+        next_fires=False,
+    )
+    work = due_work(given)
+    data["held"] = [hold.to_json(asset) for asset, hold in work.held]
+    env = run_env(os.environ)
+    from croft.scheduler.tick import slots
+    from croft.scheduler.tick.ceiling import deadline_for
+
+    grant = _grant(project, conn, work, now, previous)
+    if grant.wake_line:
+        data["woke"] = grant.wake_line
+    for want in grant.waiting:
+        data["held"] += [
+            _waiting(asset, grant.reason(), work.views[asset].reason or "") for asset in want.group
+        ]
+    followers = [n for n, v in work.views.items() if v.due and not v.primary]
+    for want, slot in grant.start:
+        from croft.history import runs
+
+        group = want.group
+        run_id = runs.new_run_id(now, tz, conn)
+        fires = {a: work.fires[a] for a in group if a in work.fires}
+        deadline = deadline_for([*group, *followers], infos, project, now)
+        note_spawn(conn, run_id, group, now, fires, group, deadline=deadline)
+        try:
+            child = start_due_run(project.root, state_dir, run_id, group, env)
+        except OSError as exc:
+            slots.release(slots.home(), slot)
+            why = f"it could not be started: {exc.strerror or exc}"
+            failure = FailedStart(run_id, tuple(group), to_iso(now), why)
+            forget_spawn(conn, run_id, failure)
+            problems.append(
+                problem(
+                    "INTERNAL_ERROR",
+                    f"the scheduler could not start the run of {', '.join(group)}: {exc.strerror or exc}",
+                    f"it stays due; the scheduler tries again after {_words(failure, now, tz)}",
+                    severity="warning",
+                    details={"runId": run_id},
+                )
+            )
+            told.append((failure, problems[-1]))
+            continue
+        slots.attach(slots.home(), slot, child)
+        note_child(conn, run_id, child)
+        data["spawned"].append({"runId": run_id, "assets": group, "reason": work.group_reason(group)})
+    idle = not (data["spawned"] or data["held"] or problems or settled.still or settled.failed_starts)
+    _leave_memo(project, conn, now, infos if idle else None)
+    return told
+
+
+def _leave_memo(project: Project, conn: Any, now: datetime, infos: dict[str, Any] | None) -> None:
+    """After a tick that found nothing to do, the memo that lets the next ticks only beat (``idle``);
+    after any other tick, no memo."""
+    from croft.history.state import delete_setting, put_setting
+    from croft.schedule import cron
+    from croft.scheduler.tick.factcache import cached_deps
+    from croft.scheduler.tick.memo import MEMO_KEY, make_memo
+
+    if infos is None:
+        delete_setting(conn, MEMO_KEY)
+        return
+    tz = project.config.timezone
+    fires = [
+        cron.next_fire(info.spec or cron.parse_cron(info.cron), tz, now)
+        for info in infos.values()
+        if info.kind == "ingest" and info.cron
+    ]
+    until = min((to_iso(f) for f in fires if f is not None), default="9999-12-31T23:59:59.999Z")
+    config_text = (project.root / "croft.json").read_text(encoding="utf-8")
+    memo = make_memo(conn, str(project.root), config_text, to_iso(now), until, cached_deps(conn))
+    put_setting(conn, MEMO_KEY, memo)
+
+
+def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str | None) -> Any:
+    """Which due groups start now under the per-user cap (``schedule.slots``); a wake is logged once."""
+    from croft.core.clock import parse_instant
+    from croft.scheduler.setting import read_scheduling
+    from croft.scheduler.tick import slots
+
+    wants = [
+        slots.Want(group, min((work.fires[a] for a in group if a in work.fires), default=to_iso(now)))
+        for group in work.groups
+    ]
+    asleep = None
+    if previous and wants:
+        gap = now - parse_instant(previous)
+        since = read_scheduling(conn).since
+        if gap > slots.WAKE_GAP and (since is None or since <= previous):
+            asleep = gap
+    if not wants:
+        return slots.Grant()
+    grant = slots.take(slots.home(), str(project.root), wants, now, current(), asleep=asleep)
+    if grant.wake_line:
+        from croft.scheduler.user.launch import TickLog
+
+        TickLog(slots.home() / "logs" / "tick.log").write(to_iso(now), f"{project.root}: {grant.wake_line}")
+    return grant
+
+
+def _waiting(asset: str, why: str, reason: str) -> dict[str, Any]:
+    return {
+        "asset": asset,
+        "code": "ASSET_BUSY",
+        "message": f"{asset}: {why}; it stays due ({reason}) and starts at a next tick",
+        "hint": "croft schedule status shows the queue; croft logs --runs shows the scheduled runs",
+    }
+
+
+def _anything_to_reconcile(conn: Any) -> bool:
+    """Reconcile writes; an idle tick skips it when no run is recorded running and no lease is held."""
+    row = conn.execute(
+        "SELECT EXISTS(SELECT 1 FROM runs WHERE status = 'running') OR EXISTS(SELECT 1 FROM leases)"
+    ).fetchone()
+    return bool(row[0])
+
+
+def _words(failure: Any, now: datetime, tz: str) -> str:
+    from croft.core.clock import parse_instant
+    from croft.scheduler.due import RETRY_BACKOFF, clock_words
+
+    return clock_words(parse_instant(failure.at) + RETRY_BACKOFF, now, tz)
+
+
+def _rel(project: Project) -> str:
+    try:
+        return project.config.state_dir.relative_to(project.root).as_posix()
+    except ValueError:
+        return str(project.config.state_dir)

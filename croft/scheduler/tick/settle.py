@@ -1,0 +1,216 @@
+"""Settling the runs earlier ticks started: still starting, done, or never started what they were given.
+
+Before spawning, the tick notes each run (settings ``schedule.spawned``) in the same transaction that
+records its fires, so a later tick can tell what happened: a run still starting holds its assets; a run
+that ended without attempting an asset gives that fire back (it stays due); a child that died, refused
+or crashed before starting an asset is a failed start, and the asset waits 15 minutes before one more
+try (settings ``schedule.failedStarts``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from croft.core.clock import parse_instant, to_iso
+from croft.core.identity import ProcessIdentity, is_alive
+from croft.history.db import immediate, translate_sqlite_errors
+from croft.history.state import get_setting, put_setting
+from croft.scheduler.due import RETRY_BACKOFF, FailedStart
+
+__all__ = [
+    "FAILED_KEY",
+    "SPAWNED_KEY",
+    "SPAWN_GRACE",
+    "Settled",
+    "apply_settled",
+    "not_started_path",
+    "settle",
+]
+
+SPAWNED_KEY = "schedule.spawned"
+FAILED_KEY = "schedule.failedStarts"
+SPAWN_GRACE = timedelta(seconds=10)
+NOT_STARTED = "_not_started.json"
+
+
+def not_started_path(state_dir: Path, run_id: str) -> Path:
+    """Where a scheduled child that refuses to start leaves its Problem for the next tick."""
+    return Path(state_dir) / "logs" / run_id / NOT_STARTED
+
+
+@dataclass
+class Settled:
+    starting: list[tuple[str, list[str]]] = field(default_factory=list)
+    failed_starts: list[FailedStart] = field(default_factory=list)  # every one still waiting
+    new_failures: list[FailedStart] = field(default_factory=list)
+    rollbacks: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # asset -> (fire, before)
+    still: list[dict[str, Any]] = field(default_factory=list)  # notes of runs still in flight
+    noted: int = 0  # how many notes and failed starts were stored (to skip a write that changes nothing)
+    failed_read: int = 0
+
+    def rollback_view(self) -> dict[str, str | None]:
+        return {asset: before for asset, (_, before) in self.rollbacks.items()}
+
+
+def _plural(assets: list[str], one: str, many: str) -> str:
+    return one if len(assets) == 1 else many
+
+
+@translate_sqlite_errors("settling the runs earlier ticks started")
+def settle(conn: sqlite3.Connection, state_dir: Path, now: datetime) -> Settled:
+    """Read-only: what became of each noted run (the tick then writes it with ``apply_settled``)."""
+    out = Settled()
+    stored_failed = get_setting(conn, FAILED_KEY) or []
+    stored_notes = get_setting(conn, SPAWNED_KEY) or []
+    out.failed_read, out.noted = len(stored_failed), len(stored_notes)
+    for value in stored_failed:
+        try:
+            failed = FailedStart.from_json(value)
+        except (KeyError, TypeError, ValueError):
+            continue
+        if parse_instant(failed.at) + RETRY_BACKOFF > now:
+            out.failed_starts.append(failed)
+    for note in stored_notes:
+        run_id, assets = str(note.get("runId")), [str(a) for a in note.get("assets") or ()]
+        row = conn.execute(
+            "SELECT status, pid, proc_start, boot_id FROM runs WHERE id = ?", (run_id,)
+        ).fetchone()
+        why: str | None = None
+        if row is not None:
+            who = ProcessIdentity(row["pid"], row["proc_start"], row["boot_id"])
+            if row["status"] == "running" and is_alive(who):
+                out.still.append(note)
+                out.starting.append((run_id, assets))
+                continue
+            attempted = {
+                r["asset"]
+                for r in conn.execute("SELECT asset FROM steps WHERE run_id = ? AND attempt >= 1", (run_id,))
+            }
+            unstarted = [a for a in assets if a not in attempted]
+            if unstarted and row["status"] in ("crashed", "interrupted", "running"):
+                verb = "was interrupted" if row["status"] == "interrupted" else "crashed"
+                why = f"the run {verb} before it started {_plural(unstarted, 'it', 'them')}"
+        else:
+            refusal = not_started_path(state_dir, run_id)
+            if refusal.is_file():
+                unstarted = assets
+                try:
+                    found = json.loads(refusal.read_text(encoding="utf-8"))
+                    why = f"it refused to start: {found.get('code')}: {found.get('message')}"
+                except (OSError, ValueError, AttributeError):
+                    why = "it refused to start"
+            elif _child_may_live(note, now):
+                out.still.append(note)
+                out.starting.append((run_id, assets))
+                continue
+            else:
+                unstarted = assets
+                why = "its process ended before it recorded the run"
+        fires = note.get("fires") or {}
+        for asset in unstarted:
+            if asset in fires:
+                out.rollbacks[asset] = (fires[asset]["fire"], fires[asset].get("before"))
+        if why and unstarted:
+            failed = FailedStart(run_id, tuple(unstarted), str(note.get("at")), why)
+            out.new_failures.append(failed)
+            if parse_instant(failed.at) + RETRY_BACKOFF > now:
+                out.failed_starts.append(failed)
+    return out
+
+
+def _child_may_live(note: dict[str, Any], now: datetime) -> bool:
+    """The noted child is alive, or the tick died before noting it and the spawn is only seconds old."""
+    child = note.get("pid")
+    if child:
+        return is_alive(ProcessIdentity(int(child), note.get("procStart"), note.get("bootId")))
+    return now - parse_instant(str(note.get("at"))) < SPAWN_GRACE
+
+
+def apply_settled(conn: sqlite3.Connection, settled: Settled) -> None:
+    """Write what ``settle`` found: fires go back (only where no later fire moved them), notes are pruned.
+
+    Nothing is written when nothing changed (the idle tick's case)."""
+    if (
+        not settled.rollbacks
+        and settled.noted == len(settled.still)
+        and settled.failed_read == len(settled.failed_starts)
+    ):
+        return
+    with immediate(conn, "settling the runs earlier ticks started"):
+        for asset, (fire, before) in settled.rollbacks.items():
+            conn.execute(
+                "UPDATE schedule_state SET last_fire_at = ? WHERE asset = ? AND last_fire_at = ?",
+                (before, asset, fire),
+            )
+        put_setting(conn, SPAWNED_KEY, settled.still)
+        put_setting(conn, FAILED_KEY, [f.to_json() for f in settled.failed_starts])
+
+
+def note_spawn(
+    conn: sqlite3.Connection,
+    run_id: str,
+    assets: list[str],
+    at: datetime,
+    fires: dict[str, str],
+    attempted: list[str],
+    deadline: str | None = None,
+) -> None:
+    """Record a group's fires, its attempt and the spawned note in ONE transaction, before the spawn.
+
+    ``deadline``: when the run passes its ceiling (``schedule.ceiling``)."""
+    with immediate(conn, f"recording the scheduled run {run_id}"):
+        stamp = to_iso(at)
+        befores: dict[str, dict[str, Any]] = {}
+        for asset, fire in fires.items():
+            row = conn.execute("SELECT last_fire_at FROM schedule_state WHERE asset = ?", (asset,)).fetchone()
+            befores[asset] = {"fire": fire, "before": row["last_fire_at"] if row else None}
+        for asset in attempted:
+            conn.execute(
+                "INSERT INTO schedule_state (asset, last_attempt_at) VALUES (?, ?)"
+                " ON CONFLICT(asset) DO UPDATE SET last_attempt_at = excluded.last_attempt_at",
+                (asset, stamp),
+            )
+        for asset, fire in fires.items():
+            conn.execute(
+                "INSERT INTO schedule_state (asset, last_fire_at) VALUES (?, ?)"
+                " ON CONFLICT(asset) DO UPDATE SET last_fire_at = excluded.last_fire_at",
+                (asset, fire),
+            )
+        notes = list(get_setting(conn, SPAWNED_KEY) or [])
+        note: dict[str, Any] = {"runId": run_id, "assets": assets, "at": stamp, "fires": befores}
+        if deadline:
+            note["deadline"] = deadline
+        notes.append(note)
+        put_setting(conn, SPAWNED_KEY, notes)
+
+
+def note_child(conn: sqlite3.Connection, run_id: str, who: ProcessIdentity) -> None:
+    """Add the spawned child's identity to its note, so the next tick can tell it alive or dead."""
+    with immediate(conn, f"recording the process of run {run_id}"):
+        notes = list(get_setting(conn, SPAWNED_KEY) or [])
+        for note in notes:
+            if note.get("runId") == run_id:
+                note.update(pid=who.pid, procStart=who.start, bootId=who.boot)
+        put_setting(conn, SPAWNED_KEY, notes)
+
+
+def forget_spawn(conn: sqlite3.Connection, run_id: str, failure: FailedStart) -> None:
+    """A spawn that failed: give its fires back and record the failed start, in one transaction."""
+    with immediate(conn, f"forgetting the scheduled run {run_id}"):
+        notes = list(get_setting(conn, SPAWNED_KEY) or [])
+        mine = [n for n in notes if n.get("runId") == run_id]
+        for note in mine:
+            for asset, rec in (note.get("fires") or {}).items():
+                conn.execute(
+                    "UPDATE schedule_state SET last_fire_at = ? WHERE asset = ? AND last_fire_at = ?",
+                    (rec.get("before"), asset, rec.get("fire")),
+                )
+        put_setting(conn, SPAWNED_KEY, [n for n in notes if n.get("runId") != run_id])
+        failed = list(get_setting(conn, FAILED_KEY) or [])
+        failed.append(failure.to_json())
+        put_setting(conn, FAILED_KEY, failed)

@@ -1,0 +1,204 @@
+"""The scheduler's view for ``croft status``: schedule, next and last fire, missed fires, due / held /
+backing off with the reason and until when, and the scheduling setting with the last heartbeat.
+
+Read-only: runs.sqlite is opened read-only and never created; the facts cache is read but not written,
+and runs earlier ticks started are settled in memory only. It runs the same decision as the tick
+(``schedule.due``), so status never disagrees with what the next tick will do.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+from typing import Any
+
+from croft.core.clock import parse_instant
+from croft.project.config import Project
+from croft.schedule import cron
+
+__all__ = ["asset_rows", "schedule_view", "status_lines", "view_lines", "with_schedule"]
+
+
+def _local(instant: str | None, tz: str) -> str | None:
+    """An instant in the project's zone, ISO-8601 with its offset."""
+    if not instant:
+        return None
+    return parse_instant(instant).astimezone(cron.zone(tz)).isoformat(timespec="minutes")
+
+
+def _open_ro(project: Project) -> sqlite3.Connection | None:
+    path = project.config.state_dir / "runs.sqlite"
+    if not path.is_file():
+        return None
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
+    """``{scheduling: {...}, assets: {name: {...}}}`` for status."""
+    from croft.core.problems import CroftError
+    from croft.scheduler.due import due_work
+    from croft.scheduler.heartbeat import last_heartbeat
+    from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
+    from croft.scheduler.tick.factcache import load_facts
+    from croft.scheduler.tick.gather import due_input
+    from croft.scheduler.tick.settle import settle
+
+    tz = project.config.timezone
+    conn = _open_ro(project)
+    try:
+        try:
+            setting = read_scheduling(conn) if conn is not None else Scheduling()
+            infos, _ = load_facts(conn, project, store=False)
+            settled = settle(conn, project.config.state_dir, now) if conn is not None else None
+            given = due_input(
+                conn,
+                infos,
+                now=now,
+                tz=tz,
+                setting=setting,
+                starting=settled.starting if settled else (),
+                failed_starts=settled.failed_starts if settled else (),
+                rollbacks=settled.rollback_view() if settled else None,
+            )
+        except (sqlite3.Error, CroftError):  # a history this croft cannot read yet: as if nothing happened
+            setting = Scheduling()
+            infos, _ = load_facts(None, project, store=False)
+            given = due_input(None, infos, now=now, tz=tz, setting=setting)
+        work = due_work(given)
+    finally:
+        if conn is not None:
+            conn.close()
+    state = effective_state(setting, now)
+    assets: dict[str, Any] = {}
+    for name, view in work.views.items():
+        out = view.to_json()
+        out["nextFireAt"] = _local(view.next_fire_at, tz)
+        out["lastFireAt"] = _local(view.last_fire_at, tz)
+        out["lastAttemptAt"] = _local(view.last_attempt_at, tz)
+        if view.next_fire_at is None:
+            out["next"] = "after inputs" if view.kind != "ingest" else "manual"
+        elif state != "on":
+            out["next"] = f"scheduling {state}"
+        else:
+            out["next"] = "schedule"
+        if view.hold is not None and view.hold.until:
+            out["hold"]["until"] = _local(view.hold.until, tz)
+        assets[name] = out
+    return {
+        "scheduling": {
+            **setting.to_json(),
+            "effective": state,
+            "heartbeatAt": last_heartbeat(project.config.state_dir),
+            "timezone": tz,
+        },
+        "assets": assets,
+    }
+
+
+def view_lines(view: dict[str, Any], now: datetime) -> list[str]:
+    """Human lines for status: the setting, then one line per scheduled, due or held asset."""
+    from croft.scheduler.due import clock_words
+
+    sched = view["scheduling"]
+    tz = sched["timezone"]
+
+    def words(at: str | None) -> str:
+        return clock_words(at, now, tz) if at else "-"
+
+    head = f"Scheduling {sched['effective']}"
+    if sched["effective"] == "paused" and sched.get("pausedUntil"):
+        head += f" until {words(sched['pausedUntil'])}"
+    head += f" · last tick {words(sched['heartbeatAt'])}" if sched.get("heartbeatAt") else " · no tick yet"
+    lines = [head]
+    for name, a in view["assets"].items():
+        if not (a["schedule"] or a["due"] or a["hold"]):
+            continue
+        if a["hold"]:
+            until = f" (until {words(a['hold']['until'])})" if a["hold"].get("until") else ""
+            status = f"{a['hold']['code']}: {a['hold']['reason']}{until}"
+        elif a["due"]:
+            status = f"due: {a['dueReason']}"
+        else:
+            status = "-"
+        missed = f" · {a['missedFires']} missed fires" if a["missedFires"] > 1 else ""
+        lines.append(
+            f"  {name:<22} {a['schedule'] or 'after inputs'} · next {words(a['nextFireAt'])}"
+            f" · last fire {words(a['lastFireAt'])}{missed} · {status}"
+        )
+    return lines
+
+
+def with_schedule(result: Any, project: Project) -> Any:
+    """Add the scheduler's view to a ``croft status`` Result: ``data.scheduling`` and each asset's
+    ``schedule`` block."""
+    from croft.core import clock
+
+    now = clock.now()
+    view = schedule_view(project, now)
+    result.data["scheduling"] = view["scheduling"]
+    for asset in result.data.get("assets", []):
+        block = view["assets"].get(asset["asset"])
+        if block is not None:
+            asset["schedule"] = {k: v for k, v in block.items() if k not in ("asset", "kind")}
+    if view["scheduling"]["effective"] != "off":
+        result.problems.extend(_held_warnings(view))
+    return result
+
+
+def _held_warnings(view: dict[str, Any]) -> list[Any]:
+    """One warning per due asset the scheduler holds, naming what releases it (scheduling on or paused)."""
+    from croft.core.problems import problem
+
+    out = []
+    for name, block in view["assets"].items():
+        hold = block.get("hold")
+        if block.get("due") and hold:
+            message = f"{name} is held from the scheduler: {hold['reason']}"
+            out.append(problem(hold["code"], message, hold["hint"], severity="warning", asset=name))
+    return out
+
+
+def status_lines(data: dict[str, Any]) -> list[str]:
+    """``view_lines`` from the data ``with_schedule`` added to a status Result (for the human output)."""
+    from croft.core import clock
+
+    if "scheduling" not in data:
+        return []
+    assets = {a["asset"]: a["schedule"] for a in data.get("assets", []) if "schedule" in a}
+    return view_lines({"scheduling": data["scheduling"], "assets": assets}, clock.now())
+
+
+def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:
+    """The rows ``croft schedule on|status`` list (``{asset, kind, schedule, cron, nextFire, lastFire,
+    missedFires, due, held: {code, why, release} | None}``), from the same decision as the tick."""
+    view = schedule_view(project, now)
+    rows = []
+    for name, a in view["assets"].items():
+        hold = a["hold"]
+        rows.append(
+            {
+                "asset": name,
+                "kind": a["kind"],
+                "schedule": a["schedule"],
+                "cron": a["cron"],
+                "nextFire": a["nextFireAt"],
+                "lastFire": a["lastFireAt"],
+                "missedFires": a["missedFires"],
+                "due": a["due"],
+                "held": None
+                if hold is None
+                else {"code": hold["code"], "why": hold["reason"], "release": _release(name, hold["code"])},
+            }
+        )
+    return rows
+
+
+def _release(asset: str, code: str) -> str:
+    """The command that lifts a hold (or shows what holds it)."""
+    if code == "SCHEDULE_PAUSED":
+        return "croft schedule on"
+    if code == "ASSET_BUSY":
+        return "croft logs --runs"
+    return f"croft run {asset}"

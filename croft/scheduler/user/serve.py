@@ -1,0 +1,129 @@
+"""``croft serve``: the foreground ticker for servers, containers and WSL, where no OS job runs.
+
+At start and every interval (60 s; ``CROFT_SERVE_INTERVAL_MS`` shortens it for tests) it starts the
+project tick of every registered ``serve`` project whose scheduling is on, never a second one while the
+project's previous tick is still alive. A tick that fails is logged and the loop goes on; SIGTERM or
+Ctrl-C ends the loop cleanly (runs already started keep going: they are detached).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from croft.core import clock
+from croft.core.paths import croft_home
+from croft.core.problems import CroftError
+from croft.scheduler.jobs import record as jobrecord
+from croft.scheduler.setting import effective_state, read_scheduling_file
+from croft.scheduler.user.launch import TickLog, child_env, spawn_tick
+from croft.scheduler.user.registry import Registry, presence
+from croft.scheduler.user.tick_all import project_state_dir
+
+__all__ = ["Server", "interval_s", "serve"]
+
+DEFAULT_INTERVAL_MS = 60_000
+Spawn = Callable[[str, IO[bytes], dict[str, str]], "subprocess.Popen[bytes]"]
+
+
+def interval_s() -> float:
+    raw = os.environ.get("CROFT_SERVE_INTERVAL_MS") or ""
+    try:
+        ms = int(raw) if raw else DEFAULT_INTERVAL_MS
+    except ValueError:
+        raise CroftError(
+            "USAGE",
+            f"CROFT_SERVE_INTERVAL_MS={raw!r} is not a number of milliseconds",
+            "Set it to a whole number (60000 is a minute), or unset it.",
+        ) from None
+    return max(ms, 10) / 1000
+
+
+class Server:
+    def __init__(self, home: Path | None = None, spawn: Spawn = spawn_tick):
+        self.home = home or croft_home()
+        self.log = TickLog(self.home / "logs" / "tick.log")
+        self.spawn = spawn
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self.ticks = 0
+        self.started = 0
+
+    def say(self, message: str) -> None:
+        self.log.write(clock.to_iso(clock.now()), f"croft serve (pid {os.getpid()}): {message}")
+
+    def tick_once(self) -> list[dict[str, Any]]:
+        """One round; returns ``[{root, action}]`` (started / skipped and why). Never raises."""
+        self.ticks += 1
+        events: list[dict[str, Any]] = []
+        try:
+            self.log.rotate()
+            now = clock.now()
+            entries = [e for e in Registry(self.home).entries() if e.via == "serve"]
+            env = child_env(self.home)
+            with self.log.open() as handle:
+                for entry in entries:
+                    events.append({"root": entry.root, "action": self._one(entry.root, now, handle, env)})
+        except Exception as exc:  # one bad round must not end the server
+            self.say(f"tick failed: {type(exc).__name__}: {exc}")
+            events.append({"root": None, "action": f"failed: {exc}"})
+        return events
+
+    def _one(self, root: str, now: Any, handle: IO[bytes], env: dict[str, str]) -> str:
+        previous = self.children.get(root)
+        if previous is not None and previous.poll() is None:
+            self.say(f"{root}: previous tick (pid {previous.pid}) is still running; skipped")
+            return "previous_alive"
+        state, _why = presence(root)
+        if state != "present":
+            return state
+        setting = read_scheduling_file(project_state_dir(root))
+        current = effective_state(setting, now)
+        if current != "on" or setting.via != "serve":
+            return "off" if current == "on" else current
+        try:
+            child = self.spawn(root, handle, env)
+        except OSError as exc:
+            self.say(f"{root}: could not start its tick: {exc.strerror or exc}")
+            return "spawn_failed"
+        self.children[root] = child
+        self.started += 1
+        self.say(f"{root}: tick started (pid {child.pid})")
+        return "started"
+
+    def run(self, stop: threading.Event, interval: float) -> None:
+        while not stop.is_set():
+            self.tick_once()
+            stop.wait(interval)
+
+
+def serve(on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run until SIGTERM or Ctrl-C; returns counts for the envelope."""
+    interval = interval_s()
+    server = Server()
+    stop = threading.Event()
+
+    def ask_stop(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    old = {s: signal.signal(s, ask_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    jobrecord.write_serve(server.home)
+    server.say(f"starts, ticking every {interval:g} s")
+    if on_start:
+        on_start(f"croft serve: ticking this user's serve projects every {interval:g} s; Ctrl-C stops.")
+    try:
+        server.run(stop, interval)
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        jobrecord.serve_path(server.home).unlink(missing_ok=True)
+        server.say("stops")
+        for child in server.children.values():
+            child.poll()
+            if child.returncode is None:
+                child.returncode = 0  # detached: it finishes on its own, nobody waits here
+    return {"ticks": server.ticks, "started": server.started, "intervalMs": int(interval * 1000)}

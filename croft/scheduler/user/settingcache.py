@@ -1,0 +1,77 @@
+"""The per-user tick's memory of each project's scheduling setting, keyed by the state files' stat.
+
+Opening 100 SQLite files every minute costs more than the rest of the per-user tick together. A
+project whose runs.sqlite (and its WAL) has not changed since the last minute cannot have a different
+setting, so the setting read then is used again; any write to runs.sqlite changes the key and the file
+is read afresh through ``read_scheduling_file``, the one reader. The cache is a hint: unreadable or
+missing, it is simply rebuilt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from croft.scheduler.setting import Scheduling, read_scheduling_file
+
+__all__ = ["HintFile", "SettingCache"]
+
+
+def _stamp(state_dir: Path) -> list[int] | None:
+    out: list[int] = []
+    for name in ("runs.sqlite", "runs.sqlite-wal"):
+        try:
+            st = os.stat(state_dir / name)
+        except FileNotFoundError:
+            out += [0, 0]
+            continue
+        except OSError:
+            return None
+        # an empty WAL holds nothing (a reader may create one): the same as none
+        out += [st.st_mtime_ns, st.st_size] if st.st_size or name == "runs.sqlite" else [0, 0]
+    return out
+
+
+class HintFile:
+    """A per-user JSON file of per-project entries the per-user tick keeps between minutes. A hint only:
+    unreadable or missing, it starts empty; written back (temp + rename) only when it changed, without
+    the projects no longer looked at."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.changed = False
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            self.entries: dict[str, dict[str, object]] = raw if isinstance(raw, dict) else {}
+        except (OSError, ValueError):
+            self.entries = {}
+        self.seen: set[str] = set()
+
+    def save(self) -> None:
+        kept = {k: v for k, v in self.entries.items() if k in self.seen}
+        if not self.changed and kept == self.entries:
+            return
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(kept, out)
+            os.replace(tmp, self.path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+
+
+class SettingCache(HintFile):
+    def read(self, state_dir: Path) -> Scheduling:
+        key = str(state_dir)
+        self.seen.add(key)
+        stamp = _stamp(state_dir)
+        cached = self.entries.get(key)
+        if stamp is not None and isinstance(cached, dict) and cached.get("stamp") == stamp:
+            return Scheduling.from_json(cached.get("setting"))
+        setting = read_scheduling_file(state_dir)
+        if stamp is not None and _stamp(state_dir) == stamp:  # nothing wrote while we read
+            self.entries[key] = {"stamp": stamp, "setting": setting.to_json()}
+            self.changed = True
+        return setting

@@ -1,0 +1,198 @@
+"""``croft tick --all``: what the OS job runs every minute, for every project of this user.
+
+It reads the registry, prunes it, and starts the project tick of each ``os-job`` project whose
+scheduling is on, each in its own detached process, so one broken project never stops the others. A
+project whose idle memo still holds (nothing changed, nothing can be due) only needs its heartbeat, so
+that is written here, in-process, by the project tick's own idle check instead of a new interpreter.
+It runs 1,440 times a day, so it imports nothing it does not need (no click, no httpx, no asset code;
+the CLI dispatches here before loading click) and does no work for a project whose scheduling is off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from croft.core import clock
+from croft.core.paths import croft_home, state_dir
+from croft.core.problems import CroftError
+from croft.scheduler.setting import effective_state
+from croft.scheduler.user.idlecache import IdleCache, write_beat
+from croft.scheduler.user.launch import TickLog, child_env, spawn_tick
+from croft.scheduler.user.registry import Entry, Registry, presence
+from croft.scheduler.user.settingcache import SettingCache
+
+__all__ = ["main", "project_state_dir", "tick_all"]
+
+PRUNE_LOCK_S = 2.0
+
+
+def project_state_dir(root: str) -> Path:
+    """The state folder from croft.json's ``stateDir`` (read as plain JSON: no config validation here)."""
+    configured = None
+    try:
+        with open(os.path.join(root, "croft.json"), encoding="utf-8") as f:
+            raw = json.load(f)
+        if isinstance(raw, dict) and isinstance(raw.get("stateDir"), str):
+            configured = raw["stateDir"]
+    except (OSError, ValueError):
+        pass
+    return state_dir(Path(root), configured)
+
+
+def tick_all(home: Path | None = None) -> dict[str, Any]:
+    """One minute's work; returns what it did. Raises CroftError only for an unreadable registry."""
+    home = home or croft_home()
+    now = clock.now()
+    stamp = clock.to_iso(now)
+    log = TickLog(home / "logs" / "tick.log")
+    log.rotate()
+    registry = Registry(home)
+    out: dict[str, Any] = {"at": stamp, "started": [], "beat": [], "skipped": [], "notes": []}
+
+    def note(message: str) -> None:
+        out["notes"].append(message)
+        log.write(stamp, message)
+
+    try:
+        entries = registry.entries()
+    except CroftError as exc:
+        note(f"tick failed: {exc.problem.message}; {exc.problem.hint}")
+        raise
+    if not entries:
+        return out
+    try:
+        pruned = registry.prune(now, lock_timeout=PRUNE_LOCK_S)
+        for message in pruned:
+            note(message)
+        if pruned:  # every change prunes with a note: no note, the entries read above stand
+            entries = registry.entries()
+    except CroftError as exc:
+        if exc.code != "DB_BUSY":
+            raise
+        note(f"{registry.path} is locked by another croft; pruning next minute")
+    env = child_env(home)
+    cache = SettingCache(home / "tick-cache.json")
+    idle = IdleCache(home / "idle-cache.json")
+    with log.open() as handle:
+        for entry in entries:
+            try:
+                _one(entry, now, cache, idle, handle, env, out, note)
+            except Exception as exc:  # one broken project never stops the others
+                note(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
+                out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
+    cache.save()
+    idle.save()
+    return out
+
+
+def _one(
+    entry: Entry,
+    now: Any,
+    cache: SettingCache,
+    idle: IdleCache,
+    handle: Any,
+    env: dict[str, str],
+    out: dict[str, Any],
+    note: Any,
+) -> None:
+    stamp = out["at"]
+    if entry.via == "os-job" and idle.still(entry.root, stamp):  # see _beat
+        return _beat(entry, stamp, out)
+    reason = _skip_reason(entry, now, cache)
+    if reason:
+        out["skipped"].append({"root": entry.root, "reason": reason})
+        if reason.startswith("cannot check"):
+            note(f"{entry.root}: {reason}")
+        return
+    if idle.check(entry.root, stamp):
+        return _beat(entry, stamp, out)
+    try:
+        child = spawn_tick(entry.root, handle, env)
+    except OSError as exc:
+        note(f"{entry.root}: could not start its tick: {exc.strerror or exc}")
+        out["skipped"].append({"root": entry.root, "reason": "could not start"})
+        return
+    _forget(child)
+    note(f"{entry.root}: tick started (pid {child.pid})")
+    out["started"].append({"root": entry.root, "pid": child.pid})
+
+
+def _beat(entry: Entry, stamp: str, out: dict[str, Any]) -> None:
+    """A project whose idle check holds (``schedule.idlebeat``: the project tick's own rule, remembered
+    by the stat of what it read) only needs its heartbeat: written here, and no interpreter is started.
+    While nothing moved, its croft.json, runs.sqlite (setting included) and asset files are as they were
+    when it was on and present, so it still is."""
+    write_beat(os.path.join(entry.root, ".croft"), stamp)
+    out["beat"].append({"root": entry.root, "heartbeatAt": stamp})
+
+
+def _forget(child: Any) -> None:
+    """This process never waits for the ticks it starts (it exits in a moment and init reaps them);
+    saying so to Popen keeps it from warning about a child nobody was meant to wait for."""
+    child.returncode = 0
+
+
+def _skip_reason(entry: Entry, now: Any, cache: SettingCache) -> str | None:
+    if entry.via != "os-job":
+        return "ticks from croft serve"
+    state, why = presence(entry.root)
+    if state != "present":
+        return why if state == "unknown" else f"{state}: {why}"
+    setting = cache.read(project_state_dir(entry.root))
+    if setting.via == "serve":
+        return "ticks from croft serve"
+    current = effective_state(setting, now)
+    return None if current == "on" else f"scheduling is {current}"
+
+
+def main(args: list[str]) -> int:
+    """``croft tick --all [--json]``; the exit code. Kept free of click: see the module docstring."""
+    as_json = "--json" in args
+    unknown = [a for a in args if a != "--json"]
+    problems: list[dict[str, Any]] = []
+    data: dict[str, Any] = {}
+    code = 0
+    if unknown:
+        problems.append(
+            {
+                "code": "USAGE",
+                "severity": "error",
+                "message": f"croft tick --all takes no argument {unknown[0]!r}",
+                "hint": "Run `croft tick --all` or `croft tick --all --json`.",
+            }
+        )
+        code = 2
+    else:
+        try:
+            data = tick_all()
+        except CroftError as exc:
+            problems.append(exc.problem.to_dict())
+            code = 1
+        except Exception as exc:  # the job must log and end, never hang or lose the reason
+            import traceback
+
+            TickLog(croft_home() / "logs" / "tick.log").write(
+                clock.to_iso(clock.now()), "tick failed: " + "".join(traceback.format_exception(exc)).rstrip()
+            )
+            problems.append(
+                {
+                    "code": "INTERNAL_ERROR",
+                    "severity": "error",
+                    "message": f"croft tick --all failed: {type(exc).__name__}: {exc}",
+                    "hint": "The traceback is in the tick log; please report it.",
+                }
+            )
+            code = 1
+    if as_json:
+        envelope = {"ok": code == 0, "data": data, "problems": problems, "next": []}
+        sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
+    elif problems:
+        for p in problems:
+            sys.stderr.write(f"error: {p['code']}: {p['message']}\n  hint: {p['hint']}\n")
+    elif sys.stdout.isatty():
+        sys.stdout.write("\n".join(data.get("notes", [])) + ("\n" if data.get("notes") else ""))
+    return code
