@@ -14,13 +14,13 @@ from httpserver import TestServer, serve
 
 from croft.core.problems import CroftError
 from croft.core.redact import Redactor
+from croft.core.retry_after import parse_retry_after
 from croft.engine import http as http_module
 from croft.engine.http import (
     TRANSLATIONS,
     HttpClient,
     default_backoff,
     drop_none_params,
-    parse_retry_after,
     redact_url,
     translating,
 )

@@ -47,7 +47,7 @@ class Shop:
 @pytest.fixture
 def waits(monkeypatch):
     recorded: list[float] = []
-    monkeypatch.setattr("croft.engine.settings.pause", recorded.append)
+    monkeypatch.setattr("croft.core.clock.pause", recorded.append)
     return recorded
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from croft.project.asset import AssetFacts
 from croft.project.config import load_project
 from croft.project.discovery import discover
-from croft.project.facts import AssetFacts, parse_duration, read_python_facts
+from croft.project.facts import parse_duration, read_python_facts
 from croft.project.fingerprint import code_hash, file_key
 from croft.project.sqlfacts import read_sql_facts, sql_inputs
 

@@ -19,6 +19,7 @@ from croft.history.db import open_history
 from croft.history.state import write_tick
 from croft.project.config import load_project
 from croft.scheduler import heartbeat
+from croft.scheduler.control import diagnosis
 from croft.scheduler.control.commands import (
     parse_pause_length,
     schedule_off,
@@ -26,9 +27,10 @@ from croft.scheduler.control.commands import (
     schedule_pause,
     schedule_status,
 )
-from croft.scheduler.heartbeat import Chain, diagnose
+from croft.scheduler.control.diagnosis import Chain, diagnose
 from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.setting import Scheduling, read_scheduling_file
+from croft.scheduler.ticklog import log_tail
 from croft.scheduler.user.registry import Registry
 from tests.test_schedule_jobs import FakeOS
 
@@ -83,7 +85,7 @@ def test_on_writes_setting_registry_and_job_then_sees_the_first_tick(proj, monke
 def test_on_without_a_tick_warns_stale_with_the_cause_and_log_tail_and_stays_on(  # type: ignore[no-untyped-def]
     proj, _croft_home: Path, monkeypatch
 ) -> None:
-    monkeypatch.setattr(heartbeat, "cron_daemon_running", lambda: True)
+    monkeypatch.setattr(diagnosis, "cron_daemon_running", lambda: True)
     log = _croft_home / "logs" / "tick.log"
     log.parent.mkdir()
     log.write_text("".join(f"line {i}\n" for i in range(30)) + "/usr/bin/python3: No module named croft\n")
@@ -258,15 +260,15 @@ def test_causes_this_machine_can_tell_end_to_end(proj, monkeypatch, _croft_home:
     monkeypatch.setenv("CROFT_NOW", "2026-03-01T12:04:00Z")
 
     def cause() -> tuple[str, list[str]]:
-        from croft.scheduler.control.commands import stale_warning
+        from croft.scheduler.control.diagnosis import stale_warning
 
         warning = stale_warning(proj, fake)
         assert warning is not None and warning.code == "SCHEDULER_STALE"
         return warning.details["cause"], warning.details["logTail"]  # type: ignore[index]
 
-    monkeypatch.setattr(heartbeat, "cron_daemon_running", lambda: True)
+    monkeypatch.setattr(diagnosis, "cron_daemon_running", lambda: True)
     assert cause() == ("unknown", ["2026-03-01T12:00:00.000Z something happened"])
-    monkeypatch.setattr(heartbeat, "cron_daemon_running", lambda: False)
+    monkeypatch.setattr(diagnosis, "cron_daemon_running", lambda: False)
     assert cause()[0] == "cron_not_running"
     record = jobrecord.read()
     fake.crontab = fake.crontab.replace(record["python"], "/gone/bin/python")  # type: ignore[index]
@@ -276,7 +278,7 @@ def test_causes_this_machine_can_tell_end_to_end(proj, monkeypatch, _croft_home:
     Registry().remove(proj.root)
     assert cause()[0] == "not_registered"
     beat(proj, "2026-03-01T12:03:00Z")
-    from croft.scheduler.control.commands import stale_warning
+    from croft.scheduler.control.diagnosis import stale_warning
 
     assert stale_warning(proj, fake) is None
 
@@ -309,7 +311,7 @@ def test_heartbeat_reader_never_creates_history(tmp_path: Path) -> None:
     assert heartbeat.last_heartbeat(tmp_path / "state") is None
     assert not (tmp_path / "state").exists()
     started = time.monotonic()
-    assert heartbeat.log_tail(tmp_path / "nope.log") == []
+    assert log_tail(tmp_path / "nope.log") == []
     assert time.monotonic() - started < 1
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from httpserver import TestServer, serve
 
-from croft.scheduler.heartbeat import cron_daemon_running
+from croft.scheduler.jobs.crontab import cron_daemon_running
 
 pytestmark = pytest.mark.e2e
 

@@ -30,7 +30,7 @@ ERROR = {
 @pytest.fixture
 def waits(monkeypatch):
     recorded: list[float] = []
-    monkeypatch.setattr("croft.engine.settings.pause", recorded.append)
+    monkeypatch.setattr("croft.core.clock.pause", recorded.append)
     return recorded
 
 

@@ -137,7 +137,7 @@ def test_doctor_lines_for_a_broken_chain(
 
 
 def test_doctor_interpreter_check_runs_it(tmp_path: Path) -> None:
-    from croft.scheduler.control.doctor import interpreter_imports_croft
+    from croft.scheduler.jobs.spec import interpreter_imports_croft
 
     assert interpreter_imports_croft(sys.executable)[0] is True
     ok, why = interpreter_imports_croft("/usr/bin/false")

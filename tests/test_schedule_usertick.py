@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from croft.core.children import ENV_TABLE, croft_env
 from croft.core.clock import parse_instant
 from croft.history.db import open_history
 from croft.scheduler.setting import write_scheduling
+from croft.scheduler.ticklog import ROTATE_BYTES
 from croft.scheduler.user import launch as spawn
 from croft.scheduler.user import tick_all as usertick
-from croft.scheduler.user.launch import ROTATE_BYTES, child_env
 from croft.scheduler.user.registry import Registry
 
 NOW = "2026-03-01T12:00:00Z"
@@ -122,19 +123,8 @@ def test_starts_only_os_job_projects_whose_scheduling_is_on(
     assert on["argv"] == ["-m", "croft", "tick"] and on["cwd"] == str(roots["on"])
     assert "SECRET_TOKEN" not in on["env"]
     assert on["env"]["CROFT_HOME"] == str(_croft_home) and on["env"]["CROFT_NOW"] == NOW
-    assert set(on["env"]) <= {
-        "HOME",
-        "PATH",
-        "LANG",
-        "CROFT_HOME",
-        "CROFT_NOW",
-        "CROFT_JOB_LABEL",
-        "PWD",
-        "SHLVL",
-        "_",
-        "OLDPWD",
-        *spawn._PASSED,
-    }
+    passed = {name for name in on["env"] if not name.startswith("CROFT_")}  # every CROFT_* knob passes
+    assert passed <= {"PWD", "SHLVL", "_", "OLDPWD", "PYTHONUNBUFFERED", *ENV_TABLE}
     log = (_croft_home / "logs" / "tick.log").read_text()
     assert f"{NOW[:-1]}.000Z {roots['on']}: tick started (pid " in log
     assert (_croft_home / "logs" / "tick.log").stat().st_mode & 0o777 == 0o600
@@ -142,7 +132,9 @@ def test_starts_only_os_job_projects_whose_scheduling_is_on(
 
 
 def test_child_env_is_built_from_scratch(tmp_path: Path) -> None:
-    env = child_env(tmp_path, {"HOME": "/h", "PATH": "/x:/usr/bin", "API_KEY": "s3cret", "TZ": "UTC"})
+    env = croft_env(
+        {"HOME": "/h", "PATH": "/x:/usr/bin", "API_KEY": "s3cret", "TZ": "UTC"}, croft_home=str(tmp_path)
+    )
     assert env["PATH"].split(":")[:1] == [os.path.dirname(sys.executable)]
     parts = env["PATH"].split(":")
     assert "/x" in parts and parts.count("/usr/bin") == 1

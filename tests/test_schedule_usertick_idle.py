@@ -15,7 +15,7 @@ from croft.core.clock import parse_instant
 from croft.history.db import open_history
 from croft.project.config import load_project
 from croft.scheduler import heartbeat
-from croft.scheduler.control.commands import stale_warning
+from croft.scheduler.control.diagnosis import stale_warning
 from croft.scheduler.control.doctor import doctor
 from croft.scheduler.setting import write_scheduling
 from croft.scheduler.tick import memo as idle
@@ -166,7 +166,7 @@ def test_last_heartbeat_is_the_later_of_the_tick_row_and_the_idle_beat(tmp_path:
     state = tmp_path / ".croft"
     state.mkdir()
     assert heartbeat.last_heartbeat(state) is None
-    idlebeat.write_beat(str(state), "2026-06-01T10:20:00.000Z")
+    heartbeat.write_beat(str(state), "2026-06-01T10:20:00.000Z")
     assert heartbeat.last_heartbeat(state) == "2026-06-01T10:20:00.000Z"
     (state / "tick-beat").write_text("2026-06-01T10:2")  # torn or foreign content counts as no beat
     assert heartbeat.last_heartbeat(state) is None

@@ -57,7 +57,7 @@ def _build_group() -> Any:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if args[:2] == ["tick", "--all"]:  # the per-user tick runs every minute: no click on its path
-        from croft.scheduler.user.tick_all import main as tick_all
+        from croft.cli.tick_all import main as tick_all
 
         sys.exit(tick_all(args[2:]))
     if args[:1] == ["tick"]:  # every minute: no click (croft/cli/tick.py)

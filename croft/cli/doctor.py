@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from croft.cli.render import json_option, run_command
@@ -9,8 +11,6 @@ from croft.core.result import Result
 
 
 def _human(result: Result) -> str:
-    from croft.scheduler.control.doctor import doctor_text
-
     return doctor_text(result.data)
 
 
@@ -22,3 +22,15 @@ def command() -> Result:
     from croft.scheduler.control.doctor import doctor
 
     return doctor()
+
+
+def doctor_text(data: dict[str, Any]) -> str:
+    lines = []
+    for c in data.get("checks", []):
+        lines.append(f"{'✔' if c['ok'] else '✖'} {c['check']}: {c['detail']}")
+        if not c["ok"] and c["fix"]:
+            lines.append(f"    fix: {c['fix']}")
+    if data.get("logTail"):
+        lines.append(f"tick log {data['logFile']} ends with:")
+        lines += [f"    {x}" for x in data["logTail"]]
+    return "\n".join(lines)

@@ -38,7 +38,7 @@ def group(ctx: click.Context, project_dir: str | None, as_json: bool) -> None:
 
 
 def _human(result: Result) -> str:
-    from croft.schedule.explain import explain_text
+    from croft.cli.schedule_text import explain_text
 
     return explain_text(result.data) if result.data else ""
 

@@ -1,10 +1,13 @@
-"""Human text for ``croft schedule on|off|pause|status`` (the JSON is the data itself)."""
+"""Human text for ``croft schedule explain|on|off|pause|status`` (the JSON is the data itself)."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
-__all__ = ["schedule_text"]
+from croft.schedule.cron import DstNote, Fire, fires_with_notes, zone
+
+__all__ = ["explain_text", "note_text", "schedule_text"]
 
 
 def schedule_text(data: dict[str, Any]) -> str:
@@ -76,3 +79,51 @@ def _queue_lines(data: dict[str, Any]) -> list[str]:
     for c in data.get("catchUp") or []:
         lines.append(f"{c['asset']}: {c['text']}")
     return lines
+
+
+def note_text(note: DstNote, fire_wall: str) -> str:
+    """One sentence on how a DST change shaped a fire: moved out of a gap, or kept single, or kept both."""
+    walls = _join(list(note.walls))
+    one = len(note.walls) == 1
+    day = note.day.isoformat()
+    if note.kind == "gap":
+        return f"{walls} {'does' if one else 'do'} not exist on {day}; fires at {fire_wall}"
+    happen = "happens" if one else "happen"
+    if note.kind == "repeat_first":
+        return f"{walls} {happen} twice on {day}; fires at the first"
+    return f"{walls} {happen} twice on {day}; fires at both, so an interval keeps its real-time spacing"
+
+
+def explain_text(data: dict[str, object]) -> str:
+    """Human text for explain's data: the cron, then each fire with offset, weekday and any DST note."""
+    tz = str(data["timezone"])
+    where = zone(tz)
+    fires = [datetime.fromisoformat(str(f)) for f in data["fires"]]  # type: ignore[attr-defined]
+    lines = [f"{data['text']}", f"  cron: {data['cron']}", f"  zone: {tz}"]
+    if not fires:
+        lines.append("  it never fires again")
+        return "\n".join(lines)
+    lines.append(f"  next {len(fires)} fire{'s' if len(fires) != 1 else ''}:")
+    notes = _notes(str(data["cron"]), where, fires)
+    for moment in fires:
+        local = moment.astimezone(where)
+        line = f"    {local:%a %Y-%m-%d %H:%M} {_offset(local)}"
+        fire = notes.get(moment)
+        if fire is not None and fire.note is not None:
+            line += f"   {note_text(fire.note, f'{local:%H:%M}')}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _notes(cron: str, where: tzinfo, fires: list[datetime]) -> dict[datetime, Fire]:
+    found = fires_with_notes(cron, where, fires[0] - timedelta(minutes=1), len(fires))
+    return {fire.at: fire for fire in found}
+
+
+def _offset(local: datetime) -> str:
+    text = local.isoformat()
+    return "+00:00" if text.endswith("+00:00") else text[-6:]
+
+
+def _join(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["FIRST_YEAR", "LAST_YEAR", "from_iso", "now", "parse_instant", "to_iso"]
+__all__ = ["FIRST_YEAR", "LAST_YEAR", "from_iso", "now", "parse_instant", "pause", "to_iso"]
 
 FIRST_YEAR, LAST_YEAR = 2, 9998
 
@@ -66,3 +66,11 @@ def to_iso(moment: datetime) -> str:
 
 def from_iso(text: str) -> datetime:
     return parse_instant(text)
+
+
+def pause(seconds: float) -> None:
+    """Every wait of a run or a notification (retry delays, Retry-After, webhook backoff) goes through
+    here: the clock's other half, so tests record waits instead of sleeping."""
+    import time
+
+    time.sleep(seconds)

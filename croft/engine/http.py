@@ -13,16 +13,14 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import unquote, unquote_plus
 
 import httpx
 
-from croft.core import clock
 from croft.core.problems import CroftError
 from croft.core.redact import Redactor
+from croft.core.retry_after import parse_retry_after
 
 __all__ = [
     "BODY_CHARS",
@@ -34,7 +32,6 @@ __all__ = [
     "default_backoff",
     "drop_none_params",
     "drop_secret_headers",
-    "parse_retry_after",
     "redact_url",
     "status_error",
     "translating",
@@ -173,29 +170,6 @@ def drop_none_params(params: Any) -> Any:
             out[name] = value
         return out
     return [(name, value) for name, value in params if value is not None]
-
-
-def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
-    """Seconds a ``Retry-After`` header asks for (delta-seconds or an HTTP date), or None if absent/garbled.
-
-    A date in the past means "now" (0). ``now`` defaults to croft's clock so CROFT_NOW moves it too.
-    """
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            return None
-        seconds = (when - (now or clock.now())).total_seconds()
-    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # nan / inf
-        return None
-    return max(seconds, 0.0)
 
 
 def redact_url(text: str, redactor: Redactor | None = None) -> str:

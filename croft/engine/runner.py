@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from croft.core import clock
 from croft.core.clock import now
 from croft.core.identity import current
 from croft.core.problems import CroftError, Problem, Stopped, problem
@@ -29,9 +30,9 @@ from croft.engine.stopping import stop_signals
 from croft.history import catalog, leases, runs, state
 from croft.history.db import open_history
 from croft.history.prune import prune_after_run
+from croft.project.asset import AssetFacts
 from croft.project.config import Project
 from croft.project.discovery import discover
-from croft.project.facts import AssetFacts
 from croft.project.fingerprint import code_hash
 from croft.project.graph import Graph
 
@@ -165,7 +166,7 @@ class _Run:
             if wait is None:
                 self.results[name] = outcome
                 return
-            settings.pause(wait)
+            clock.pause(wait)
 
     def _attempt(
         self, facts: AssetFacts, reason: str, attempt: int, max_attempts: int, delays: tuple[float, ...]

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-import time
 
-__all__ = ["lease_wait_seconds", "pause", "retry_delays"]
+__all__ = ["lease_wait_seconds", "retry_delays"]
 
 DEFAULT_RETRY_DELAYS = (30.0, 120.0)
 
@@ -29,8 +28,3 @@ def lease_wait_seconds() -> float:
         return max(0.0, int(raw) / 1000) if raw else 10.0
     except ValueError:
         return 10.0
-
-
-def pause(seconds: float) -> None:
-    """Every wait of the engine (retry delays, Retry-After) goes through here, so tests can record it."""
-    time.sleep(seconds)

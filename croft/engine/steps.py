@@ -10,15 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from croft.core import clock
 from croft.core.clock import now
 from croft.core.problems import CroftError
-from croft.engine import settings
 from croft.engine.context import IngestContext, LazyHttp, StepLog, TransformContext
 from croft.engine.extract import Extraction
 from croft.engine.loader import code_error, load_asset_function
 from croft.engine.sqlclock import sql_deadline
+from croft.project.asset import AssetFacts
 from croft.project.config import Project
-from croft.project.facts import AssetFacts
 
 __all__ = ["StepInput", "execute", "write_mode"]
 
@@ -144,7 +144,7 @@ def _http_client(step: StepInput, on_progress: Any) -> Any:
         redactor=step.project.redactor,
         log=step.log,
         on_progress=on_progress,
-        sleep=lambda seconds: settings.pause(seconds),
+        sleep=lambda seconds: clock.pause(seconds),
     )
 
 

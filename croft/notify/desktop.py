@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from croft.core.children import child_env
+
 __all__ = [
     "DESKTOP_TIMEOUT_S",
     "Outcome",
@@ -32,7 +34,6 @@ __all__ = [
 DESKTOP_TIMEOUT_S = 10.0
 OSASCRIPT = "/usr/bin/osascript"
 _LINE_BREAKS = str.maketrans({"\u2028": " ", "\u2029": " ", "\x85": " "})
-_SESSION_VARS = ("DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")
 
 
 @dataclass(frozen=True)
@@ -84,20 +85,17 @@ def desktop_command(platform: str, title: str, body: str, program: str = "notify
 
 
 def notifier_env(environ: Mapping[str, str], platform: str, uid: int | None = None) -> dict[str, str]:
-    """The notifier's whole environment: PATH, HOME, LANG, and on Linux the desktop session's variables.
+    """The notifier's whole environment (``core.children``'s ``notifier`` kind): PATH, HOME, LANG, and on
+    Linux the desktop session's variables.
 
     Under cron none of the session variables is set; the session bus is then the ``bus`` socket in
     ``XDG_RUNTIME_DIR`` or ``/run/user/<uid>``, which is where every systemd-logind desktop puts it.
     """
-    env = {
-        "PATH": environ.get("PATH") or "/usr/bin:/bin",
-        "LANG": environ.get("LANG") or ("en_US.UTF-8" if platform == "darwin" else "C.UTF-8"),
-    }
-    if environ.get("HOME"):
-        env["HOME"] = environ["HOME"]
     if platform == "darwin":
+        env = child_env("notifier", {k: v for k, v in environ.items() if k in ("PATH", "HOME")})
+        env["LANG"] = environ.get("LANG") or "en_US.UTF-8"
         return env
-    env.update({name: environ[name] for name in _SESSION_VARS if environ.get(name)})
+    env = child_env("notifier", environ)
     if "DBUS_SESSION_BUS_ADDRESS" not in env:
         runtime = env.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid() if uid is None else uid}"
         socket = os.path.join(runtime, "bus")

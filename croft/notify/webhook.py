@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from croft.engine import settings
-from croft.engine.http import parse_retry_after
+from croft.core import clock
+from croft.core.retry_after import parse_retry_after
 from croft.notify.log import host_of, scrub_urls
 from croft.notify.ping import is_loopback, timeout_seconds
 
@@ -64,7 +64,7 @@ def post(
     timeout: float | None = None,
     sleep: Callable[[float], None] | None = None,
 ) -> Delivery:
-    """POST ``body`` up to 3 times; never raises. Waits go through ``engine.settings.pause`` by default,
+    """POST ``body`` up to 3 times; never raises. Waits go through ``core.clock.pause`` by default,
     the one seam where tests record waits instead of sleeping."""
     timeout = timeout_seconds(DEFAULT_TIMEOUT_S) if timeout is None else timeout
     status: int | None = None
@@ -91,5 +91,5 @@ def post(
                 if asked is not None:
                     wait = max(wait, min(asked, MAX_RETRY_AFTER_S))
             if attempt < ATTEMPTS:
-                (sleep or settings.pause)(wait)
+                (sleep or clock.pause)(wait)
     return Delivery("failed", ATTEMPTS, status, f"gave up after {ATTEMPTS} attempts: {error}")

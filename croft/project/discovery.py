@@ -12,8 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from croft.core.problems import Problem, problem
+from croft.project.asset import AssetFacts
 from croft.project.config import Project
-from croft.project.facts import NAME_PATTERN, AssetFacts, read_python_facts
+from croft.project.facts import NAME_PATTERN, read_python_facts
 from croft.project.rules import static_problems
 from croft.project.sqlfacts import read_sql_facts
 

@@ -10,20 +10,19 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from croft import INGEST_OPTIONS, TRANSFORM_OPTIONS
 from croft.core.duration import parse_seconds
 from croft.core.problems import Problem, problem
 from croft.core.suggest import nearest
+from croft.project.asset import DEFAULT_RETRIES, AssetFacts, Kind
+from croft.project.rules import max_runtime_problem, write_mode_problem
 
 __all__ = [
-    "DEFAULT_RETRIES",
-    "DEFAULT_TIMEOUT_S",
     "NAME_PATTERN",
-    "AssetFacts",
     "DecoratedAsset",
     "find_asset_function",
     "parse_duration",
@@ -31,67 +30,12 @@ __all__ = [
 ]
 
 
-Kind = Literal["ingest", "sql", "python"]
-
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
 SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 WRITE_MODES = ("replace", "append", "merge")
-DEFAULT_RETRIES = 2
-DEFAULT_TIMEOUT_S = 600.0
 DECORATOR_KINDS: dict[str, Kind] = {"ingest": "ingest", "transform": "python"}
 INGEST_FORM = '@ingest(schedule="every hour", key="id")\ndef rows(ctx):\n    yield {...}'
 TRANSFORM_FORM = '@transform(inputs=["orders"], key="id")\ndef rows(ctx):\n    yield from ctx.rows("orders")'
-
-
-@dataclass(frozen=True)
-class AssetFacts:
-    """What croft knows about one asset without running it. ``problems`` holds its static errors."""
-
-    name: str
-    kind: Kind
-    path: Path
-    rel: str
-    schedule: str | None = None
-    schedule_line: int | None = None
-    inputs: tuple[str, ...] = ()
-    key: tuple[str, ...] = ()
-    incremental: dict[str, Any] | None = field(default=None, hash=False)
-    write: str | None = None
-    secrets: tuple[str, ...] = ()
-    checks: tuple[str, ...] = ()
-    description: str | None = None
-    retries: int = DEFAULT_RETRIES
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    sql: str | None = None
-    max_runtime_s: float | None = None  # a scheduled run's ceiling; None: croft.json's maxRuntime or 2 h
-    problems: tuple[Problem, ...] = field(default=(), hash=False)
-
-    @property
-    def ok(self) -> bool:
-        return not any(p.severity == "error" for p in self.problems)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, so a scheduler can cache facts between ticks."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "path":
-                value = str(value)
-            elif f.name == "problems":
-                value = [p.to_dict() for p in value]
-            elif isinstance(value, tuple):
-                value = list(value)
-            out[f.name] = value
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AssetFacts:
-        values = dict(data)
-        values["path"] = Path(values["path"])
-        values["problems"] = tuple(Problem.from_dict(p) for p in values.get("problems", ()))
-        for name in ("inputs", "key", "secrets", "checks"):
-            values[name] = tuple(values.get(name) or ())
-        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -314,8 +258,6 @@ class _Reader:
             else:
                 out["timeout_s"] = seconds
         if "max_runtime" in v:
-            from croft.project.rules import max_runtime_problem
-
             why = max_runtime_problem(v["max_runtime"])
             if why:
                 self.bad("max_runtime", why, 'e.g. max_runtime="30m", "2h" or 1800')
@@ -378,8 +320,6 @@ class _Reader:
                 f"for example:\n{TRANSFORM_FORM}",
                 None,
             )
-        from croft.project.rules import write_mode_problem
-
         bad = write_mode_problem(self.values.get("write"), out["key"], bool(out["incremental"]))
         if bad:
             code, option, message, hint = bad

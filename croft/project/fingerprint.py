@@ -21,8 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from croft.project.asset import AssetFacts
 from croft.project.config import Project
-from croft.project.facts import AssetFacts, find_asset_function
+from croft.project.facts import find_asset_function
 from croft.project.sqlfacts import SqlTextError, normalize_sql
 
 __all__ = ["FORMAT", "ImportClosure", "code_hash", "file_key", "import_closure", "package_version"]

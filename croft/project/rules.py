@@ -21,7 +21,7 @@ from croft.core.problems import CroftError, Problem, problem
 from croft.project.checkspec import is_identifier, parse_check
 
 if TYPE_CHECKING:
-    from croft.project.facts import AssetFacts
+    from croft.project.asset import AssetFacts
 
 __all__ = [
     "RULES",

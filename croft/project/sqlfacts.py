@@ -19,8 +19,9 @@ from typing import Any
 
 from croft.core.problems import Problem, problem
 from croft.core.suggest import nearest
+from croft.project.asset import DEFAULT_TIMEOUT_S, AssetFacts
 from croft.project.checkspec import read_only_denies
-from croft.project.facts import DEFAULT_TIMEOUT_S, AssetFacts, parse_duration
+from croft.project.facts import parse_duration
 
 __all__ = [
     "HEADER_NAMES",

@@ -9,7 +9,6 @@ failure users do not notice.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -24,9 +23,12 @@ from croft.core.problems import CroftError, Problem, problem
 from croft.core.result import Next, Result
 from croft.project.config import Project
 from croft.scheduler import heartbeat
+from croft.scheduler.control.diagnosis import no_tick_problem, stale_warning
 from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.jobs.base import SERVE_FALLBACK
 from croft.scheduler.jobs.oscmd import Runner
+from croft.scheduler.jobs.record import installed_backend, installed_job
+from croft.scheduler.jobs.spec import interpreter_imports_croft
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
 from croft.scheduler.user.registry import Registry, Via
 
@@ -36,7 +38,6 @@ __all__ = [
     "schedule_on",
     "schedule_pause",
     "schedule_status",
-    "stale_warning",
 ]
 
 DEFAULT_WAIT_MS = 70_000
@@ -99,23 +100,11 @@ def _restore(project: Project, before: Scheduling) -> None:
         conn.close()
 
 
-def _backend_of_record(runner: Runner | None) -> Any:
-    from croft.scheduler.jobs import backends as jobs
-
-    record = jobrecord.read()
-    if not record or record.get("label") != job_label():
-        return None
-    try:
-        return jobs.backend(str(record.get("backend")), runner)
-    except CroftError:
-        return None
-
-
 def _remove_job_if_unused(registry: Registry, runner: Runner | None, used_it: bool) -> list[Problem]:
     """Remove the per-user job once no registered project ticks through it."""
     if any(e.via == "os-job" for e in registry.entries()):
         return []
-    backend = _backend_of_record(runner)
+    backend = installed_backend(runner)
     if backend is None:
         return []
     try:
@@ -124,13 +113,6 @@ def _remove_job_if_unused(registry: Registry, runner: Runner | None, used_it: bo
         return [exc.problem.with_(severity="warning")] if used_it else []
     jobrecord.clear()
     return []
-
-
-def _describe(project: Project) -> Callable[[datetime], str]:
-    from zoneinfo import ZoneInfo
-
-    tz = ZoneInfo(project.config.timezone)
-    return lambda moment: moment.astimezone(tz).isoformat(timespec="seconds")
 
 
 def _scheduling_json(project: Project, setting: Scheduling, now: datetime) -> dict[str, Any]:
@@ -157,59 +139,6 @@ def _registry_json(registry: Registry, root: Path) -> dict[str, Any]:
         "osJob": sum(1 for e in entries if e.via == "os-job"),
         "entry": mine.to_json() if mine else None,
     }
-
-
-def _job_json(runner: Runner | None) -> dict[str, Any] | None:
-    backend = _backend_of_record(runner)
-    if backend is None:
-        return None
-    state = backend.inspect(job_label())
-    return state.to_json()
-
-
-def diagnosis(
-    project: Project, setting: Scheduling, runner: Runner | None = None
-) -> tuple[heartbeat.Cause, Path, list[str]]:
-    """The likely cause of silence, and the log it read."""
-    root = str(project.root)
-    registry = Registry()
-    try:
-        entry = registry.find(root)
-    except CroftError:
-        entry = None
-    log_file = croft_home() / "logs" / "tick.log"
-    lines = heartbeat.log_tail(log_file)
-    job = _job_json(runner) if setting.via != "serve" else None
-    try:
-        wsl = "microsoft" in Path("/proc/version").read_text().lower()
-    except OSError:
-        wsl = False
-    chain = heartbeat.Chain(
-        root=root,
-        via=setting.via,
-        registered_via=entry.via if entry else None,
-        job=job,
-        serve_alive=jobrecord.serve_alive(),
-        log=lines,
-        platform=sys.platform,
-        cron_running=heartbeat.cron_daemon_running() if job and job.get("backend") == "crontab" else None,
-        wsl=wsl,
-        log_dir_exists=log_file.parent.is_dir(),
-    )
-    return heartbeat.diagnose(chain), log_file, lines
-
-
-def stale_warning(
-    project: Project, runner: Runner | None = None, now: datetime | None = None
-) -> Problem | None:
-    """SCHEDULER_STALE for ``croft status`` / ``schedule status`` / doctor, or None when all is well."""
-    now = now or clock.now()
-    setting = read_scheduling_file(project.config.state_dir)
-    beat = heartbeat.last_heartbeat(project.config.state_dir)
-    if not heartbeat.is_stale(setting, beat, now):
-        return None
-    cause, log_file, lines = diagnosis(project, setting, runner)
-    return heartbeat.stale_problem(setting, beat, now, cause, log_file, lines, _describe(project))
 
 
 def _assets(project: Project, now: datetime) -> tuple[list[dict[str, Any]], list[Next]]:
@@ -276,7 +205,7 @@ def schedule_on(
             # The job's shell opens the log before croft runs: a missing folder would fail it silently.
             Path(spec.log).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             backend = jobs.backend(backend_name, runner)
-            previous = _backend_of_record(runner)
+            previous = installed_backend(runner)
             job_changed = backend.install(spec)
             if previous is not None and previous.name != backend.name:
                 problems += _remove_old_job(previous)  # one job per user: the other backend's goes
@@ -326,12 +255,7 @@ def schedule_on(
             waited = _wait_for_heartbeat(project, now, wait_ms, progress)
             first_tick = {"ok": waited is not None, "alreadyTicking": False, "waitedMs": waited or wait_ms}
             if waited is None:
-                cause, log_file, lines = diagnosis(project, setting, runner)
-                problems.append(
-                    heartbeat.stale_problem(
-                        setting, None, now, cause, log_file, lines, _describe(project), waited_ms=wait_ms
-                    )
-                )
+                problems.append(no_tick_problem(project, setting, now, wait_ms, runner))
     nexts: list[Next] = []
     data = _data("on", project, setting, registry, runner, clock.now())
     if no_os_job:
@@ -345,6 +269,11 @@ def schedule_on(
     if first_tick is not None:
         data["firstTick"] = first_tick
     return Result(data=data, problems=problems, next=nexts)
+
+
+def _job_json(runner: Runner | None) -> dict[str, Any] | None:
+    state = installed_job(runner)
+    return None if state is None else state.to_json()
 
 
 def _data(
@@ -429,8 +358,6 @@ def _queue(project: Project, data: dict[str, Any], now: datetime) -> list[Proble
 
 def _check_interpreter(python: str) -> None:
     """The job runs with a bare environment: refuse an interpreter that finds croft only through the shell's."""
-    from croft.scheduler.control.doctor import interpreter_imports_croft
-
     ok, why = interpreter_imports_croft(python)
     if not ok:
         raise CroftError(

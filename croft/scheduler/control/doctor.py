@@ -7,23 +7,25 @@ each registered project: present, its setting, its last tick.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from dataclasses import dataclass
 from typing import Any
 
 from croft.core import clock
-from croft.core.paths import job_label
+from croft.core.paths import croft_home, job_label
 from croft.core.problems import CroftError
 from croft.core.result import Result
 from croft.scheduler import heartbeat
 from croft.scheduler.jobs import record as jobrecord
+from croft.scheduler.jobs.crontab import cron_daemon_running
 from croft.scheduler.jobs.oscmd import Runner
+from croft.scheduler.jobs.spec import interpreter_imports_croft
 from croft.scheduler.setting import effective_state, read_scheduling_file
-from croft.scheduler.user.registry import Entry, Registry, presence
-from croft.scheduler.user.tick_all import project_state_dir
+from croft.scheduler.ticklog import log_tail, tick_log_path
+from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
+from croft.scheduler.user.serve import serve_alive
 
-__all__ = ["Check", "doctor", "doctor_text"]
+__all__ = ["Check", "doctor"]
 
 
 @dataclass(frozen=True)
@@ -35,26 +37,6 @@ class Check:
 
     def to_json(self) -> dict[str, Any]:
         return {"check": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix}
-
-
-def interpreter_imports_croft(python: str) -> tuple[bool, str]:
-    try:
-        done = subprocess.run(
-            [python, "-c", "import croft.cli"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
-            check=False,
-        )
-    except OSError as exc:
-        return False, f"{python} does not run: {exc.strerror or exc}"
-    except subprocess.TimeoutExpired:
-        return False, f"{python} did not answer within 30 s"
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return False, f"{python} cannot import croft: {last}"
-    return True, f"{python} runs and imports croft"
 
 
 def _job_checks(entries: list[Entry], runner: Runner | None) -> list[Check]:
@@ -93,7 +75,7 @@ def _job_checks(entries: list[Entry], runner: Runner | None) -> list[Check]:
             )
         )
     if state.backend == "crontab":
-        running = heartbeat.cron_daemon_running()
+        running = cron_daemon_running()
         out.append(
             Check(
                 "cron daemon",
@@ -158,7 +140,7 @@ def doctor(runner: Runner | None = None) -> Result:
         entries = []
     checks += _job_checks(entries, runner)
     if any(e.via == "serve" for e in entries):
-        alive = jobrecord.serve_alive()
+        alive = serve_alive()
         checks.append(
             Check(
                 "croft serve",
@@ -168,20 +150,8 @@ def doctor(runner: Runner | None = None) -> Result:
             )
         )
     checks += [_project_check(e, now) for e in entries]
-    log = jobrecord.serve_path().parent / "logs" / "tick.log"
-    tail = heartbeat.log_tail(log, 5)
+    log = tick_log_path(croft_home())
+    tail = log_tail(log, 5)
     ok = all(c.ok for c in checks)
     data = {"checks": [c.to_json() for c in checks], "logFile": str(log), "logTail": tail}
     return Result(data=data, ok=ok, exit=0 if ok else 1)
-
-
-def doctor_text(data: dict[str, Any]) -> str:
-    lines = []
-    for c in data.get("checks", []):
-        lines.append(f"{'✔' if c['ok'] else '✖'} {c['check']}: {c['detail']}")
-        if not c["ok"] and c["fix"]:
-            lines.append(f"    fix: {c['fix']}")
-    if data.get("logTail"):
-        lines.append(f"tick log {data['logFile']} ends with:")
-        lines += [f"    {x}" for x in data["logTail"]]
-    return "\n".join(lines)

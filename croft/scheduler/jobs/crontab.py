@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from pathlib import Path
 
 from croft.core.problems import CroftError
 from croft.scheduler.jobs.base import JobState, install_failed
 from croft.scheduler.jobs.oscmd import Completed, Runner, run
 from croft.scheduler.jobs.spec import JobSpec
 
-__all__ = ["Crontab", "render_line", "splice", "tag", "tick_command"]
+__all__ = ["Crontab", "cron_daemon_running", "render_line", "splice", "tag", "tick_command"]
 
 
 def tag(label: str) -> str:
@@ -173,3 +174,18 @@ def python_of(line: str) -> str | None:
     except ValueError:
         return None
     return next((w for w in words if "=" not in w.split("/")[0]), None)
+
+
+def cron_daemon_running(proc: Path = Path("/proc")) -> bool | None:
+    """Whether a cron daemon process exists (None when this system has no /proc to look in)."""
+    if not proc.is_dir():
+        return None
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            try:
+                name = (entry / "comm").read_text().strip()
+            except OSError:
+                continue
+            if name in ("cron", "crond", "cronie", "busybox-crond"):
+                return True
+    return False

@@ -1,22 +1,19 @@
 """Running the few OS programs the scheduler needs (crontab, launchctl, systemctl, loginctl), one way.
 
-Each gets an explicit, small environment (never croft's own, which may hold a project's secrets) and a
+Each gets the ``program`` environment of ``core.children`` (never croft's own, which may hold secrets) and a
 timeout, and a missing program is an answer (status None), not an exception: the callers turn it into
 INSTALL_FAILED with the right hint.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Completed", "Runner", "command_env", "run"]
+from croft.core.children import child_env
 
-DEFAULT_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
-# Kept from croft's environment because the programs need them to find the user's session, never more.
-_SESSION_KEYS = ("XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "USER", "LOGNAME")
+__all__ = ["Completed", "Runner", "run"]
 
 
 @dataclass(frozen=True)
@@ -42,12 +39,6 @@ class Completed:
 Runner = Callable[[Sequence[str], str | None], Completed]
 
 
-def command_env() -> dict[str, str]:
-    env = {"PATH": os.environ.get("PATH") or DEFAULT_PATH, "HOME": os.path.expanduser("~"), "LC_ALL": "C"}
-    env.update({k: os.environ[k] for k in _SESSION_KEYS if os.environ.get(k)})
-    return env
-
-
 def run(argv: Sequence[str], stdin: str | None = None) -> Completed:
     try:
         proc = subprocess.run(
@@ -55,7 +46,7 @@ def run(argv: Sequence[str], stdin: str | None = None) -> Completed:
             input=stdin,
             capture_output=True,
             text=True,
-            env=command_env(),
+            env=child_env("program"),
             timeout=30,
             check=False,
         )

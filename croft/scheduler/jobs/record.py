@@ -1,72 +1,53 @@
-"""``<CROFT_HOME>/job.json``: which backend holds the per-user job, and ``serve.json``: the live croft serve.
+"""``<CROFT_HOME>/job.json``: which backend holds the per-user job, and the one reader of what it installed.
 
-Both are small notes that let status and doctor look at the right thing without guessing: the job
-record names the backend ``croft schedule on`` installed; the serve note names the serve process
-(pid + start time, so a recycled pid is not taken for it).
+A small note that lets status and doctor look at the right thing without guessing: the backend ``croft
+schedule on`` installed, for the label in force, with the interpreter it runs.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
-from croft.core.paths import croft_home
+from croft.core.jsonfile import read_object, write_atomic
+from croft.core.paths import croft_home, job_label
+from croft.core.problems import CroftError
+from croft.scheduler.jobs import backends
+from croft.scheduler.jobs.base import Backend, JobState
+from croft.scheduler.jobs.oscmd import Runner
 
-__all__ = ["clear", "read", "serve_alive", "serve_path", "write", "write_serve"]
+__all__ = ["clear", "installed_backend", "installed_job", "read", "write"]
 
 
 def _path(home: Path | None = None) -> Path:
     return (home or croft_home()) / "job.json"
 
 
-def serve_path(home: Path | None = None) -> Path:
-    return (home or croft_home()) / "serve.json"
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _write_json(path: Path, value: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump(value, out, indent=2)
-        out.write("\n")
-    os.replace(tmp, path)
-
-
 def read(home: Path | None = None) -> dict[str, Any] | None:
     """``{backend, label, python, installedAt}`` of the installed job, or None."""
-    return _read_json(_path(home))
+    return read_object(_path(home))
 
 
 def write(record: dict[str, Any], home: Path | None = None) -> None:
-    _write_json(_path(home), record)
+    write_atomic(_path(home), record)
 
 
 def clear(home: Path | None = None) -> None:
     _path(home).unlink(missing_ok=True)
 
 
-def write_serve(home: Path | None = None) -> None:
-    from croft.core.identity import current
+def installed_backend(runner: Runner | None = None) -> Backend | None:
+    """The backend the job record names for the label in force, or None when none is recorded."""
+    record = read()
+    if not record or record.get("label") != job_label():
+        return None
+    try:
+        return backends.backend(str(record.get("backend")), runner)
+    except CroftError:
+        return None
 
-    _write_json(serve_path(home), current().to_dict())
 
-
-def serve_alive(home: Path | None = None) -> bool:
-    from croft.core.identity import ProcessIdentity, is_alive
-
-    note = _read_json(serve_path(home))
-    if not note or not isinstance(note.get("pid"), int):
-        return False
-    who = ProcessIdentity(pid=note["pid"], start=note.get("procStart"), boot=note.get("bootId"))
-    return is_alive(who)
+def installed_job(runner: Runner | None = None) -> JobState | None:
+    """What that backend says of the job (installed, loaded, its interpreter), or None without a record."""
+    backend = installed_backend(runner)
+    return None if backend is None else backend.inspect(job_label())

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from croft.core.children import child_env
 from croft.core.paths import croft_home, job_label
 from croft.core.problems import CroftError, Problem, problem
+from croft.scheduler.ticklog import tick_log_path
 
-__all__ = ["JobSpec", "job_spec", "temporary_reason", "tick_log"]
+__all__ = ["JobSpec", "interpreter_imports_croft", "job_spec", "temporary_reason", "tick_log"]
 
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _TEMPORARY_PARTS = ("/.cache/", "/pip-build-env-", "/pipx/.cache/", "/uv/archive-", "/pytest-of-")
@@ -34,11 +37,11 @@ class JobSpec:
         return [self.python, "-m", "croft", "tick", "--all"]
 
     def env(self) -> dict[str, str]:
-        return {"CROFT_HOME": self.croft_home}
+        return child_env("job", {"CROFT_HOME": self.croft_home})
 
 
 def tick_log(home: Path | None = None) -> Path:
-    return (home or croft_home()) / "logs" / "tick.log"
+    return tick_log_path(home or croft_home())
 
 
 def job_spec(python: str | None = None) -> JobSpec:
@@ -82,3 +85,25 @@ def at_risk_problem(python: str) -> Problem | None:
         severity="warning",
         details={"python": python},
     )
+
+
+def interpreter_imports_croft(python: str) -> tuple[bool, str]:
+    """Whether ``python`` imports croft in an environment as bare as the OS job's (so not through the
+    shell's PYTHONPATH), and what it said."""
+    try:
+        done = subprocess.run(
+            [python, "-c", "import croft.cli"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=child_env("probe"),
+            check=False,
+        )
+    except OSError as exc:
+        return False, f"{python} does not run: {exc.strerror or exc}"
+    except subprocess.TimeoutExpired:
+        return False, f"{python} did not answer within 30 s"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return False, f"{python} cannot import croft: {last}"
+    return True, f"{python} runs and imports croft"

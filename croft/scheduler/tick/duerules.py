@@ -22,8 +22,8 @@ from typing import Any
 from croft.core.clock import now as clock_now
 from croft.core.clock import to_iso
 from croft.history import state
+from croft.project.asset import AssetFacts
 from croft.project.config import Project
-from croft.project.facts import AssetFacts
 from croft.scheduler.due import AssetInfo, approval_hold
 from croft.scheduler.setting import effective_state, read_scheduling
 from croft.scheduler.tick.gather import live_leases

@@ -108,8 +108,8 @@ def _work(
     previous: str | None = None,
 ) -> list[tuple[Any, Problem]]:
     """Returns the failed starts found or made, each with the problem reported for it (to notify)."""
-    import os
 
+    from croft.core.children import croft_env
     from croft.scheduler.due import due_work
     from croft.scheduler.setting import read_scheduling
     from croft.scheduler.tick.factcache import load_facts
@@ -122,7 +122,7 @@ def _work(
         note_spawn,
         settle,
     )
-    from croft.scheduler.tick.start import run_env, start_due_run
+    from croft.scheduler.tick.start import start_due_run
 
     tz = project.config.timezone
     state_dir = project.config.state_dir
@@ -158,7 +158,7 @@ def _work(
     )
     work = due_work(given)
     data["held"] = [hold.to_json(asset) for asset, hold in work.held]
-    env = run_env(os.environ)
+    env = croft_env()
     from croft.scheduler.tick import slots
     from croft.scheduler.tick.ceiling import deadline_for
 
@@ -247,9 +247,9 @@ def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str 
         return slots.Grant()
     grant = slots.take(slots.home(), str(project.root), wants, now, current(), asleep=asleep)
     if grant.wake_line:
-        from croft.scheduler.user.launch import TickLog
+        from croft.scheduler.ticklog import TickLog
 
-        TickLog(slots.home() / "logs" / "tick.log").write(to_iso(now), f"{project.root}: {grant.wake_line}")
+        TickLog.of(slots.home()).write(to_iso(now), f"{project.root}: {grant.wake_line}")
     return grant
 
 

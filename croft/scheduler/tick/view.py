@@ -16,7 +16,7 @@ from croft.core.clock import parse_instant
 from croft.project.config import Project
 from croft.schedule import cron
 
-__all__ = ["asset_rows", "schedule_view", "status_lines", "view_lines", "with_schedule"]
+__all__ = ["asset_rows", "schedule_view", "with_schedule"]
 
 
 def _local(instant: str | None, tz: str) -> str | None:
@@ -97,39 +97,6 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
     }
 
 
-def view_lines(view: dict[str, Any], now: datetime) -> list[str]:
-    """Human lines for status: the setting, then one line per scheduled, due or held asset."""
-    from croft.scheduler.due import clock_words
-
-    sched = view["scheduling"]
-    tz = sched["timezone"]
-
-    def words(at: str | None) -> str:
-        return clock_words(at, now, tz) if at else "-"
-
-    head = f"Scheduling {sched['effective']}"
-    if sched["effective"] == "paused" and sched.get("pausedUntil"):
-        head += f" until {words(sched['pausedUntil'])}"
-    head += f" · last tick {words(sched['heartbeatAt'])}" if sched.get("heartbeatAt") else " · no tick yet"
-    lines = [head]
-    for name, a in view["assets"].items():
-        if not (a["schedule"] or a["due"] or a["hold"]):
-            continue
-        if a["hold"]:
-            until = f" (until {words(a['hold']['until'])})" if a["hold"].get("until") else ""
-            status = f"{a['hold']['code']}: {a['hold']['reason']}{until}"
-        elif a["due"]:
-            status = f"due: {a['dueReason']}"
-        else:
-            status = "-"
-        missed = f" · {a['missedFires']} missed fires" if a["missedFires"] > 1 else ""
-        lines.append(
-            f"  {name:<22} {a['schedule'] or 'after inputs'} · next {words(a['nextFireAt'])}"
-            f" · last fire {words(a['lastFireAt'])}{missed} · {status}"
-        )
-    return lines
-
-
 def with_schedule(result: Any, project: Project) -> Any:
     """Add the scheduler's view to a ``croft status`` Result: ``data.scheduling`` and each asset's
     ``schedule`` block."""
@@ -158,16 +125,6 @@ def _held_warnings(view: dict[str, Any]) -> list[Any]:
             message = f"{name} is held from the scheduler: {hold['reason']}"
             out.append(problem(hold["code"], message, hold["hint"], severity="warning", asset=name))
     return out
-
-
-def status_lines(data: dict[str, Any]) -> list[str]:
-    """``view_lines`` from the data ``with_schedule`` added to a status Result (for the human output)."""
-    from croft.core import clock
-
-    if "scheduling" not in data:
-        return []
-    assets = {a["asset"]: a["schedule"] for a in data.get("assets", []) if "schedule" in a}
-    return view_lines({"scheduling": data["scheduling"], "assets": assets}, clock.now())
 
 
 def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:

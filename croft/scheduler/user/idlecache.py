@@ -32,34 +32,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["BEAT_FILE", "IdleCache", "read_beat", "write_beat"]
+__all__ = ["IdleCache"]
 
-BEAT_FILE = "tick-beat"
 RACY_NS = 50_000_000  # 50 ms: well above any filesystem clock tick
-
-
-def write_beat(state_dir: str, at: str) -> None:
-    """The heartbeat of an idle minute, written in place: every beat has the same length (``to_iso``
-    text), and one small write is not seen half done by a reader (a temp file + rename costs ~15 times
-    the CPU here, for 100 projects a minute)."""
-    data = at.encode()
-    fd = os.open(os.path.join(state_dir, BEAT_FILE), os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        os.pwrite(fd, data, 0)
-        if os.fstat(fd).st_size != len(data):
-            os.ftruncate(fd, len(data))
-    finally:
-        os.close(fd)
-
-
-def read_beat(state_dir: str | Path) -> str | None:
-    """The instant ``write_beat`` last stored, or None."""
-    try:
-        with open(os.path.join(state_dir, BEAT_FILE), encoding="utf-8") as handle:
-            text = handle.read(64).strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return text if len(text) == 24 and text.endswith("Z") else None
 
 
 def _stamp(root: str, state_dir: str, deps: list[str]) -> tuple[str, bool] | None:

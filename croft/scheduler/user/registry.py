@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from croft.core.clock import from_iso, to_iso
-from croft.core.paths import croft_home
+from croft.core.jsonfile import write_atomic
+from croft.core.paths import croft_home, state_dir
 from croft.core.problems import CroftError
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "Presence",
     "Registry",
     "presence",
+    "project_state_dir",
     "removable_mount",
 ]
 
@@ -232,27 +234,7 @@ class Registry:
             return after
 
     def _write(self, entries: list[Entry]) -> None:
-        text = json.dumps([e.to_json() for e in entries], indent=2, ensure_ascii=False) + "\n"
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        try:  # make the rename itself durable
-            folder = os.open(self.home, os.O_RDONLY)
-            try:
-                os.fsync(folder)
-            finally:
-                os.close(folder)
-        except OSError:
-            pass
+        write_atomic(self.path, [e.to_json() for e in entries], durable=True)
 
     def add(self, root: Path | str, via: Via, now: datetime) -> Entry:
         """Register (or switch how it ticks); keeps ``addedAt`` and clears a missing mark."""
@@ -359,3 +341,16 @@ def _prune_plan(entries: list[Entry], now: datetime) -> tuple[list[Entry], list[
 
 def _span(seconds: float) -> str:
     return f"{seconds:g} s" if seconds >= 1 else f"{round(seconds * 1000)} ms"
+
+
+def project_state_dir(root: str) -> Path:
+    """The state folder from croft.json's ``stateDir`` (read as plain JSON: no config validation here)."""
+    configured = None
+    try:
+        with open(os.path.join(root, "croft.json"), encoding="utf-8") as f:
+            raw = json.load(f)
+        if isinstance(raw, dict) and isinstance(raw.get("stateDir"), str):
+            configured = raw["stateDir"]
+    except (OSError, ValueError):
+        pass
+    return state_dir(Path(root), configured)

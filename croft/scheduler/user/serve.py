@@ -17,15 +17,17 @@ from pathlib import Path
 from typing import IO, Any
 
 from croft.core import clock
+from croft.core.children import croft_env
+from croft.core.identity import ProcessIdentity, current, is_alive
+from croft.core.jsonfile import read_object, write_atomic
 from croft.core.paths import croft_home
 from croft.core.problems import CroftError
-from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.setting import effective_state, read_scheduling_file
-from croft.scheduler.user.launch import TickLog, child_env, spawn_tick
-from croft.scheduler.user.registry import Registry, presence
-from croft.scheduler.user.tick_all import project_state_dir
+from croft.scheduler.ticklog import TickLog
+from croft.scheduler.user.launch import spawn_tick
+from croft.scheduler.user.registry import Registry, presence, project_state_dir
 
-__all__ = ["Server", "interval_s", "serve"]
+__all__ = ["Server", "interval_s", "serve", "serve_alive", "serve_path", "write_serve"]
 
 DEFAULT_INTERVAL_MS = 60_000
 Spawn = Callable[[str, IO[bytes], dict[str, str]], "subprocess.Popen[bytes]"]
@@ -47,7 +49,7 @@ def interval_s() -> float:
 class Server:
     def __init__(self, home: Path | None = None, spawn: Spawn = spawn_tick):
         self.home = home or croft_home()
-        self.log = TickLog(self.home / "logs" / "tick.log")
+        self.log = TickLog.of(self.home)
         self.spawn = spawn
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.ticks = 0
@@ -64,7 +66,7 @@ class Server:
             self.log.rotate()
             now = clock.now()
             entries = [e for e in Registry(self.home).entries() if e.via == "serve"]
-            env = child_env(self.home)
+            env = croft_env(croft_home=str(self.home))
             with self.log.open() as handle:
                 for entry in entries:
                     events.append({"root": entry.root, "action": self._one(entry.root, now, handle, env)})
@@ -111,7 +113,7 @@ def serve(on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
         stop.set()
 
     old = {s: signal.signal(s, ask_stop) for s in (signal.SIGTERM, signal.SIGINT)}
-    jobrecord.write_serve(server.home)
+    write_serve(server.home)
     server.say(f"starts, ticking every {interval:g} s")
     if on_start:
         on_start(f"croft serve: ticking this user's serve projects every {interval:g} s; Ctrl-C stops.")
@@ -120,10 +122,27 @@ def serve(on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
-        jobrecord.serve_path(server.home).unlink(missing_ok=True)
+        serve_path(server.home).unlink(missing_ok=True)
         server.say("stops")
         for child in server.children.values():
             child.poll()
             if child.returncode is None:
                 child.returncode = 0  # detached: it finishes on its own, nobody waits here
     return {"ticks": server.ticks, "started": server.started, "intervalMs": int(interval * 1000)}
+
+
+def serve_path(home: Path | None = None) -> Path:
+    """``<CROFT_HOME>/serve.json``: the live croft serve (pid + start time, so a recycled pid is not taken for it)."""
+    return (home or croft_home()) / "serve.json"
+
+
+def write_serve(home: Path | None = None) -> None:
+    write_atomic(serve_path(home), current().to_dict())
+
+
+def serve_alive(home: Path | None = None) -> bool:
+    note = read_object(serve_path(home))
+    if not note or not isinstance(note.get("pid"), int):
+        return False
+    who = ProcessIdentity(pid=note["pid"], start=note.get("procStart"), boot=note.get("bootId"))
+    return is_alive(who)

@@ -10,37 +10,25 @@ the CLI dispatches here before loading click) and does no work for a project who
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from croft.core import clock
-from croft.core.paths import croft_home, state_dir
+from croft.core.children import croft_env
+from croft.core.paths import croft_home
 from croft.core.problems import CroftError
+from croft.scheduler.heartbeat import write_beat
 from croft.scheduler.setting import effective_state
-from croft.scheduler.user.idlecache import IdleCache, write_beat
-from croft.scheduler.user.launch import TickLog, child_env, spawn_tick
-from croft.scheduler.user.registry import Entry, Registry, presence
+from croft.scheduler.ticklog import TickLog
+from croft.scheduler.user.idlecache import IdleCache
+from croft.scheduler.user.launch import spawn_tick
+from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
 from croft.scheduler.user.settingcache import SettingCache
 
-__all__ = ["main", "project_state_dir", "tick_all"]
+__all__ = ["tick_all"]
 
 PRUNE_LOCK_S = 2.0
-
-
-def project_state_dir(root: str) -> Path:
-    """The state folder from croft.json's ``stateDir`` (read as plain JSON: no config validation here)."""
-    configured = None
-    try:
-        with open(os.path.join(root, "croft.json"), encoding="utf-8") as f:
-            raw = json.load(f)
-        if isinstance(raw, dict) and isinstance(raw.get("stateDir"), str):
-            configured = raw["stateDir"]
-    except (OSError, ValueError):
-        pass
-    return state_dir(Path(root), configured)
 
 
 def tick_all(home: Path | None = None) -> dict[str, Any]:
@@ -48,7 +36,7 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     home = home or croft_home()
     now = clock.now()
     stamp = clock.to_iso(now)
-    log = TickLog(home / "logs" / "tick.log")
+    log = TickLog.of(home)
     log.rotate()
     registry = Registry(home)
     out: dict[str, Any] = {"at": stamp, "started": [], "beat": [], "skipped": [], "notes": []}
@@ -74,7 +62,7 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
         if exc.code != "DB_BUSY":
             raise
         note(f"{registry.path} is locked by another croft; pruning next minute")
-    env = child_env(home)
+    env = croft_env(croft_home=str(home))
     cache = SettingCache(home / "tick-cache.json")
     idle = IdleCache(home / "idle-cache.json")
     with log.open() as handle:
@@ -147,52 +135,3 @@ def _skip_reason(entry: Entry, now: Any, cache: SettingCache) -> str | None:
         return "ticks from croft serve"
     current = effective_state(setting, now)
     return None if current == "on" else f"scheduling is {current}"
-
-
-def main(args: list[str]) -> int:
-    """``croft tick --all [--json]``; the exit code. Kept free of click: see the module docstring."""
-    as_json = "--json" in args
-    unknown = [a for a in args if a != "--json"]
-    problems: list[dict[str, Any]] = []
-    data: dict[str, Any] = {}
-    code = 0
-    if unknown:
-        problems.append(
-            {
-                "code": "USAGE",
-                "severity": "error",
-                "message": f"croft tick --all takes no argument {unknown[0]!r}",
-                "hint": "Run `croft tick --all` or `croft tick --all --json`.",
-            }
-        )
-        code = 2
-    else:
-        try:
-            data = tick_all()
-        except CroftError as exc:
-            problems.append(exc.problem.to_dict())
-            code = 1
-        except Exception as exc:  # the job must log and end, never hang or lose the reason
-            import traceback
-
-            TickLog(croft_home() / "logs" / "tick.log").write(
-                clock.to_iso(clock.now()), "tick failed: " + "".join(traceback.format_exception(exc)).rstrip()
-            )
-            problems.append(
-                {
-                    "code": "INTERNAL_ERROR",
-                    "severity": "error",
-                    "message": f"croft tick --all failed: {type(exc).__name__}: {exc}",
-                    "hint": "The traceback is in the tick log; please report it.",
-                }
-            )
-            code = 1
-    if as_json:
-        envelope = {"ok": code == 0, "data": data, "problems": problems, "next": []}
-        sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
-    elif problems:
-        for p in problems:
-            sys.stderr.write(f"error: {p['code']}: {p['message']}\n  hint: {p['hint']}\n")
-    elif sys.stdout.isatty():
-        sys.stdout.write("\n".join(data.get("notes", [])) + ("\n" if data.get("notes") else ""))
-    return code

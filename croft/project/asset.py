@@ -1,0 +1,71 @@
+"""One asset as croft knows it without running it: the facts the readers find and every part of croft uses.
+
+The readers (``facts`` for Python assets, ``sqlfacts`` for SQL) produce them, ``rules`` checks them, and
+the engine and the scheduler act on them; the scheduler caches them between ticks as JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from croft.core.problems import Problem
+
+__all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT_S", "AssetFacts", "Kind"]
+
+Kind = Literal["ingest", "sql", "python"]
+
+DEFAULT_RETRIES = 2
+DEFAULT_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class AssetFacts:
+    """What croft knows about one asset without running it. ``problems`` holds its static errors."""
+
+    name: str
+    kind: Kind
+    path: Path
+    rel: str
+    schedule: str | None = None
+    schedule_line: int | None = None
+    inputs: tuple[str, ...] = ()
+    key: tuple[str, ...] = ()
+    incremental: dict[str, Any] | None = field(default=None, hash=False)
+    write: str | None = None
+    secrets: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+    description: str | None = None
+    retries: int = DEFAULT_RETRIES
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    sql: str | None = None
+    max_runtime_s: float | None = None  # a scheduled run's ceiling; None: croft.json's maxRuntime or 2 h
+    problems: tuple[Problem, ...] = field(default=(), hash=False)
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.severity == "error" for p in self.problems)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, so a scheduler can cache facts between ticks."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "path":
+                value = str(value)
+            elif f.name == "problems":
+                value = [p.to_dict() for p in value]
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AssetFacts:
+        values = dict(data)
+        values["path"] = Path(values["path"])
+        values["problems"] = tuple(Problem.from_dict(p) for p in values.get("problems", ()))
+        for name in ("inputs", "key", "secrets", "checks"):
+            values[name] = tuple(values.get(name) or ())
+        return cls(**values)
