@@ -130,9 +130,9 @@ def test_a_tick_after_seven_hours_asleep_logs_one_wake_line_and_starts_at_most_n
     assert first["spawned"] == []
     log = _croft_home / "logs" / "tick.log"
     woke = tick(root, "2026-06-01T06:43:00Z", **knobs)  # 7h12m later: five groups due
-    assert len(woke["spawned"]) == 2 and woke["woke"] == "woke after 7h12m; 5 groups due"
+    assert len(woke["spawned"]) == 2 and woke["woke"] == "woke after 7 h 12 min; 5 groups due"
     lines = [line for line in log.read_text().splitlines() if "woke after" in line]
-    assert len(lines) == 1 and lines[0].endswith("sleepy: woke after 7h12m; 5 groups due")
+    assert len(lines) == 1 and lines[0].endswith("sleepy: woke after 7 h 12 min; 5 groups due")
     # Those two runs have ended, yet the rest of the waking minute starts nothing more.
     again = tick(root, "2026-06-01T06:43:30Z", **knobs)
     assert again["spawned"] == [] and "woke" not in again

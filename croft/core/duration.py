@@ -1,7 +1,9 @@
-"""The one reader of durations croft accepts in asset settings: ``timeout=`` and an incremental lookback.
+"""Durations both ways: the one reader of what croft accepts (``timeout=``, a lookback, ``--for``) and the
+one writer of how a length of time reads in a message.
 
 ``600`` (seconds), ``"90s"``, ``"10m"``, ``"1.5 hours"``, ``"30 days"``, ``"2w"``, ``"1h30m"``. Both ``croft validate``
-and a run read them here, so a value one accepts the other never refuses.
+and a run read them here, so a value one accepts the other never refuses; every message that says how
+long something lasted or waits says it through ``words``, so two messages never put the same length two ways.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["UNITS", "parse_seconds"]
+__all__ = ["UNITS", "parse_seconds", "words"]
 
 UNITS: dict[str, float] = {
     "ms": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
@@ -52,3 +54,24 @@ def _compound(text: str) -> float | None:
         total += float(part.group(1)) * UNITS[part.group(2)]
         pos = part.end()
     return total if text.strip() else None
+
+
+def words(seconds: float) -> str:
+    """A length of time as a message says it: ``300 ms``, ``45 s``, ``10 min``, ``7 h 12 min``, ``3 days 4 h``.
+
+    Below a second in milliseconds; below two minutes in seconds (one decimal at most) unless it is a
+    whole minute; below two hours in whole minutes; below two days in hours and minutes; beyond, in days
+    and hours.
+    """
+    if seconds < 1:
+        return f"{round(max(seconds, 0) * 1000)} ms"
+    if seconds < 60 or (seconds < 120 and seconds % 60):
+        return f"{round(seconds, 1):g} s"
+    minutes = round(seconds / 60)
+    if minutes < 120:
+        return f"{minutes} min"
+    if minutes < 48 * 60:
+        hours, rest = divmod(minutes, 60)
+        return f"{hours} h {rest} min" if rest else f"{hours} h"
+    days, rest = divmod(minutes // 60, 24)
+    return f"{days} days {rest} h" if rest else f"{days} days"

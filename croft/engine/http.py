@@ -18,6 +18,7 @@ from urllib.parse import unquote, unquote_plus
 
 import httpx
 
+from croft.core.duration import words
 from croft.core.problems import CroftError
 from croft.core.redact import Redactor
 from croft.core.retry_after import parse_retry_after
@@ -195,19 +196,11 @@ def redact_url(text: str, redactor: Redactor | None = None) -> str:
     return _USERINFO_PASSWORD.sub(lambda m: f"{m['lead']}[redacted]@", text)
 
 
-def _human_seconds(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:g} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def _status_hint(status: int, retries: int, retry_after: float | None, max_retry_after: float) -> str:
     if retry_after is not None and retry_after > max_retry_after:
         return (
-            f"The server asked croft to wait {_human_seconds(retry_after)} before trying again, longer than"
-            f" the {_human_seconds(max_retry_after)} croft waits inside a step; a later run can try again."
+            f"The server asked croft to wait {words(retry_after)} before trying again, longer than"
+            f" the {words(max_retry_after)} croft waits inside a step; a later run can try again."
         )
     tried = f"croft retried {retries} time{'s' if retries != 1 else ''}"
     if status in (401, 403):

@@ -17,6 +17,7 @@ from typing import Any
 
 from croft.core import clock
 from croft.core.clock import from_iso, to_iso
+from croft.core.duration import words
 from croft.core.paths import croft_home
 from croft.core.problems import CroftError, Problem, problem
 from croft.project.config import Project
@@ -148,13 +149,13 @@ def stale_problem(
     quiet = quiet_since(setting, heartbeat, now)
     quiet_ms = None if quiet is None else int((now - from_iso(quiet)).total_seconds() * 1000)
     if waited_ms is not None:
-        head = f"no scheduler tick arrived within {_span(waited_ms)} of turning scheduling on"
+        head = f"no scheduler tick arrived within {words(waited_ms / 1000)} of turning scheduling on"
     elif heartbeat:
-        head = (
-            f"the scheduler has not ticked for {_span(quiet_ms or 0)} (last tick {when(from_iso(heartbeat))})"
-        )
+        head = f"the scheduler has not ticked for {words((quiet_ms or 0) / 1000)} (last tick {when(from_iso(heartbeat))})"
     elif quiet is not None:
-        head = f"the scheduler has not ticked since scheduling was turned on {_span(quiet_ms or 0)} ago"
+        head = (
+            f"the scheduler has not ticked since scheduling was turned on {words((quiet_ms or 0) / 1000)} ago"
+        )
     else:
         head = "the scheduler has never ticked for this project"
     details: dict[str, Any] = {
@@ -175,19 +176,6 @@ def stale_problem(
         fix=cause.fix_dict(),
         details=details,
     )
-
-
-def _span(ms: int) -> str:
-    if ms < 1000:
-        return f"{ms} ms"
-    seconds = ms // 1000
-    if seconds < 120:
-        return f"{seconds} s"
-    minutes = seconds // 60
-    if minutes < 120:
-        return f"{minutes} min"
-    hours = minutes // 60
-    return f"{hours} h {minutes % 60} min" if hours < 48 else f"{hours // 24} days"
 
 
 def _describe(project: Project) -> Callable[[datetime], str]:

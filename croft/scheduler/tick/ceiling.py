@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from croft.core.clock import parse_instant, to_iso
+from croft.core.duration import words
 from croft.core.identity import ProcessIdentity, is_alive
 from croft.core.problems import Problem, problem
 from croft.project.config import Project
@@ -128,14 +129,6 @@ def _record(conn: sqlite3.Connection, run_id: str, stop: Problem, now: datetime)
     return assets
 
 
-def _words(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:g} s"
-    if seconds < 7200:
-        return f"{seconds / 60:g} min"
-    return f"{seconds / 3600:g} h"
-
-
 def enforce_ceilings(project: Project, conn: sqlite3.Connection, now: datetime) -> list[Problem]:
     """End every noted scheduled run past its deadline (see the module docstring); warnings for the tick."""
     from croft.history.state import get_setting
@@ -152,7 +145,7 @@ def enforce_ceilings(project: Project, conn: sqlite3.Connection, now: datetime) 
         ).fetchone()
         if row is None or row["status"] != "running":
             continue
-        ceiling = _words((parse_instant(str(deadline)) - parse_instant(str(note.get("at")))).total_seconds())
+        ceiling = words((parse_instant(str(deadline)) - parse_instant(str(note.get("at")))).total_seconds())
         stop = _timeout_problem(run_id, ceiling)
         assets = _record(conn, run_id, stop, now)
         if assets is None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from croft.core.clock import parse_instant, to_iso
+from croft.core.duration import words
 from croft.core.identity import ProcessIdentity, is_alive
 
 __all__ = [
@@ -171,15 +172,6 @@ def _put_meta(conn: sqlite3.Connection, key: str, value: Any) -> None:
     )
 
 
-def _gap_words(gap: timedelta) -> str:
-    minutes = int(gap.total_seconds() // 60)
-    days, rest = divmod(minutes, 1440)
-    hours, mins = divmod(rest, 60)
-    if days:
-        return f"{days}d{hours}h"
-    return f"{hours}h{mins:02d}m" if hours else f"{mins}m"
-
-
 def take(
     home: Path,
     root: str,
@@ -220,7 +212,7 @@ def take(
                 in_wake = True
                 due = len(wants) + len(others)
                 groups = "group" if due == 1 else "groups"
-                grant.wake_line = f"woke after {_gap_words(asleep)}; {due} {groups} due"
+                grant.wake_line = f"woke after {words(asleep.total_seconds())}; {due} {groups} due"
             if in_wake:
                 room = min(room, max(0, grant.cap - int(wake.get("started", 0))))
             grant.room = room
@@ -315,6 +307,6 @@ def queue_json(home: Path, now: datetime) -> dict[str, Any]:
 
 def _since(fire: str, now: datetime) -> str:
     try:
-        return _gap_words(max(timedelta(0), now - parse_instant(fire)))
+        return words(max(0.0, (now - parse_instant(fire)).total_seconds()))
     except ValueError:
         return ""

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from croft.core.clock import from_iso, to_iso
+from croft.core.duration import words
 from croft.core.jsonfile import write_atomic
 from croft.core.paths import croft_home, state_dir
 from croft.core.problems import CroftError
@@ -214,7 +215,7 @@ class Registry:
                         raise CroftError(
                             "DB_BUSY",
                             f"another croft has been changing {self.path} for more than"
-                            f" {_span(self.lock_timeout)} (it holds {self.lock_path})",
+                            f" {words(self.lock_timeout)} (it holds {self.lock_path})",
                             f"Try again in a moment; `lsof {shlex.quote(str(self.lock_path))}` shows"
                             " which process holds it.",
                             retryable=True,
@@ -337,10 +338,6 @@ def _prune_plan(entries: list[Entry], now: datetime) -> tuple[list[Entry], list[
             continue
         kept.append(e)
     return None if kept == entries else (kept, notes)
-
-
-def _span(seconds: float) -> str:
-    return f"{seconds:g} s" if seconds >= 1 else f"{round(seconds * 1000)} ms"
 
 
 def project_state_dir(root: str) -> Path:
