@@ -10,13 +10,17 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 from enginekit import history
 
+from croft.core.clock import parse_instant
 from croft.core.identity import ProcessIdentity, is_alive
+from croft.history.db import open_history
+from croft.scheduler.setting import write_scheduling
 
 ISSUES = """
 from croft import ingest
@@ -170,3 +174,37 @@ def probe_tick(root: Path, now: str, heavy: tuple[str, ...], **extra: str) -> di
     data: dict[str, Any] = json.loads(out.stdout)
     wait_for_runs(root)
     return data
+
+
+def scheduled(
+    root: Path, state: str, via: str = "os-job", until: str | None = None, state_dir: Path | None = None
+) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    config: dict[str, str] = {"timezone": "UTC"}
+    if state_dir is not None:
+        config["stateDir"] = str(state_dir)
+    (root / "croft.json").write_text(json.dumps(config))
+    conn = open_history(state_dir or root / ".croft")
+    try:
+        write_scheduling(
+            conn,
+            state,  # type: ignore[arg-type]
+            parse_instant("2026-03-01T11:00:00Z"),
+            via=via,  # type: ignore[arg-type]
+            paused_until=parse_instant(until) if until else None,
+        )
+    finally:
+        conn.close()
+    return root
+
+
+# Holds the registry's lock until killed (a writer that died mid-change).
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from croft.scheduler.user.registry import Registry
+    with Registry(sys.argv[1]).locked():
+        print("locked", flush=True)
+        time.sleep(600)
+    """
+)

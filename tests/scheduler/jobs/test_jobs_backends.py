@@ -6,16 +6,15 @@ import plistlib
 import shlex
 import shutil
 import subprocess
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from jobskit import FakeOS
 
 from croft.core.problems import CroftError
 from croft.scheduler.jobs import backends as jobs
 from croft.scheduler.jobs.crontab import Crontab, python_of, render_line, splice, tick_command
 from croft.scheduler.jobs.launchd import Launchd, render_plist
-from croft.scheduler.jobs.oscmd import Completed
 from croft.scheduler.jobs.spec import JobSpec, temporary_reason
 from croft.scheduler.jobs.systemd import Systemd, render_units
 
@@ -29,30 +28,6 @@ def spec(base: str = "/opt/croft env") -> JobSpec:
         croft_home=f"{base}/home",
         log=f"{base}/home/logs/tick.log",
     )
-
-
-class FakeOS:
-    """Records every command; answers from a script of (argv prefix -> Completed fields)."""
-
-    def __init__(self, answers: dict[tuple[str, ...], list[tuple[int | None, str, str]]] | None = None):
-        self.calls: list[tuple[list[str], str | None]] = []
-        self.answers = answers or {}
-        self.crontab = ""
-
-    def __call__(self, argv: Sequence[str], stdin: str | None) -> Completed:
-        argv = list(argv)
-        self.calls.append((argv, stdin))
-        for prefix, replies in self.answers.items():
-            if tuple(argv[: len(prefix)]) == prefix and replies:
-                status, out, err = replies.pop(0) if len(replies) > 1 else replies[0]
-                return Completed(tuple(argv), status, out, err)
-        if argv[:2] == ["crontab", "-l"]:
-            if not self.crontab:
-                return Completed(tuple(argv), 1, "", "no crontab for root\n")
-            return Completed(tuple(argv), 0, self.crontab, "")
-        if argv[:2] == ["crontab", "-"]:
-            self.crontab = stdin or ""
-        return Completed(tuple(argv), 0, "", "")
 
 
 # -- crontab --------------------------------------------------------------------------------------

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+from schedulekit import scheduled
 
 from croft.core.clock import parse_instant
 from croft.scheduler import heartbeat
 from croft.scheduler.user.registry import Registry
 from croft.scheduler.user.serve import Server
-from tests.test_schedule_usertick import scheduled
 
 NOW = "2026-03-01T12:00:00Z"
 

@@ -11,60 +11,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from schedulekit import scheduled
 
 from croft.core.children import ENV_TABLE, croft_env
 from croft.core.clock import parse_instant
-from croft.history.db import open_history
-from croft.scheduler.setting import write_scheduling
 from croft.scheduler.ticklog import ROTATE_BYTES
-from croft.scheduler.user import launch as spawn
+from croft.scheduler.user import launch
 from croft.scheduler.user import tick_all as usertick
 from croft.scheduler.user.registry import Registry
 
 NOW = "2026-03-01T12:00:00Z"
 REAL_PYTHON = sys.executable  # the fake_python fixture replaces sys.executable itself
-
-
-def scheduled(
-    root: Path, state: str, via: str = "os-job", until: str | None = None, state_dir: Path | None = None
-) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    config: dict[str, str] = {"timezone": "UTC"}
-    if state_dir is not None:
-        config["stateDir"] = str(state_dir)
-    (root / "croft.json").write_text(json.dumps(config))
-    conn = open_history(state_dir or root / ".croft")
-    try:
-        write_scheduling(
-            conn,
-            state,  # type: ignore[arg-type]
-            parse_instant("2026-03-01T11:00:00Z"),
-            via=via,  # type: ignore[arg-type]
-            paused_until=parse_instant(until) if until else None,
-        )
-    finally:
-        conn.close()
-    return root
-
-
-@pytest.fixture
-def fake_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An "interpreter" that records its arguments, folder and environment instead of ticking."""
-    record = tmp_path / "record"
-    record.mkdir()
-    script = tmp_path / "bin dir" / "python"
-    script.parent.mkdir()
-    script.write_text(
-        "#!/bin/sh\n"
-        f'out="{record}/$(basename "$PWD")"\n'
-        'printf "%s\\n" "$@" > "$out.args"\n'
-        'env > "$out.env"\n'
-        'echo "project tick output from $PWD"\n'
-        'pwd > "$out.json"\n'
-    )
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(spawn.sys, "executable", str(script))
-    return record
 
 
 def wait_records(record: Path, count: int) -> dict[str, dict]:
@@ -87,6 +44,26 @@ def wait_records(record: Path, count: int) -> dict[str, dict]:
             return out
         time.sleep(0.05)
     raise AssertionError(f"only {len(list(record.glob('*.json')))} of {count} ticks started")
+
+
+@pytest.fixture
+def fake_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An "interpreter" that records its arguments, folder and environment instead of ticking."""
+    record = tmp_path / "record"
+    record.mkdir()
+    script = tmp_path / "bin dir" / "python"
+    script.parent.mkdir()
+    script.write_text(
+        "#!/bin/sh\n"
+        f'out="{record}/$(basename "$PWD")"\n'
+        'printf "%s\\n" "$@" > "$out.args"\n'
+        'env > "$out.env"\n'
+        'echo "project tick output from $PWD"\n'
+        'pwd > "$out.json"\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(launch.sys, "executable", str(script))
+    return record
 
 
 def test_starts_only_os_job_projects_whose_scheduling_is_on(
@@ -239,7 +216,7 @@ def test_the_setting_cache_never_hides_a_change(tmp_path: Path, fake_python: Pat
 def test_a_locked_registry_is_pruned_next_minute_and_the_rest_still_ticks(
     tmp_path: Path, fake_python: Path, _croft_home: Path
 ) -> None:
-    from tests.test_schedule_registry import HOLDER
+    from schedulekit import HOLDER
 
     on = scheduled(tmp_path / "on", "on")
     gone = scheduled(tmp_path / "gone", "on")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from jobskit import FakeOS
 
 from croft.cli import _build_group
 from croft.core.clock import parse_instant, to_iso
@@ -32,7 +33,6 @@ from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.setting import Scheduling, read_scheduling_file
 from croft.scheduler.ticklog import log_tail
 from croft.scheduler.user.registry import Registry
-from tests.test_schedule_jobs import FakeOS
 
 NOW = "2026-03-01T12:00:00Z"
 INGEST = """

@@ -409,7 +409,7 @@ def _doc_tables() -> list[tuple[str, list[list[list[str]]]]]:
     import re
     from pathlib import Path
 
-    text = (Path(__file__).parent.parent / "docs" / "scheduling.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "scheduling.md").read_text(encoding="utf-8")
     tables: list[tuple[str, list[list[list[str]]]]] = []
     header = None
     for line in text.splitlines():

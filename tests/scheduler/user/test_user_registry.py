@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from schedulekit import HOLDER
 
 from croft.core.problems import CroftError
 from croft.scheduler.user import registry as reg
@@ -252,17 +253,6 @@ def test_24_concurrent_writers_lose_no_entry(tmp_path: Path) -> None:
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(home), str(p)]) for p in roots]
     assert [p.wait(timeout=120) for p in procs] == [0] * 24
     assert sorted(e.root for e in Registry(home).entries()) == sorted(str(p) for p in roots)
-
-
-HOLDER = textwrap.dedent(
-    """
-    import sys, time
-    from croft.scheduler.user.registry import Registry
-    with Registry(sys.argv[1]).locked():
-        print("locked", flush=True)
-        time.sleep(600)
-    """
-)
 
 
 def test_a_writer_killed_holding_the_lock_blocks_nobody(tmp_path: Path) -> None:

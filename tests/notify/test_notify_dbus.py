@@ -23,7 +23,7 @@ from croft.project.config import load_project
 
 SECRET = "sk_live_abcdef123456"
 SYSTEM_PYTHON = "/usr/bin/python3"
-LISTENER = Path(__file__).with_name("dbuslistener.py")
+LISTENER = Path(__file__).resolve().parents[1] / "dbuslistener.py"
 
 
 def _missing() -> str | None:
