@@ -10,7 +10,6 @@ watchdog's events only wake the loop early; a two-second poll catches anything t
 from __future__ import annotations
 
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ import click
 
 from croft.core.clock import now
 from croft.core.result import Result
+from croft.engine.peek import table_versions
 from croft.project.config import Project
 
 __all__ = ["Targets", "signature", "targets", "watch"]
@@ -61,27 +61,7 @@ def signature(project: Project, found: Targets | None) -> tuple[Any, ...]:
             stats.append((str(path), st.st_mtime_ns, st.st_size))
         except OSError:
             stats.append((str(path), None))
-    return (tuple(stats), _input_versions(project.config.database, inputs))
-
-
-def _input_versions(database: Path, inputs: tuple[str, ...]) -> tuple[Any, ...]:
-    if not inputs or not database.exists():
-        return ()
-    versions: list[Any] = []
-    try:
-        conn = sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True, timeout=1.0)
-    except sqlite3.Error:
-        return ("unreadable",)
-    try:
-        for name in inputs:
-            quoted = '"' + name.replace('"', '""') + '"'
-            try:
-                versions.append(conn.execute(f"SELECT count(*), max(_loaded_at) FROM {quoted}").fetchone())
-            except sqlite3.Error:
-                versions.append(None)  # not built yet, or busy: a later look sees the change
-    finally:
-        conn.close()
-    return tuple(versions)
+    return (tuple(stats), table_versions(project.config.database, inputs))
 
 
 @contextmanager

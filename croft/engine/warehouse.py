@@ -30,6 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from croft.core import sqlitefile
 from croft.core.clock import now as clock_now
 from croft.core.problems import CroftError
 from croft.engine.checks import (
@@ -132,10 +133,9 @@ class Warehouse:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # check_same_thread=False: an extraction's worker stages rows on this connection while the
             # opening thread waits for it (see Extraction._pump); no two threads use it at once.
-            self.conn = sqlite3.connect(
-                str(self.path), isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False
+            self.conn = sqlitefile.connect(
+                self.path, "create", timeout=busy_timeout_ms / 1000, any_thread=True
             )
-            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self.conn.execute("PRAGMA journal_mode = WAL")
             if not self._has_bookkeeping():  # only a new warehouse takes the write lock on open
                 self.conn.execute("BEGIN IMMEDIATE")

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from croft.core import sqlitefile
 from croft.core.clock import now, to_iso
 from croft.core.problems import CroftError, Problem, problem
 from croft.history.migrations import MIGRATIONS, SCHEMA_VERSION, Migration, pending, user_version
@@ -156,10 +157,19 @@ def translate_sqlite_errors(what: str, *, path: Path | None = None) -> Iterator[
 
 def connect(target: Path | str) -> sqlite3.Connection:
     """A connection in autocommit mode (we open transactions ourselves) with rows addressable by name."""
-    conn = sqlite3.connect(str(target), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    conn = sqlitefile.connect(target, "create", timeout=BUSY_TIMEOUT_MS / 1000)
     conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = OFF")
+    return conn
+
+
+def open_readonly(state_dir: Path) -> sqlite3.Connection | None:
+    """runs.sqlite for reading only, never created or migrated (status views); None when there is none."""
+    path = Path(state_dir) / "runs.sqlite"
+    if not path.is_file():
+        return None
+    conn = sqlitefile.connect(path, "read", timeout=5.0)
+    conn.row_factory = sqlite3.Row
     return conn
 
 

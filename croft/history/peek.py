@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from croft.core import sqlitefile
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -23,7 +25,7 @@ def peek(
     if not path.is_file():
         return None
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout)
+        conn = sqlitefile.connect(path, "read", timeout=timeout)
         try:
             return conn.execute(sql, params).fetchall()
         finally:

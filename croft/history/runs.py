@@ -23,9 +23,11 @@ __all__ = [
     "RUN_STATUSES",
     "STEP_STATUSES",
     "create_run",
+    "end_running",
     "finish_run",
     "finish_step",
     "get_run",
+    "interrupt_run",
     "last_ok_step",
     "latest_step",
     "list_runs",
@@ -353,34 +355,55 @@ def running_runs(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return [_run_dict(r) for r in rows]
 
 
+def end_running(
+    conn: sqlite3.Connection,
+    run_id: str,
+    *,
+    status: str,
+    error: Problem | dict[str, Any] | None,
+    summary: dict[str, Any] | None = None,
+    at: datetime | None = None,
+    free_leases: bool = True,
+) -> list[str] | None:
+    """End a run from outside it, in one transaction: the run and every attempt still running get
+    ``status`` (attempts with ``error``), and its leases are freed. Returns the assets of the attempts it
+    ended; None, changing nothing, when the run had already ended (its own finish or another verdict won).
+
+    The one way a run is ended by anyone but itself: reconcile (crashed), a second Ctrl-C (interrupted),
+    the tick's maximum-runtime watchdog (failed with TIMEOUT).
+    """
+    assert status in RUN_STATUSES and status != "running", f"not a final run status: {status}"
+    stamp = to_iso(at or now())
+    with immediate(conn, f"recording that run {run_id} ended {status}"):
+        columns = "status = ?, finished_at = ?" + (", summary = ?" if summary is not None else "")
+        values: list[Any] = [status, stamp, *([_dumps(summary)] if summary is not None else [])]
+        ended = conn.execute(
+            f"UPDATE runs SET {columns} WHERE id = ? AND status = 'running'", (*values, run_id)
+        ).rowcount
+        if not ended:
+            return None
+        assets = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT asset FROM steps WHERE run_id = ? AND status = 'running'", (run_id,)
+            )
+        ]
+        conn.execute(
+            "UPDATE steps SET status = ?, finished_at = ?, error = ? WHERE run_id = ? AND status = 'running'",
+            (status, stamp, _error_json(error), run_id),
+        )
+        if free_leases:
+            conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
+    return assets
+
+
 def mark_crashed(conn: sqlite3.Connection, run_id: str, problem: Problem) -> None:
-    """Reconcile's verdict on a run whose process is gone: it and its running steps become crashed."""
-    stamp = to_iso(now())
-    with immediate(conn, f"marking run {run_id} as crashed"):
-        conn.execute(
-            "UPDATE runs SET status = 'crashed', finished_at = ? WHERE id = ? AND status = 'running'",
-            (stamp, run_id),
-        )
-        conn.execute(
-            "UPDATE steps SET status = 'crashed', finished_at = ?, error = ?"
-            " WHERE run_id = ? AND status = 'running'",
-            (stamp, _error_json(problem), run_id),
-        )
+    """Reconcile's verdict on a run whose process is gone: it and its running steps become crashed
+    (reconcile frees the leases of dead holders itself)."""
+    end_running(conn, run_id, status="crashed", error=problem, free_leases=False)
 
 
 def interrupt_run(conn: sqlite3.Connection, run_id: str, error: Problem, summary: dict[str, Any]) -> None:
     """Record at once that a run was stopped: its running attempts and itself ``interrupted``, its leases
     freed. One transaction, for the second Ctrl-C, which does not wait for the run's own clean-up."""
-    stamp = to_iso(now())
-    with immediate(conn, f"recording that run {run_id} was interrupted"):
-        conn.execute(
-            "UPDATE steps SET status = 'interrupted', finished_at = ?, error = ?"
-            " WHERE run_id = ? AND status = 'running'",
-            (stamp, _error_json(error), run_id),
-        )
-        conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
-        conn.execute(
-            "UPDATE runs SET status = 'interrupted', finished_at = ?, summary = ?"
-            " WHERE id = ? AND status = 'running'",
-            (stamp, _dumps(summary), run_id),
-        )
+    end_running(conn, run_id, status="interrupted", error=error, summary=summary)

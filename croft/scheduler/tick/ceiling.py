@@ -29,6 +29,7 @@ from croft.core.clock import parse_instant, to_iso
 from croft.core.duration import words
 from croft.core.identity import ProcessIdentity, is_alive
 from croft.core.problems import Problem, problem
+from croft.history import runs
 from croft.project.config import Project
 
 __all__ = ["DEFAULT_MAX_RUNTIME_S", "KILL_AFTER_S", "deadline_for", "enforce_ceilings", "terminate"]
@@ -98,37 +99,6 @@ def _timeout_problem(run_id: str, ceiling: str) -> Problem:
     )
 
 
-def _record(conn: sqlite3.Connection, run_id: str, stop: Problem, now: datetime) -> list[str] | None:
-    """Mark the run failed and its running steps TIMEOUT, free its leases; the steps' assets, or None
-    when the run had already ended."""
-    from croft.history.db import immediate
-
-    stamp = to_iso(now)
-    error = {**stop.to_dict()}
-    import json
-
-    with immediate(conn, f"recording that run {run_id} ran past its maximum runtime"):
-        assets = [
-            str(r[0])
-            for r in conn.execute(
-                "SELECT asset FROM steps WHERE run_id = ? AND status = 'running'", (run_id,)
-            )
-        ]
-        summary = {"ok": False, "data": {"runId": run_id, "status": "failed"}, "problems": [error], "exit": 1}
-        ended = conn.execute(
-            "UPDATE runs SET status = 'failed', finished_at = ?, summary = ? WHERE id = ? AND status = 'running'",
-            (stamp, json.dumps(summary), run_id),
-        ).rowcount
-        if not ended:
-            return None
-        conn.execute(
-            "UPDATE steps SET status = 'failed', finished_at = ?, error = ? WHERE run_id = ? AND status = 'running'",
-            (stamp, json.dumps(error), run_id),
-        )
-        conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
-    return assets
-
-
 def enforce_ceilings(project: Project, conn: sqlite3.Connection, now: datetime) -> list[Problem]:
     """End every noted scheduled run past its deadline (see the module docstring); warnings for the tick."""
     from croft.history.state import get_setting
@@ -147,7 +117,10 @@ def enforce_ceilings(project: Project, conn: sqlite3.Connection, now: datetime) 
             continue
         ceiling = words((parse_instant(str(deadline)) - parse_instant(str(note.get("at")))).total_seconds())
         stop = _timeout_problem(run_id, ceiling)
-        assets = _record(conn, run_id, stop, now)
+        summary = {"ok": False, "data": {"runId": run_id, "status": "failed"}, "problems": [stop.to_dict()]}
+        assets = runs.end_running(
+            conn, run_id, status="failed", error=stop, summary=summary | {"exit": 1}, at=now
+        )
         if assets is None:
             continue
         how = terminate(ProcessIdentity(row["pid"], row["proc_start"], row["boot_id"]))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from croft.core.identity import is_alive
+from croft.engine.peek import committed_attempts
 from croft.history import catalog, leases, state
 from croft.history.db import translate_sqlite_errors
 from croft.scheduler.due import AssetInfo, DueInput, FailedStart
@@ -128,26 +129,10 @@ def landed_writes(
     conn: sqlite3.Connection, database: Path, latest: dict[str, dict[str, Any]] | None = None
 ) -> dict[str, str]:
     """Crashed latest steps whose write the warehouse committed anyway (a crash after COMMIT, before the
-    step row was finished): asset -> the step's start. The warehouse is opened read-only, and only when
-    there is such a step."""
+    step row was finished): asset -> the step's start. The warehouse is looked into only when there is
+    such a step."""
     with translate_sqlite_errors("reading crashed steps"):
         steps = latest if latest is not None else latest_steps(conn)
         crashed = [s for s in steps.values() if s["status"] == "crashed" and s["attempt"] >= 1]
-    if not crashed or not Path(database).is_file():
-        return {}
-    found: dict[str, str] = {}
-    try:
-        wh = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1.0)
-        try:
-            for step in crashed:
-                row = wh.execute(
-                    "SELECT 1 FROM _croft_writes WHERE asset = ? AND run_id = ? AND attempt = ? LIMIT 1",
-                    (step["asset"], step["run_id"], step["attempt"]),
-                ).fetchone()
-                if row is not None:
-                    found[step["asset"]] = step["started_at"]
-        finally:
-            wh.close()
-    except sqlite3.Error:
-        return found
-    return found
+    done = committed_attempts(database, [(s["asset"], s["run_id"], s["attempt"]) for s in crashed])
+    return {s["asset"]: s["started_at"] for s in crashed if (s["asset"], s["run_id"], s["attempt"]) in done}

@@ -18,6 +18,7 @@ import os
 import sqlite3
 import zlib
 
+from croft.core import sqlitefile
 from croft.scheduler.tick.filekeys import files_fingerprint
 
 TYPE_CHECKING = False  # typing itself is not loaded on this path: it is what the idle tick saves
@@ -146,9 +147,8 @@ def _idle(start: str, now_iso: str, beat: bool) -> tuple[dict[str, Any], str, di
     path = os.path.join(root, ".croft", "runs.sqlite")
     if not os.path.isfile(path):
         return None
-    conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=5.0, isolation_level=None)
+    conn = sqlitefile.connect(path, "write", timeout=5.0)
     try:
-        conn.execute("PRAGMA busy_timeout = 5000")
         raw = _raw_settings(conn)
         memo = json.loads(raw.get(MEMO_KEY) or "null")
         if not isinstance(memo, dict):

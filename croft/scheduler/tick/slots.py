@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from croft.core import sqlitefile
 from croft.core.clock import parse_instant, to_iso
 from croft.core.duration import words
 from croft.core.identity import ProcessIdentity, is_alive
@@ -143,8 +144,7 @@ class Grant:
 
 def _open(home: Path) -> sqlite3.Connection:
     home.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(home / "slots.sqlite"), timeout=10.0, isolation_level=None)
-    conn.execute("PRAGMA busy_timeout = 10000")
+    conn = sqlitefile.connect(home / "slots.sqlite", "create", timeout=10.0)
     for statement in _SCHEMA:
         conn.execute(statement)
     return conn
@@ -277,7 +277,7 @@ def queue_view(home: Path, now: datetime) -> dict[str, Any]:
     if not path.is_file():
         return out
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
+        conn = sqlitefile.connect(path, "read", timeout=2.0)
         try:
             rows = conn.execute("SELECT pid, proc_start, boot_id FROM slots").fetchall()
             out["running"] = sum(1 for pid, s, b in rows if is_alive(ProcessIdentity(pid, s, b)))

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from croft.core.clock import parse_instant
+from croft.history.db import open_readonly
 from croft.project.config import Project
 from croft.schedule import cron
 
@@ -26,15 +27,6 @@ def _local(instant: str | None, tz: str) -> str | None:
     return parse_instant(instant).astimezone(cron.zone(tz)).isoformat(timespec="minutes")
 
 
-def _open_ro(project: Project) -> sqlite3.Connection | None:
-    path = project.config.state_dir / "runs.sqlite"
-    if not path.is_file():
-        return None
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
-    conn.row_factory = sqlite3.Row
-    return conn
-
-
 def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
     """``{scheduling: {...}, assets: {name: {...}}}`` for status."""
     from croft.core.problems import CroftError
@@ -46,7 +38,7 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
     from croft.scheduler.tick.settle import settle
 
     tz = project.config.timezone
-    conn = _open_ro(project)
+    conn = open_readonly(project.config.state_dir)
     try:
         try:
             setting = read_scheduling(conn) if conn is not None else Scheduling()

@@ -1,0 +1,64 @@
+"""Looking into the warehouse without opening it for writing (no ``Warehouse``, no staging code loaded).
+
+The project tick asks which crashed attempts committed their write anyway (a crash after COMMIT,
+before the step row was finished: the write log ``_croft_writes`` has the attempt); ``preview --watch``
+asks whether an input table changed. Both open the file read-only and never create it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from croft.core import sqlitefile
+
+__all__ = ["committed_attempts", "table_versions"]
+
+
+def committed_attempts(database: Path, attempts: Iterable[tuple[str, str, int]]) -> set[tuple[str, str, int]]:
+    """Those of ``(asset, run_id, attempt)`` whose write the warehouse committed; what cannot be read
+    counts as not committed."""
+    wanted = list(attempts)
+    if not wanted or not Path(database).is_file():
+        return set()
+    found: set[tuple[str, str, int]] = set()
+    try:
+        conn = sqlitefile.connect(database, "read", timeout=1.0)
+        try:
+            for asset, run_id, attempt in wanted:
+                row = conn.execute(
+                    "SELECT 1 FROM _croft_writes WHERE asset = ? AND run_id = ? AND attempt = ? LIMIT 1",
+                    (asset, run_id, attempt),
+                ).fetchone()
+                if row is not None:
+                    found.add((asset, run_id, attempt))
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return found
+    return found
+
+
+def table_versions(database: Path, tables: Iterable[str]) -> tuple[Any, ...]:
+    """Per table ``(row count, latest _loaded_at)``, None for a table not built yet (or busy); one
+    ``("unreadable",)`` when the file cannot be opened."""
+    names = list(tables)
+    if not names or not Path(database).exists():
+        return ()
+    try:
+        conn = sqlitefile.connect(database, "read", timeout=1.0)
+    except sqlite3.Error:
+        return ("unreadable",)
+    versions: list[Any] = []
+    try:
+        for name in names:
+            quoted = '"' + name.replace('"', '""') + '"'
+            try:
+                versions.append(conn.execute(f"SELECT count(*), max(_loaded_at) FROM {quoted}").fetchone())
+            except sqlite3.Error:
+                versions.append(None)  # not built yet, or busy: a later look sees the change
+    finally:
+        conn.close()
+    return tuple(versions)
