@@ -54,14 +54,12 @@ def fail(
     problems: list[Problem], as_json: bool, exit_code: int | None = None, data: dict[str, Any] | None = None
 ) -> int:
     """Print a failure (envelope on stdout, or problem lines on stderr); return its exit code."""
-    import json
-
+    from croft.core.envelope import dumps, envelope
     from croft.core.problems import exit_code_for
 
     code = exit_code if exit_code is not None else (exit_code_for(problems) or 1)
     if as_json:
-        envelope = {"ok": False, "data": data or {}, "problems": [p.to_dict() for p in problems], "next": []}
-        _write(sys.stdout, json.dumps(envelope, ensure_ascii=False, default=str))
+        _write(sys.stdout, dumps(envelope(False, data, [p.to_dict() for p in problems])))
     else:
         _write(sys.stderr, "\n".join(problem_lines(problems)))
     return code

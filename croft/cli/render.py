@@ -14,8 +14,9 @@ from typing import Any
 import click
 
 from croft.cli.boundary import problem_lines
+from croft.core.envelope import dumps
 from croft.core.problems import CroftError
-from croft.core.result import Result, dumps
+from croft.core.result import Result
 
 __all__ = ["command_line", "emit", "json_option", "problem_lines", "respond", "run_command"]
 

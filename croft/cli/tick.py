@@ -92,15 +92,16 @@ def run(args: list[str]) -> int:
     quick = _idle(args)
     if quick is not None:
         if as_json:
-            import json
+            from croft.core.envelope import dumps, envelope
 
-            print(json.dumps({"ok": True, "data": quick, "problems": [], "next": []}, ensure_ascii=False))
+            print(dumps(envelope(True, quick)))
         else:
             print(human(quick))
         return 0
     from croft.core import clock
+    from croft.core.envelope import dumps
     from croft.core.problems import CroftError
-    from croft.core.result import Result, dumps
+    from croft.core.result import Result
 
     try:
         as_json, project_dir = _parse(args)
@@ -119,10 +120,10 @@ def run(args: list[str]) -> int:
     else:
         if result.data:
             print(human(result.data))
-        for p in result.problems:
-            print(f"{p.severity}: {p.code}: {p.message}", file=sys.stderr)
-            if p.hint:
-                print(f"  hint: {p.hint}", file=sys.stderr)
+        if result.problems:
+            from croft.cli.boundary import problem_lines
+
+            print("\n".join(problem_lines(result.problems)), file=sys.stderr)
     return result.exit_code
 
 

@@ -6,12 +6,12 @@ this module parses its one flag itself.
 
 from __future__ import annotations
 
-import json
 import sys
 
 from croft.core import clock
+from croft.core.envelope import dumps, envelope
 from croft.core.paths import croft_home
-from croft.core.problems import CroftError
+from croft.core.problems import CroftError, Problem, problem
 from croft.scheduler.ticklog import TickLog
 from croft.scheduler.user.tick_all import tick_all
 
@@ -23,27 +23,21 @@ __all__ = ["main"]
 
 
 def main(args: list[str]) -> int:
-    """``croft tick --all [--json]``; the exit code. Kept free of click: see the module docstring."""
+    """``croft tick --all [--json]``; the exit code (0, 2 for a bad argument, 1 when the tick failed)."""
     as_json = "--json" in args
     unknown = [a for a in args if a != "--json"]
-    problems: list[dict[str, Any]] = []
+    problems: list[Problem] = []
     data: dict[str, Any] = {}
     code = 0
     if unknown:
-        problems.append(
-            {
-                "code": "USAGE",
-                "severity": "error",
-                "message": f"croft tick --all takes no argument {unknown[0]!r}",
-                "hint": "Run `croft tick --all` or `croft tick --all --json`.",
-            }
-        )
+        hint = "Run `croft tick --all` or `croft tick --all --json`."
+        problems.append(problem("USAGE", f"croft tick --all takes no argument {unknown[0]!r}", hint))
         code = 2
     else:
         try:
             data = tick_all()
         except CroftError as exc:
-            problems.append(exc.problem.to_dict())
+            problems.append(exc.problem)
             code = 1
         except Exception as exc:  # the job must log and end, never hang or lose the reason
             import traceback
@@ -51,21 +45,17 @@ def main(args: list[str]) -> int:
             TickLog.of(croft_home()).write(
                 clock.to_iso(clock.now()), "tick failed: " + "".join(traceback.format_exception(exc)).rstrip()
             )
+            message = f"croft tick --all failed: {type(exc).__name__}: {exc}"
             problems.append(
-                {
-                    "code": "INTERNAL_ERROR",
-                    "severity": "error",
-                    "message": f"croft tick --all failed: {type(exc).__name__}: {exc}",
-                    "hint": "The traceback is in the tick log; please report it.",
-                }
+                problem("INTERNAL_ERROR", message, "The traceback is in the tick log; please report it.")
             )
             code = 1
     if as_json:
-        envelope = {"ok": code == 0, "data": data, "problems": problems, "next": []}
-        sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
+        sys.stdout.write(dumps(envelope(code == 0, data, [p.to_dict() for p in problems])) + "\n")
     elif problems:
-        for p in problems:
-            sys.stderr.write(f"error: {p['code']}: {p['message']}\n  hint: {p['hint']}\n")
+        from croft.cli.boundary import problem_lines
+
+        sys.stderr.write("\n".join(problem_lines(problems)) + "\n")
     elif sys.stdout.isatty():
         sys.stdout.write("\n".join(data.get("notes", [])) + ("\n" if data.get("notes") else ""))
     return code

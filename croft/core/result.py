@@ -7,13 +7,13 @@ literal in a command.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from croft.core.envelope import envelope
 from croft.core.problems import Problem, exit_code_for
 
-__all__ = ["Next", "Result", "dumps"]
+__all__ = ["Next", "Result"]
 
 
 @dataclass(frozen=True)
@@ -49,13 +49,6 @@ class Result:
         return code or 1
 
     def envelope(self) -> dict[str, Any]:
-        return {
-            "ok": self.is_ok,
-            "data": self.data,
-            "problems": [p.to_dict() for p in self.problems],
-            "next": [n.to_dict() for n in self.next],
-        }
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+        return envelope(
+            self.is_ok, self.data, [p.to_dict() for p in self.problems], [n.to_dict() for n in self.next]
+        )

@@ -90,15 +90,6 @@ class FailedStart:
     at: str
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"runId": self.run_id, "assets": list(self.assets), "at": self.at, "reason": self.reason}
-
-    @classmethod
-    def from_json(cls, value: Mapping[str, Any]) -> FailedStart:
-        return cls(
-            str(value["runId"]), tuple(value.get("assets") or ()), str(value["at"]), str(value["reason"])
-        )
-
 
 @dataclass
 class DueInput:
@@ -142,9 +133,6 @@ class Hold:
             details={"until": self.until} if self.until else None,
         )
 
-    def to_json(self, asset: str) -> dict[str, Any]:
-        return {"asset": asset, "code": self.code, "message": f"{asset}: {self.reason}", "hint": self.hint}
-
 
 @dataclass
 class View:
@@ -160,28 +148,6 @@ class View:
     hold: Hold | None = None
     missed: int = 0
     primary: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "asset": self.asset,
-            "kind": self.kind,
-            "schedule": self.schedule,
-            "cron": self.cron,
-            "nextFireAt": self.next_fire_at,
-            "lastFireAt": self.last_fire_at,
-            "lastAttemptAt": self.last_attempt_at,
-            "missedFires": self.missed,
-            "due": self.due,
-            "dueReason": self.reason,
-            "hold": None
-            if self.hold is None
-            else {
-                "code": self.hold.code,
-                "reason": self.hold.reason,
-                "until": self.hold.until,
-                "hint": self.hold.hint,
-            },
-        }
 
 
 @dataclass

@@ -20,6 +20,7 @@ import zlib
 
 from croft.core import sqlitefile
 from croft.scheduler.tick.filekeys import files_fingerprint
+from croft.scheduler.tick.report import tick_data
 
 TYPE_CHECKING = False  # typing itself is not loaded on this path: it is what the idle tick saves
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ def _beat(conn: sqlite3.Connection, now_iso: str) -> dict[str, Any]:
     from croft.history import tickrow
 
     who = current()
-    data: dict[str, Any] = {"exited": None, "heartbeatAt": None, "spawned": [], "held": [], "tookMs": 0}
+    data = tick_data()
     conn.execute("BEGIN IMMEDIATE")
     try:
         if tickrow.claim(conn, who) is not None:

@@ -21,6 +21,7 @@ from croft.core.clock import to_iso
 from croft.core.identity import current
 from croft.core.problems import Problem, problem
 from croft.project.config import Project
+from croft.scheduler.tick.report import held, tick_data
 
 __all__ = ["project_tick"]
 
@@ -56,7 +57,7 @@ def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[
     from croft.scheduler.setting import effective_state, read_scheduling_file
 
     started = time.perf_counter()
-    data: dict[str, Any] = {"exited": None, "heartbeatAt": None, "spawned": [], "held": [], "tookMs": 0}
+    data = tick_data()
     problems: list[Problem] = []
     state_dir = project.config.state_dir
     state_now = effective_state(read_scheduling_file(state_dir), now)
@@ -157,7 +158,7 @@ def _work(
         next_fires=False,
     )
     work = due_work(given)
-    data["held"] = [hold.to_json(asset) for asset, hold in work.held]
+    data["held"] = [held(asset, hold.code, f"{asset}: {hold.reason}", hold.hint) for asset, hold in work.held]
     env = croft_env()
     from croft.scheduler.tick import slots
     from croft.scheduler.tick.ceiling import deadline_for
@@ -254,12 +255,13 @@ def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str 
 
 
 def _waiting(asset: str, why: str, reason: str) -> dict[str, Any]:
-    return {
-        "asset": asset,
-        "code": "ASSET_BUSY",
-        "message": f"{asset}: {why}; it stays due ({reason}) and starts at a next tick",
-        "hint": "croft schedule status shows the queue; croft logs --runs shows the scheduled runs",
-    }
+    message = f"{asset}: {why}; it stays due ({reason}) and starts at a next tick"
+    return held(
+        asset,
+        "ASSET_BUSY",
+        message,
+        "croft schedule status shows the queue; croft logs --runs shows the scheduled runs",
+    )
 
 
 def _anything_to_reconcile(conn: Any) -> bool:

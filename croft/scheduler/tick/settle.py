@@ -70,7 +70,7 @@ def settle(conn: sqlite3.Connection, state_dir: Path, now: datetime) -> Settled:
     out.failed_read, out.noted = len(stored_failed), len(stored_notes)
     for value in stored_failed:
         try:
-            failed = FailedStart.from_json(value)
+            failed = _failed_from(value)
         except (KeyError, TypeError, ValueError):
             continue
         if parse_instant(failed.at) + RETRY_BACKOFF > now:
@@ -148,7 +148,7 @@ def apply_settled(conn: sqlite3.Connection, settled: Settled) -> None:
                 (before, asset, fire),
             )
         put_setting(conn, SPAWNED_KEY, settled.still)
-        put_setting(conn, FAILED_KEY, [f.to_json() for f in settled.failed_starts])
+        put_setting(conn, FAILED_KEY, [_failed_json(f) for f in settled.failed_starts])
 
 
 def note_spawn(
@@ -212,5 +212,17 @@ def forget_spawn(conn: sqlite3.Connection, run_id: str, failure: FailedStart) ->
                 )
         put_setting(conn, SPAWNED_KEY, [n for n in notes if n.get("runId") != run_id])
         failed = list(get_setting(conn, FAILED_KEY) or [])
-        failed.append(failure.to_json())
+        failed.append(_failed_json(failure))
         put_setting(conn, FAILED_KEY, failed)
+
+
+def _failed_json(failed: FailedStart) -> dict[str, Any]:
+    """A failed start as settings ``schedule.failedStarts`` keeps it."""
+    return {"runId": failed.run_id, "assets": list(failed.assets), "at": failed.at, "reason": failed.reason}
+
+
+def _failed_from(value: Any) -> FailedStart:
+    """The stored form back; KeyError, TypeError or ValueError when it is not one."""
+    return FailedStart(
+        str(value["runId"]), tuple(value.get("assets") or ()), str(value["at"]), str(value["reason"])
+    )

@@ -16,6 +16,7 @@ from croft.core.clock import parse_instant
 from croft.history.db import open_readonly
 from croft.project.config import Project
 from croft.schedule import cron
+from croft.scheduler.due import View
 
 __all__ = ["asset_rows", "schedule_view", "with_schedule"]
 
@@ -65,7 +66,7 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
     state = effective_state(setting, now)
     assets: dict[str, Any] = {}
     for name, view in work.views.items():
-        out = view.to_json()
+        out = view_json(view)
         out["nextFireAt"] = _local(view.next_fire_at, tz)
         out["lastFireAt"] = _local(view.last_fire_at, tz)
         out["lastAttemptAt"] = _local(view.last_attempt_at, tz)
@@ -151,3 +152,27 @@ def _release(asset: str, code: str) -> str:
     if code == "ASSET_BUSY":
         return "croft logs --runs"
     return f"croft run {asset}"
+
+
+def view_json(view: View) -> dict[str, Any]:
+    """An asset's row of the scheduler's view, as ``croft status --json`` and ``schedule status`` show it."""
+    return {
+        "asset": view.asset,
+        "kind": view.kind,
+        "schedule": view.schedule,
+        "cron": view.cron,
+        "nextFireAt": view.next_fire_at,
+        "lastFireAt": view.last_fire_at,
+        "lastAttemptAt": view.last_attempt_at,
+        "missedFires": view.missed,
+        "due": view.due,
+        "dueReason": view.reason,
+        "hold": None
+        if view.hold is None
+        else {
+            "code": view.hold.code,
+            "reason": view.hold.reason,
+            "until": view.hold.until,
+            "hint": view.hold.hint,
+        },
+    }

@@ -1,0 +1,24 @@
+"""What a project tick reports (``croft tick --json``'s data): one shape for the full tick and the idle one.
+
+``{"exited": null | "off" | "paused" | "busy", "heartbeatAt", "spawned": [{runId, assets, reason}],
+"held": [{asset, code, message, hint}], "tookMs"}`` is a contract scripts read. Built here only; the
+idle tick imports this module every minute, so it imports nothing.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["held", "tick_data"]
+
+
+def tick_data(exited: str | None = None, heartbeat_at: str | None = None) -> dict[str, Any]:
+    """A tick's data before it started anything: nothing spawned, nothing held."""
+    return {"exited": exited, "heartbeatAt": heartbeat_at, "spawned": [], "held": [], "tookMs": 0}
+
+
+def held(asset: str, code: str, message: str, hint: str) -> dict[str, str]:
+    """One entry of ``held``: an asset the tick did not start, the problem code and what releases it."""
+    return {"asset": asset, "code": code, "message": message, "hint": hint}
