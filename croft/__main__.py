@@ -1,6 +1,6 @@
 """``python -m croft``."""
 
-from croft.cli import main
+from croft.cli.main import main
 
 if __name__ == "__main__":
     main()

@@ -148,7 +148,7 @@ import sys
 opened = []
 sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" else None)
 sys.argv = ["croft", "tick", "--json"]
-from croft.cli import main
+from croft.cli.main import main
 try:
     main()
 except SystemExit:
@@ -641,7 +641,7 @@ def _warehouse_goals(
 _RUN_NO_HTTP = """
 import sys, time
 t = time.perf_counter()
-from croft.cli import main
+from croft.cli.main import main
 try:
     main(["run", "--json"])
 except SystemExit:

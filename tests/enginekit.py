@@ -12,7 +12,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from croft.cli import _build_group
+from croft.cli.main import _build_group
 
 
 def croft(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:

@@ -143,7 +143,7 @@ TICK_PROBE = """
 import json, sys
 watched = sys.argv[1:]
 sys.argv = ["croft", "tick", "--json"]
-from croft.cli import main
+from croft.cli.main import main
 import io, contextlib
 out = io.StringIO()
 with contextlib.redirect_stdout(out):

@@ -13,14 +13,30 @@ None of them raises: every notification that does not go out is one redacted lin
 
 from __future__ import annotations
 
+import contextlib
+import json
+import re
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the runner imports this module at the end of every run: keep its imports at nothing
+from croft.core.clock import now
+from croft.history import runs
+from croft.history.db import open_history
+from croft.notify import streaks
+from croft.notify.log import host_of, is_dry, log_miss, record
+from croft.notify.message import (
+    Failed,
+    failure_message,
+    failure_payload,
+    recovered_message,
+    recovered_payload,
+)
+
+if TYPE_CHECKING:
     import sqlite3
 
     from croft.core.problems import Problem
-    from croft.notify.message import Failed
     from croft.project.config import Project
 
 __all__ = [
@@ -44,8 +60,6 @@ def after_run(project: Project, conn: sqlite3.Connection, options: Any, summary:
         if getattr(options, "preview", False):
             return
         if getattr(options, "trigger", "manual") == "schedule":
-            from croft.notify.message import Failed
-
             failed = [Failed(s["asset"], s.get("error")) for s in steps if s.get("status") in FAILED_STATUSES]
             if failed:
                 _failed(project, conn, run_id, failed, summary)
@@ -69,8 +83,6 @@ def notify_failed_start(
     open runs.sqlite, if it has one.
     """
     try:
-        from croft.notify.message import Failed
-
         error = problem.to_dict() if problem is not None and not isinstance(problem, dict) else problem
         failed = [Failed(asset, error) for asset in assets]
     except (Exception, KeyboardInterrupt) as exc:
@@ -91,7 +103,6 @@ def notify_scheduled_failure(
         if conn is not None:
             _failed(project, conn, run_id, list(failed), summary)
             return
-        from croft.history.db import open_history
 
         own = open_history(project.config.state_dir)
         try:
@@ -116,9 +127,6 @@ def notify_crashed_runs(
     """
     for run_id in run_ids:
         try:
-            from croft.history import runs
-            from croft.notify.message import Failed
-
             run = runs.get_run(conn, run_id)
             if run is None or run.get("trigger") != "schedule":
                 continue
@@ -165,9 +173,6 @@ def _failed(
     failed: list[Failed],
     summary: dict[str, Any] | None,
 ) -> None:
-    from croft.core.clock import now
-    from croft.notify import streaks
-    from croft.notify.message import failure_message, failure_payload
 
     at = now()
     try:
@@ -197,12 +202,10 @@ def _pick(decided: tuple[Any, list[str], int]) -> tuple[Any, tuple[list[str], in
 def _recovered(
     project: Project, conn: sqlite3.Connection, run_id: str, succeeded: list[str], summary: dict[str, Any]
 ) -> None:
-    from croft.notify import streaks
 
     going = streaks.read(conn)  # the usual case ends here, after one SELECT
     if not any(asset in going for asset in succeeded):
         return
-    from croft.notify.message import recovered_message, recovered_payload
 
     ended = streaks.update(conn, lambda old: streaks.on_successes(old, succeeded))
     if not ended:
@@ -221,7 +224,6 @@ def _deliver(
     project: Project, run_id: str, event: str, title: str, body: str, payload: dict[str, Any]
 ) -> None:
     """Desktop, then webhook; each one's miss is logged and does not stop the other."""
-    from croft.notify.log import host_of
 
     config = project.config
     redact = project.redactor.text
@@ -241,10 +243,8 @@ def _deliver(
 
 
 def _desktop(project: Project, run_id: str, event: str, title: str, body: str) -> None:
-    import sys
 
     from croft.notify.desktop import show
-    from croft.notify.log import is_dry, record
 
     state = project.config.state_dir
     via = {"darwin": "osascript", "linux": "notify-send"}.get(sys.platform)
@@ -258,10 +258,8 @@ def _desktop(project: Project, run_id: str, event: str, title: str, body: str) -
 
 
 def _webhook(project: Project, run_id: str, event: str, url: str, payload: dict[str, Any]) -> None:
-    import json
 
     from croft import __version__
-    from croft.notify.log import host_of, is_dry, record
     from croft.notify.webhook import post, sign
 
     host = host_of(url)
@@ -295,7 +293,6 @@ def _signing_secret(project: Project) -> tuple[str | None, str | None]:
         return None, None
     if configured in project.env:
         return project.env[configured], None
-    import re
 
     if re.fullmatch(r"[A-Z_][A-Z0-9_]*", configured):
         return None, (
@@ -306,9 +303,6 @@ def _signing_secret(project: Project) -> tuple[str | None, str | None]:
 
 
 def note_miss(project: Project, run_id: str | None, message: str) -> None:
-    import contextlib
-
-    from croft.notify.log import log_miss
 
     try:
         redact = project.redactor.text

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from croft.core.clock import parse_instant, to_iso
-from croft.core.problems import Problem, problem
+from croft.core.problems import CODES, Problem, problem
 from croft.engine.staleness import data_version, stale_reasons
 from croft.project.graph import Graph
 from croft.schedule import cron
@@ -195,7 +195,6 @@ def edited_ago(edited_at: str | None, now: datetime) -> str | None:
 
 def is_retryable(error: Mapping[str, Any] | None) -> bool:
     """Whether a step's stored error is worth another try later (a server or the network, not the code)."""
-    from croft.core.problems import CODES
 
     if not error:
         return False

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from croft.core.clock import from_iso, to_iso
+from croft.history.peek import peek
 from croft.scheduler.setting import Scheduling, effective_state
 
 __all__ = ["BEAT_FILE", "STALE_AFTER", "is_stale", "last_heartbeat", "quiet_since", "read_beat", "write_beat"]
@@ -29,7 +30,6 @@ def last_heartbeat(state_dir: Path) -> str | None:
 
 
 def _row_heartbeat(state_dir: Path) -> str | None:
-    from croft.history.peek import peek
 
     rows = peek(state_dir / "runs.sqlite", "SELECT heartbeat_at FROM tick WHERE id = 1")
     row = rows[0] if rows else None

@@ -9,6 +9,7 @@ never starts work on a guess.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from croft.core.clock import from_iso, to_iso
+from croft.history.peek import peek
 
 __all__ = [
     "SETTING_KEY",
@@ -88,9 +90,6 @@ def read_scheduling_file(state_dir: Path) -> Scheduling:
 
     No file, no table or a file sqlite cannot read all mean off.
     """
-    import json
-
-    from croft.history.peek import peek
 
     rows = peek(Path(state_dir) / "runs.sqlite", "SELECT value FROM settings WHERE key = ?", (SETTING_KEY,))
     try:

@@ -239,7 +239,7 @@ def _explode(*args: object, **kwargs: object) -> None:
 def test_an_unexpected_exception_is_internal_error_with_a_crash_file_in_the_state_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
-    from croft.cli import main
+    from croft.cli.main import main
 
     root = project(tmp_path)
     monkeypatch.chdir(root)
@@ -267,7 +267,7 @@ def test_an_unexpected_exception_is_internal_error_with_a_crash_file_in_the_stat
 def test_outside_a_project_the_crash_file_goes_to_the_user_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
-    from croft.cli import main
+    from croft.cli.main import main
 
     monkeypatch.chdir(plain(tmp_path))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -332,7 +332,7 @@ def test_a_bookkeeping_write_that_fails_keeps_the_run_report(tmp_path: Path, mon
 def test_a_crash_file_never_holds_a_secret_from_env(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
-    from croft.cli import main
+    from croft.cli.main import main
 
     secret = "hunter2-very-secret"
     root = project(tmp_path, **{".env": f"API_KEY={secret}\n"})

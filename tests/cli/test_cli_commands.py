@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from enginekit import croft
 
-from croft.cli import COMMANDS, _build_group
+from croft.cli.main import COMMANDS, _build_group
 from croft.core.paths import data_path
 
 OFFLINE = """

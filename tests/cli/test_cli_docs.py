@@ -9,8 +9,8 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from croft.cli import COMMANDS, _build_group
 from croft.cli.docs import ALIASES, error_pages, resolve, topics
+from croft.cli.main import COMMANDS, _build_group
 from croft.core.problems import CODES, problem
 from croft.core.result import Result
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from croft.cli import _build_group
+from croft.cli.main import _build_group
 
 
 def invoke(*args, cwd=None):

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from croft.cli import _build_group
+from croft.cli.main import _build_group
 
 
 def invoke(*args: str):

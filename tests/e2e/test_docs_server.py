@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from croft.cli import COMMANDS, _build_group
+from croft.cli.main import COMMANDS, _build_group
 from croft.core.paths import data_path
 
 MANIFEST = data_path("docs", "server", "croft-tick-cronjob.yaml")

@@ -14,7 +14,7 @@ from enginekit import croft, cursor, table
 # A `croft run` in a child process that reports its own peak RSS (KiB on Linux) on stderr's last line.
 MEASURED_RUN = """
 import resource, sys
-from croft.cli import main
+from croft.cli.main import main
 try:
     main(["run", "--json"])
 except SystemExit:
@@ -111,7 +111,7 @@ def test_sigkill_in_the_middle_of_a_streamed_load_leaves_nothing_half_written(ma
 
 IMPORTS_AFTER_RUN = """
 import sys
-from croft.cli import main
+from croft.cli.main import main
 try:
     main(["run", "--json"])
 except SystemExit:

@@ -30,7 +30,11 @@ from croft.core.duration import words
 from croft.core.identity import ProcessIdentity, is_alive
 from croft.core.problems import Problem, problem
 from croft.history import runs
+from croft.history.state import get_setting
+from croft.notify.message import Failed
+from croft.notify.send import notify_scheduled_failure
 from croft.project.config import Project
+from croft.scheduler.tick.settle import SPAWNED_KEY
 
 __all__ = ["DEFAULT_MAX_RUNTIME_S", "KILL_AFTER_S", "deadline_for", "enforce_ceilings", "terminate"]
 
@@ -101,8 +105,6 @@ def _timeout_problem(run_id: str, ceiling: str) -> Problem:
 
 def enforce_ceilings(project: Project, conn: sqlite3.Connection, now: datetime) -> list[Problem]:
     """End every noted scheduled run past its deadline (see the module docstring); warnings for the tick."""
-    from croft.history.state import get_setting
-    from croft.scheduler.tick.settle import SPAWNED_KEY
 
     found: list[Problem] = []
     for note in get_setting(conn, SPAWNED_KEY) or []:
@@ -136,8 +138,6 @@ def enforce_ceilings(project: Project, conn: sqlite3.Connection, now: datetime) 
 def _notify(
     project: Project, conn: sqlite3.Connection, run_id: str, assets: list[str], stop: Problem
 ) -> None:
-    from croft.notify.message import Failed
-    from croft.notify.send import notify_scheduled_failure
 
     failed = [Failed(a, stop.with_(asset=a).to_dict()) for a in assets]
     notify_scheduled_failure(project, run_id, failed, conn=conn)

@@ -15,18 +15,30 @@ they never approve code.
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import sqlite3
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from croft.core.clock import now as clock_now
 from croft.core.clock import to_iso
+from croft.core.problems import CroftError
+from croft.engine.runner import RunOptions, run_assets
 from croft.history import state
 from croft.project.asset import AssetFacts
-from croft.project.config import Project
+from croft.project.config import Project, find_root, load_project
+from croft.project.facts import read_python_facts
+from croft.project.fingerprint import code_hash
+from croft.project.sqlfacts import read_sql_facts
+from croft.schedule import cron
+from croft.schedule.phrase import Schedule, parse_schedule
 from croft.scheduler.due import AssetInfo, approval_hold
 from croft.scheduler.setting import effective_state, read_scheduling
 from croft.scheduler.tick.gather import live_leases
+from croft.scheduler.tick.settle import SPAWNED_KEY, not_started_path
 
 __all__ = ["DueRules"]
 
@@ -98,8 +110,6 @@ class DueRules:
         return None if now_state == "on" else f"held: scheduling is {now_state}"
 
     def _code_hold(self, facts: AssetFacts) -> str | None:
-        from croft.core.problems import CroftError
-        from croft.project.fingerprint import code_hash
 
         try:
             digest: str | None = code_hash(self.project, facts)
@@ -111,8 +121,6 @@ class DueRules:
         return f"held (SCHEDULE_HELD): {hold.reason}" if hold else None
 
     def _reread(self, name: str) -> AssetFacts | None:
-        from croft.project.facts import read_python_facts
-        from croft.project.sqlfacts import read_sql_facts
 
         old = self.facts[name]
         if not old.path.is_file():
@@ -123,7 +131,6 @@ class DueRules:
 
     def _fire(self, name: str, run_id: str, moment: datetime) -> str | None:
         """The fire the tick noted for this run, else the schedule's latest fire now."""
-        from croft.scheduler.tick.settle import SPAWNED_KEY
 
         for note in state.get_setting(self.conn, SPAWNED_KEY) or []:
             if note.get("runId") == run_id:
@@ -133,8 +140,6 @@ class DueRules:
         schedule = self.facts[name].schedule
         if not schedule:
             return None
-        from croft.schedule import cron
-        from croft.schedule.phrase import Schedule, parse_schedule
 
         parsed = parse_schedule(schedule)
         if not isinstance(parsed, Schedule):
@@ -145,8 +150,6 @@ class DueRules:
 
 def _fault_before_run() -> None:
     """Crash tests: ``CROFT_FAULT=before_run`` kills a scheduled run before it records anything."""
-    import os
-    import signal
 
     if "before_run" in {p.strip() for p in os.environ.get("CROFT_FAULT", "").split(",")}:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -155,12 +158,6 @@ def _fault_before_run() -> None:
 def due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv: list[str]) -> Any:
     """``croft run --due A B``: the normal runner with the scheduler's rules; a refusal before the run
     is recorded is left in the run's log folder for the next tick to read."""
-    import json
-    from pathlib import Path
-
-    from croft.core.problems import CroftError
-    from croft.engine.runner import RunOptions, run_assets
-    from croft.project.config import find_root, load_project
 
     _fault_before_run()
     try:
@@ -171,8 +168,6 @@ def due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv
         return run_assets(project, options)
     except CroftError as exc:
         if run_id:
-            from croft.scheduler.tick.settle import not_started_path
-
             try:
                 root = Path(project_dir) if project_dir else find_root()
                 try:

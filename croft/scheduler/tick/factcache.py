@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from croft.core.clock import to_iso
+from croft.history.state import get_setting, put_setting
 from croft.project.config import Project
+from croft.schedule import cron
+from croft.schedule.cron import CronSpec
 from croft.scheduler.due import AssetInfo
 from croft.scheduler.tick.filekeys import asset_paths, stat_text
 
@@ -108,7 +111,6 @@ _SPEC_FLAGS = ("dom_star", "dow_star", "is_interval")
 
 def _spec_json(text: str | None) -> dict[str, Any] | None:
     """The parsed cron, stored with the facts so an idle tick never parses a cron again."""
-    from croft.schedule import cron
 
     if not text:
         return None
@@ -124,7 +126,6 @@ def _spec_json(text: str | None) -> dict[str, Any] | None:
 
 
 def _spec(value: Any) -> Any:
-    from croft.schedule.cron import CronSpec
 
     if not isinstance(value, dict):
         return None
@@ -152,7 +153,6 @@ def load_facts(
     ``conn`` None (no runs.sqlite yet) reads everything and stores nothing; ``store`` False (status views)
     never writes either.
     """
-    from croft.history.state import get_setting
 
     zone = project.config.timezone
     root = project.root
@@ -196,15 +196,12 @@ def load_facts(
         info["spec"] = _spec(info.get("spec"))
         infos[name] = AssetInfo(**info)
     if conn is not None and store and (read or set(fresh) != set(entries) or old_zone != zone):
-        from croft.history.state import put_setting
-
         put_setting(conn, CACHE_KEY, {"format": _FORMAT, "zone": zone, "files": fresh})
     return infos, read
 
 
 def cached_deps(conn: sqlite3.Connection) -> list[str]:
     """Every project-local module the cached assets imported (relative paths), for the idle tick."""
-    from croft.history.state import get_setting
 
     value = get_setting(conn, CACHE_KEY) or {}
     files = value.get("files") if isinstance(value, dict) else None

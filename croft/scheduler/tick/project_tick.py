@@ -17,11 +17,33 @@ import time
 from datetime import datetime
 from typing import Any
 
-from croft.core.clock import to_iso
+from croft.core.children import croft_env
+from croft.core.clock import parse_instant, to_iso
 from croft.core.identity import current
 from croft.core.problems import Problem, problem
+from croft.history import runs
+from croft.history.db import open_history
+from croft.history.state import claim_tick, delete_setting, put_setting, read_tick, release_tick, write_tick
+from croft.notify.send import ping_after_tick
 from croft.project.config import Project
+from croft.schedule import cron
+from croft.scheduler.due import RETRY_BACKOFF, clock_words, due_work
+from croft.scheduler.setting import effective_state, read_scheduling, read_scheduling_file
+from croft.scheduler.tick import slots, start
+from croft.scheduler.tick.factcache import cached_deps, load_facts
+from croft.scheduler.tick.gather import due_input, landed_writes, latest_steps
+from croft.scheduler.tick.memo import MEMO_KEY, make_memo
 from croft.scheduler.tick.report import held, tick_data
+from croft.scheduler.tick.settle import (
+    FailedStart,
+    apply_settled,
+    forget_spawn,
+    note_child,
+    note_spawn,
+    settle,
+)
+from croft.scheduler.tick.tell import tell_after_tick
+from croft.scheduler.ticklog import TickLog
 
 __all__ = ["project_tick"]
 
@@ -54,7 +76,6 @@ def _refresh_catalog(project: Project, conn: Any, assets: list[str], infos: dict
 
 def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[Problem]]:
     """Run one tick of ``project`` at ``now``; returns the ``croft tick --json`` data and its problems."""
-    from croft.scheduler.setting import effective_state, read_scheduling_file
 
     started = time.perf_counter()
     data = tick_data()
@@ -65,9 +86,6 @@ def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[
         data["exited"] = state_now
         data["tookMs"] = int((time.perf_counter() - started) * 1000)
         return data, problems
-
-    from croft.history.db import open_history
-    from croft.history.state import claim_tick, read_tick, release_tick, write_tick
 
     conn = open_history(state_dir)
     who = current()
@@ -86,7 +104,6 @@ def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[
     finally:
         conn.close()
         data["tookMs"] = int((time.perf_counter() - started) * 1000)
-    from croft.notify.send import ping_after_tick
 
     ping_after_tick(project)  # a completed tick only: an early exit (off, paused, busy) returned above
     return data, problems
@@ -95,7 +112,6 @@ def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[
 def _tell(project: Project, conn: Any, now: datetime, failed_starts: list[tuple[Any, Problem]]) -> None:
     """Failed starts and crashed scheduled runs are notified after the singleton is released, so a slow
     webhook never makes the next minute's tick find this one still holding it."""
-    from croft.scheduler.tick.tell import tell_after_tick
 
     tell_after_tick(project, conn, now, failed_starts)
 
@@ -109,21 +125,6 @@ def _work(
     previous: str | None = None,
 ) -> list[tuple[Any, Problem]]:
     """Returns the failed starts found or made, each with the problem reported for it (to notify)."""
-
-    from croft.core.children import croft_env
-    from croft.scheduler.due import due_work
-    from croft.scheduler.setting import read_scheduling
-    from croft.scheduler.tick.factcache import load_facts
-    from croft.scheduler.tick.gather import due_input, landed_writes, latest_steps
-    from croft.scheduler.tick.settle import (
-        FailedStart,
-        apply_settled,
-        forget_spawn,
-        note_child,
-        note_spawn,
-        settle,
-    )
-    from croft.scheduler.tick.start import start_due_run
 
     tz = project.config.timezone
     state_dir = project.config.state_dir
@@ -160,7 +161,6 @@ def _work(
     work = due_work(given)
     data["held"] = [held(asset, hold.code, f"{asset}: {hold.reason}", hold.hint) for asset, hold in work.held]
     env = croft_env()
-    from croft.scheduler.tick import slots
     from croft.scheduler.tick.ceiling import deadline_for
 
     grant = _grant(project, conn, work, now, previous)
@@ -172,15 +172,13 @@ def _work(
         ]
     followers = [n for n, v in work.views.items() if v.due and not v.primary]
     for want, slot in grant.start:
-        from croft.history import runs
-
         group = want.group
         run_id = runs.new_run_id(now, tz, conn)
         fires = {a: work.fires[a] for a in group if a in work.fires}
         deadline = deadline_for([*group, *followers], infos, project, now)
         note_spawn(conn, run_id, group, now, fires, group, deadline=deadline)
         try:
-            child = start_due_run(project.root, state_dir, run_id, group, env)
+            child = start.start_due_run(project.root, state_dir, run_id, group, env)
         except OSError as exc:
             slots.release(slots.home(), slot)
             why = f"it could not be started: {exc.strerror or exc}"
@@ -208,10 +206,6 @@ def _work(
 def _leave_memo(project: Project, conn: Any, now: datetime, infos: dict[str, Any] | None) -> None:
     """After a tick that found nothing to do, the memo that lets the next ticks only beat (``idle``);
     after any other tick, no memo."""
-    from croft.history.state import delete_setting, put_setting
-    from croft.schedule import cron
-    from croft.scheduler.tick.factcache import cached_deps
-    from croft.scheduler.tick.memo import MEMO_KEY, make_memo
 
     if infos is None:
         delete_setting(conn, MEMO_KEY)
@@ -230,9 +224,6 @@ def _leave_memo(project: Project, conn: Any, now: datetime, infos: dict[str, Any
 
 def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str | None) -> Any:
     """Which due groups start now under the per-user cap (``schedule.slots``); a wake is logged once."""
-    from croft.core.clock import parse_instant
-    from croft.scheduler.setting import read_scheduling
-    from croft.scheduler.tick import slots
 
     wants = [
         slots.Want(group, min((work.fires[a] for a in group if a in work.fires), default=to_iso(now)))
@@ -248,8 +239,6 @@ def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str 
         return slots.Grant()
     grant = slots.take(slots.home(), str(project.root), wants, now, current(), asleep=asleep)
     if grant.wake_line:
-        from croft.scheduler.ticklog import TickLog
-
         TickLog.of(slots.home()).write(to_iso(now), f"{project.root}: {grant.wake_line}")
     return grant
 
@@ -273,8 +262,6 @@ def _anything_to_reconcile(conn: Any) -> bool:
 
 
 def _words(failure: Any, now: datetime, tz: str) -> str:
-    from croft.core.clock import parse_instant
-    from croft.scheduler.due import RETRY_BACKOFF, clock_words
 
     return clock_words(parse_instant(failure.at) + RETRY_BACKOFF, now, tz)
 

@@ -32,6 +32,7 @@ from croft.core import sqlitefile
 from croft.core.clock import parse_instant, to_iso
 from croft.core.duration import words
 from croft.core.identity import ProcessIdentity, is_alive
+from croft.core.paths import croft_home
 
 __all__ = [
     "DEFAULT_MAX",
@@ -66,7 +67,6 @@ _SCHEMA = (
 
 
 def home() -> Path:
-    from croft.core.paths import croft_home
 
     return croft_home()
 

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 from croft.core.clock import to_iso
 from croft.history.db import immediate
 from croft.history.state import get_setting, put_setting
+from croft.notify.message import Failed
+from croft.notify.send import note_miss, notify_crashed_runs, notify_failed_start
 
 if TYPE_CHECKING:
     from croft.core.problems import Problem
@@ -61,8 +63,6 @@ def tell_after_tick(
 
     A failed start whose run row says crashed (it recorded itself, then died before starting some of
     its assets) is told with the crash, naming what crashed and what never started."""
-    from croft.notify.message import Failed
-    from croft.notify.send import note_miss, notify_crashed_runs, notify_failed_start
 
     try:
         crashed = claim_crashed(conn, now)

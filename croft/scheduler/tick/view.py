@@ -12,11 +12,18 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
+from croft.core import clock
 from croft.core.clock import parse_instant
+from croft.core.problems import CroftError, problem
 from croft.history.db import open_readonly
 from croft.project.config import Project
 from croft.schedule import cron
-from croft.scheduler.due import View
+from croft.scheduler.due import View, due_work
+from croft.scheduler.heartbeat import last_heartbeat
+from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
+from croft.scheduler.tick.factcache import load_facts
+from croft.scheduler.tick.gather import due_input
+from croft.scheduler.tick.settle import settle
 
 __all__ = ["asset_rows", "schedule_view", "with_schedule"]
 
@@ -30,13 +37,6 @@ def _local(instant: str | None, tz: str) -> str | None:
 
 def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
     """``{scheduling: {...}, assets: {name: {...}}}`` for status."""
-    from croft.core.problems import CroftError
-    from croft.scheduler.due import due_work
-    from croft.scheduler.heartbeat import last_heartbeat
-    from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
-    from croft.scheduler.tick.factcache import load_facts
-    from croft.scheduler.tick.gather import due_input
-    from croft.scheduler.tick.settle import settle
 
     tz = project.config.timezone
     conn = open_readonly(project.config.state_dir)
@@ -93,7 +93,6 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
 def with_schedule(result: Any, project: Project) -> Any:
     """Add the scheduler's view to a ``croft status`` Result: ``data.scheduling`` and each asset's
     ``schedule`` block."""
-    from croft.core import clock
 
     now = clock.now()
     view = schedule_view(project, now)
@@ -109,7 +108,6 @@ def with_schedule(result: Any, project: Project) -> Any:
 
 def _held_warnings(view: dict[str, Any]) -> list[Any]:
     """One warning per due asset the scheduler holds, naming what releases it (scheduling on or paused)."""
-    from croft.core.problems import problem
 
     out = []
     for name, block in view["assets"].items():

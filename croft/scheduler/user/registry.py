@@ -14,6 +14,7 @@ list of which projects should tick.
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import shlex
@@ -198,7 +199,6 @@ class Registry:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the OS lock; DB_BUSY when another croft keeps it longer than ``lock_timeout``."""
-        import fcntl
 
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from jobskit import FakeOS
 
-from croft.cli import _build_group
+from croft.cli.main import _build_group
 from croft.core.clock import parse_instant, to_iso
 from croft.core.identity import current
 from croft.core.problems import CroftError

@@ -289,7 +289,7 @@ def test_the_tick_imports_no_click_httpx_or_parser_and_reads_no_asset_file_when_
         real_parse = ast.parse
         ast.parse = lambda *a, **k: (parsed.append(1), real_parse(*a, **k))[1]
         sys.argv = ["croft", "tick", "--json"]
-        from croft.cli import main
+        from croft.cli.main import main
         try:
             main()
         except SystemExit:

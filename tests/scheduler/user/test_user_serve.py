@@ -115,7 +115,7 @@ def test_doctor_lines_for_a_broken_chain(
 ) -> None:
     from click.testing import CliRunner
 
-    from croft.cli import _build_group
+    from croft.cli.main import _build_group
     from croft.scheduler.jobs import record as jobrecord
 
     monkeypatch.setenv("CROFT_NOW", NOW)
