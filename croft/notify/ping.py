@@ -7,10 +7,13 @@ bypasses any HTTP proxy of the environment, as the webhook does.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from croft.notify.log import host_of, log_miss
 
@@ -56,9 +59,6 @@ def timeout_seconds(default: float) -> float:
 
 
 def is_loopback(url: str) -> bool:
-    import ipaddress
-    from urllib.parse import urlsplit
-
     try:
         host = urlsplit(url).hostname or ""
     except ValueError:
@@ -78,8 +78,6 @@ def ping(url: str, timeout: float | None = None) -> Pinged:
     The socket timeout bounds each wait, not a name lookup that hangs nor a server that drips its
     answer a byte at a time, so the request runs in a daemon thread and the tick stops waiting at the
     deadline (the thread ends with the process)."""
-    import threading
-
     timeout = min(timeout_seconds(PING_TIMEOUT_S), PING_TIMEOUT_S) if timeout is None else timeout
     got: list[Pinged] = []
     worker = threading.Thread(target=lambda: got.append(_get(url, timeout)), name="croft-ping", daemon=True)

@@ -80,7 +80,7 @@ def effective_state(setting: Scheduling, now: datetime) -> State:
 
 
 def read_scheduling(conn: sqlite3.Connection) -> Scheduling:
-    from croft.history.state import get_setting
+    from croft.history.state import get_setting  # lazy: the per-user tick reads through peek, not history.db
 
     return Scheduling.from_json(get_setting(conn, SETTING_KEY))
 
@@ -107,7 +107,7 @@ def write_scheduling(
     paused_until: datetime | None = None,
 ) -> Scheduling:
     """Store the setting; ``since`` moves to ``now`` when scheduling turns on or changes how it ticks."""
-    from croft.history.state import put_setting
+    from croft.history.state import put_setting  # lazy: as in read_scheduling
 
     before = read_scheduling(conn)
     since = before.since

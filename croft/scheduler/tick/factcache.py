@@ -37,7 +37,7 @@ def stat_key(root: str, path: str, deps: list[str], zone: str) -> str:
 
 
 def _mtime_iso(path: Path) -> str | None:
-    from datetime import UTC, datetime
+    from datetime import UTC, datetime  # lazy: only for a file that changed
 
     try:
         return to_iso(datetime.fromtimestamp(path.stat().st_mtime, UTC))
@@ -49,6 +49,7 @@ def _read_one(
     project: Project, path: Path, name: str, old: Mapping[str, Any] | None, zone_from: str | None
 ) -> dict[str, Any]:
     """Read one changed file statically (the only place the tick parses anything)."""
+    # lazy: the readers (ast, SQLite's authorizer, the phrase parser) load only when a file changed
     from croft.core.problems import CroftError
     from croft.project.discovery import check_name
     from croft.project.facts import read_python_facts

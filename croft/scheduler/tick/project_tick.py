@@ -21,6 +21,7 @@ from croft.core.children import croft_env
 from croft.core.clock import parse_instant, to_iso
 from croft.core.identity import current
 from croft.core.problems import Problem, problem
+from croft.engine.reconcile import reconcile
 from croft.history import runs
 from croft.history.db import open_history
 from croft.history.state import claim_tick, delete_setting, put_setting, read_tick, release_tick, write_tick
@@ -30,6 +31,7 @@ from croft.schedule import cron
 from croft.scheduler.due import RETRY_BACKOFF, clock_words, due_work
 from croft.scheduler.setting import effective_state, read_scheduling, read_scheduling_file
 from croft.scheduler.tick import slots, start
+from croft.scheduler.tick.ceiling import deadline_for, enforce_ceilings
 from croft.scheduler.tick.factcache import cached_deps, load_facts
 from croft.scheduler.tick.gather import due_input, landed_writes, latest_steps
 from croft.scheduler.tick.memo import MEMO_KEY, make_memo
@@ -62,7 +64,7 @@ def _crash_warning(state_rel: str, run_id: str, assets: tuple[str, ...], why: st
 
 def _refresh_catalog(project: Project, conn: Any, assets: list[str], infos: dict[str, Any]) -> None:
     """Re-mirror what a crashed run may have committed (only then is the warehouse code imported)."""
-    from croft.engine.catalog import mirror
+    from croft.engine.catalog import mirror  # lazy: the warehouse's code costs a tick more than its work
     from croft.engine.warehouse import Warehouse
 
     if not project.config.database.exists():
@@ -131,12 +133,8 @@ def _work(
     state_rel = _rel(project)
     infos, _read = load_facts(conn, project)
     if _anything_to_reconcile(conn):
-        from croft.scheduler.tick.ceiling import enforce_ceilings
-
         problems.extend(enforce_ceilings(project, conn, now))  # before reconcile: past its ceiling is TIMEOUT
     if _anything_to_reconcile(conn):
-        from croft.engine.reconcile import reconcile
-
         reconcile(conn, lambda assets: _refresh_catalog(project, conn, assets, infos))
     settled = settle(conn, state_dir, now)
     apply_settled(conn, settled)
@@ -161,8 +159,6 @@ def _work(
     work = due_work(given)
     data["held"] = [held(asset, hold.code, f"{asset}: {hold.reason}", hold.hint) for asset, hold in work.held]
     env = croft_env()
-    from croft.scheduler.tick.ceiling import deadline_for
-
     grant = _grant(project, conn, work, now, previous)
     if grant.wake_line:
         data["woke"] = grant.wake_line
