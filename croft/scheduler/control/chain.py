@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from croft.scheduler.jobs.base import SERVE_FALLBACK, JobState
 from croft.scheduler.jobs.health import Link
@@ -86,7 +86,7 @@ class Chain:
     interpreter: Interpreter | None = None
     log_file: str = "tick.log"
     log_dir_exists: bool = True
-    log: tuple[str, ...] = field(default_factory=tuple)  # the tick log's tail
+    log: tuple[str, ...] = ()  # the tick log's tail
     serve_alive: bool = False
     platform: str = sys.platform
     wsl: bool = False

@@ -42,16 +42,8 @@ def project_chain(
 ) -> Chain:
     """One quiet project's chain, for SCHEDULER_STALE (``job``: the answer the command already read)."""
     registry, entries, error = _registry()
-    root = str(project.root)
-    entry = _find(entries, root)
-    place = Place(
-        root=root,
-        via=setting.via,
-        registered_via=entry.via if entry else None,
-        state=effective_state(setting, now),
-        quiet=True,
-        last_tick=heartbeat.last_heartbeat(project.config.state_dir),
-    )
+    entry = _find(entries, str(project.root))
+    place = _project_place(project, setting, entry, now, quiet=True)
     return _chain([place], registry, len(entries), error, runner, job)
 
 
@@ -62,19 +54,25 @@ def user_chain(project: Project | None, now: datetime, *, runner: Runner | None 
     places = [_entry_place(e, now) for e in entries]
     if project is not None and _find(entries, str(project.root)) is None:
         setting = read_scheduling_file(project.config.state_dir)
-        beat = heartbeat.last_heartbeat(project.config.state_dir)
-        places.insert(
-            0,
-            Place(
-                root=str(project.root),
-                via=setting.via,
-                registered_via=None,
-                state=effective_state(setting, now),
-                quiet=heartbeat.is_stale(setting, beat, now),
-                last_tick=beat,
-            ),
-        )
+        places.insert(0, _project_place(project, setting, None, now, quiet=None))
     return _chain(places, registry, len(entries), error, runner, None)
+
+
+def _project_place(
+    project: Project, setting: Scheduling, entry: Entry | None, now: datetime, *, quiet: bool | None
+) -> Place:
+    """``quiet`` None: stale or not by the heartbeat's rule; True: the caller knows no tick came."""
+    beat = heartbeat.last_heartbeat(project.config.state_dir)
+    state = effective_state(setting, now)
+    return Place(
+        root=str(project.root),
+        # a setting without a via is ticked as `croft tick --all` ticks it: by the OS job
+        via=setting.via or ("os-job" if state != "off" else None),
+        registered_via=entry.via if entry else None,
+        state=state,
+        quiet=heartbeat.is_stale(setting, beat, now) if quiet is None else quiet,
+        last_tick=beat,
+    )
 
 
 def _registry() -> tuple[Registry, list[Entry], tuple[str, str | None] | None]:
