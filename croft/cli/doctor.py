@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from croft.cli.render import json_option, run_command
+from croft.core.problems import CroftError
 from croft.core.result import Result
+
+if TYPE_CHECKING:
+    from croft.project.config import Project
 
 
 def _human(result: Result) -> str:
@@ -21,7 +25,18 @@ def command() -> Result:
     """Check the scheduler chain: registry, OS job, daemon, interpreter, serve and each project's last tick."""
     from croft.scheduler.control.doctor import doctor
 
-    return doctor()
+    return doctor(project=_here())
+
+
+def _here() -> Project | None:
+    """The project doctor is run in, if any: checked too, so one missing from the registry (a moved folder)
+    shows up. Doctor must work anywhere, so a folder that is no project, or a broken one, is just skipped."""
+    from croft.project.config import load_project
+
+    try:
+        return load_project()
+    except CroftError:
+        return None
 
 
 def doctor_text(data: dict[str, Any]) -> str:

@@ -27,7 +27,7 @@ from croft.scheduler.control.diagnosis import no_tick_problem, stale_warning
 from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.jobs.base import SERVE_FALLBACK
 from croft.scheduler.jobs.oscmd import Runner
-from croft.scheduler.jobs.record import installed_backend, installed_job
+from croft.scheduler.jobs.record import InstalledJob, installed_backend, installed_job
 from croft.scheduler.jobs.spec import interpreter_imports_croft
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
 from croft.scheduler.user.registry import Registry, Via
@@ -246,6 +246,7 @@ def schedule_on(
     if no_os_job and before_entry is not None and before_entry.via == "os-job":
         problems += _remove_job_if_unused(registry, runner, used_it=True)
     first_tick: dict[str, Any] | None = None
+    job: InstalledJob | None = None
     if not no_os_job:
         beat = heartbeat.last_heartbeat(project.config.state_dir)
         fresh = beat is not None and now - from_iso(beat) <= ALREADY_TICKING
@@ -255,9 +256,10 @@ def schedule_on(
             waited = _wait_for_heartbeat(project, now, wait_ms, progress)
             first_tick = {"ok": waited is not None, "alreadyTicking": False, "waitedMs": waited or wait_ms}
             if waited is None:
-                problems.append(no_tick_problem(project, setting, now, wait_ms, runner))
+                job = installed_job(runner)
+                problems.append(no_tick_problem(project, setting, now, wait_ms, runner, job=job))
     nexts: list[Next] = []
-    data = _data("on", project, setting, registry, runner, clock.now())
+    data = _data("on", project, setting, registry, job or installed_job(runner), clock.now())
     if no_os_job:
         nexts.append(Next("croft serve", "keep it running: with --no-os-job it is what ticks this project"))
     try:
@@ -271,24 +273,19 @@ def schedule_on(
     return Result(data=data, problems=problems, next=nexts)
 
 
-def _job_json(runner: Runner | None) -> dict[str, Any] | None:
-    state = installed_job(runner)
-    return None if state is None else state.to_json()
-
-
 def _data(
     action: str,
     project: Project,
     setting: Scheduling,
     registry: Registry,
-    runner: Runner | None,
+    job: InstalledJob,
     now: datetime,
 ) -> dict[str, Any]:
     return {
         "action": action,
         "root": str(project.root),
         "scheduling": _scheduling_json(project, setting, now),
-        "job": _job_json(runner),
+        "job": None if job.state is None else job.state.to_json(),
         "registry": _registry_json(registry, project.root),
     }
 
@@ -303,7 +300,7 @@ def schedule_off(project: Project, *, runner: Runner | None = None) -> Result:
     problems = _remove_job_if_unused(
         registry, runner, used_it=bool(before_entry and before_entry.via == "os-job")
     )
-    data = _data("off", project, setting, registry, runner, now)
+    data = _data("off", project, setting, registry, installed_job(runner), now)
     return Result(data=data, problems=problems)
 
 
@@ -318,7 +315,7 @@ def schedule_pause(project: Project, length: str | None, *, runner: Runner | Non
         )
     until = now + parse_pause_length(length) if length is not None else None
     setting = _write(project, "paused", now, via=before.via, paused_until=until)
-    data = _data("pause", project, setting, Registry(), runner, now)
+    data = _data("pause", project, setting, Registry(), installed_job(runner), now)
     return Result(data=data, next=[Next("croft schedule on", "resume now")])
 
 
@@ -326,9 +323,10 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
     now = clock.now()
     setting = read_scheduling_file(project.config.state_dir)
     registry = Registry()
-    data = _data("status", project, setting, registry, runner, now)
+    job = installed_job(runner)  # read once: the status shows it, and the stale warning checks it
+    data = _data("status", project, setting, registry, job, now)
     problems: list[Problem] = []
-    warning = stale_warning(project, runner, now)
+    warning = stale_warning(project, runner, now, job=job)
     if warning:
         problems.append(warning)
     data["assets"], nexts = _assets(project, now)

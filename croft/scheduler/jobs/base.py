@@ -1,4 +1,4 @@
-"""What the three job backends share: their state as data, and the one install failure."""
+"""What the three job backends share: their state as data, their health links, and the one install failure."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from croft.core.problems import CroftError
+from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Completed
 from croft.scheduler.jobs.spec import JobSpec
 
@@ -52,6 +53,12 @@ class Backend(Protocol):
         ...
 
     def inspect(self, label: str) -> JobState: ...
+
+    def health(self) -> list[Link]:
+        """What else must hold for this backend's job to fire (crontab: a cron daemon; systemd: linger),
+        as links of the scheduler chain. A new backend adds its own checks here, nowhere else; they probe
+        the OS, so the chain asks only for ``croft doctor`` or when scheduling is stale."""
+        ...
 
 
 def install_failed(backend: str, what: str, done: Completed | None, hint: str, **details: Any) -> CroftError:

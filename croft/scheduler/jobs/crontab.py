@@ -13,10 +13,22 @@ from pathlib import Path
 
 from croft.core.problems import CroftError
 from croft.scheduler.jobs.base import JobState, install_failed
+from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Completed, Runner, run
 from croft.scheduler.jobs.spec import JobSpec
 
-__all__ = ["Crontab", "cron_daemon_running", "render_line", "splice", "tag", "tick_command"]
+__all__ = [
+    "CRON_START",
+    "Crontab",
+    "cron_daemon_link",
+    "cron_daemon_running",
+    "render_line",
+    "splice",
+    "tag",
+    "tick_command",
+]
+
+CRON_START = "sudo service cron start"
 
 
 def tag(label: str) -> str:
@@ -161,6 +173,10 @@ class Crontab:
             location=f"crontab line tagged # {tag(label)}",
         )
 
+    def health(self) -> list[Link]:
+        """A crontab line runs only while a cron daemon does, and nothing says so when none does."""
+        return [cron_daemon_link(cron_daemon_running())]
+
 
 def python_of(line: str) -> str | None:
     """The interpreter our line runs (the first word after the environment assignments)."""
@@ -174,6 +190,22 @@ def python_of(line: str) -> str | None:
     except ValueError:
         return None
     return next((w for w in words if "=" not in w.split("/")[0]), None)
+
+
+def cron_daemon_link(running: bool | None) -> Link:
+    """The "cron daemon" link from what ``cron_daemon_running`` saw (kept apart so it is tested by value)."""
+    if running is False:
+        return Link.broken(
+            "cron daemon",
+            "no cron daemon is running, so the crontab line never runs",
+            "cron_not_running",
+            CRON_START,
+        )
+    if running is None:
+        return Link.holds(
+            "cron daemon", "croft cannot look for a cron daemon here (this system has no /proc)"
+        )
+    return Link.holds("cron daemon", "a cron daemon is running")
 
 
 def cron_daemon_running(proc: Path = Path("/proc")) -> bool | None:

@@ -14,6 +14,7 @@ from xml.sax.saxutils import escape
 
 from croft.core.paths import data_path
 from croft.scheduler.jobs.base import JobState, fill, install_failed
+from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Completed, Runner, run
 from croft.scheduler.jobs.spec import JobSpec
 
@@ -126,6 +127,12 @@ class Launchd:
             python=python,
             location=str(path),
         )
+
+    def health(self) -> list[Link]:
+        """None of its own: launchd needs no daemon started nor session kept, and "job loaded" already
+        says whether it took the agent. (macOS privacy protection is about where a project lives, so it is
+        the project's link, not the backend's.)"""
+        return []
 
 
 def _read(path: Path) -> str | None:

@@ -6,6 +6,7 @@ schedule on`` installed, for the label in force, with the interpreter it runs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,10 @@ from croft.core.paths import croft_home, job_label
 from croft.core.problems import CroftError
 from croft.scheduler.jobs import backends
 from croft.scheduler.jobs.base import Backend, JobState
+from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Runner
 
-__all__ = ["clear", "installed_backend", "installed_job", "read", "write"]
+__all__ = ["InstalledJob", "clear", "installed_backend", "installed_job", "read", "write"]
 
 
 def _path(home: Path | None = None) -> Path:
@@ -36,9 +38,22 @@ def clear(home: Path | None = None) -> None:
     _path(home).unlink(missing_ok=True)
 
 
-def installed_backend(runner: Runner | None = None) -> Backend | None:
-    """The backend the job record names for the label in force, or None when none is recorded."""
-    record = read()
+@dataclass(frozen=True)
+class InstalledJob:
+    """The job the record names, read once per command and handed on (both None when none is recorded for
+    the label in force), so status, doctor and the stale warning all look at the same answer."""
+
+    backend: Backend | None
+    state: JobState | None
+
+    def health(self) -> list[Link]:
+        """The backend's own links (``Backend.health``); none when no job is installed to need them."""
+        if self.backend is None or self.state is None or not self.state.installed:
+            return []
+        return self.backend.health()
+
+
+def _backend_of(record: dict[str, Any] | None, runner: Runner | None) -> Backend | None:
     if not record or record.get("label") != job_label():
         return None
     try:
@@ -47,7 +62,20 @@ def installed_backend(runner: Runner | None = None) -> Backend | None:
         return None
 
 
-def installed_job(runner: Runner | None = None) -> JobState | None:
-    """What that backend says of the job (installed, loaded, its interpreter), or None without a record."""
-    backend = installed_backend(runner)
-    return None if backend is None else backend.inspect(job_label())
+def installed_backend(runner: Runner | None = None) -> Backend | None:
+    """The backend the job record names for the label in force, or None when none is recorded."""
+    return _backend_of(read(), runner)
+
+
+def installed_job(runner: Runner | None = None) -> InstalledJob:
+    """What that backend says of the job (installed, loaded, its interpreter). When the backend cannot
+    read the interpreter back (a hand-edited line), the one croft recorded at install stands in."""
+    record = read()
+    backend = _backend_of(record, runner)
+    if backend is None or record is None:
+        return InstalledJob(None, None)
+    state = backend.inspect(job_label())
+    python = record.get("python")
+    if state.installed and state.python is None and isinstance(python, str) and python:
+        state = replace(state, python=python)
+    return InstalledJob(backend, state)

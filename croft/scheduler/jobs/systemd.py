@@ -14,10 +14,20 @@ from pathlib import Path
 from croft.core.paths import data_path
 from croft.core.problems import CroftError
 from croft.scheduler.jobs.base import JobState, fill, install_failed
+from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Completed, Runner, run
 from croft.scheduler.jobs.spec import JobSpec
 
-__all__ = ["Systemd", "linger_warning", "quote", "render_units", "unit_dir", "unit_name"]
+__all__ = [
+    "Systemd",
+    "linger_command",
+    "linger_link",
+    "linger_warning",
+    "quote",
+    "render_units",
+    "unit_dir",
+    "unit_name",
+]
 
 
 def quote(value: str, *, exec_line: bool = False) -> str:
@@ -93,6 +103,13 @@ def linger_warning(runner: Runner | None = None) -> str | None:
     )
 
 
+def linger_link(why: str | None) -> Link:
+    """The "linger" link from ``linger_warning``'s answer (kept apart so it is tested by value)."""
+    if why is None:
+        return Link.holds("linger", "the user manager keeps running")
+    return Link.broken("linger", why, "no_linger", linger_command())
+
+
 class Systemd:
     name = "systemd"
 
@@ -153,6 +170,10 @@ class Systemd:
             python=_exec_python(_read(service) or ""),
             location=str(self.directory / f"{unit_name(label)}.timer"),
         )
+
+    def health(self) -> list[Link]:
+        """A user timer fires only while the user manager lives, which without linger ends at logout."""
+        return [linger_link(linger_warning(self.runner))]
 
 
 def _read(path: Path) -> str | None:

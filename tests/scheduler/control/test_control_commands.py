@@ -20,7 +20,7 @@ from croft.history.db import open_history
 from croft.history.state import write_tick
 from croft.project.config import load_project
 from croft.scheduler import heartbeat
-from croft.scheduler.control import diagnosis
+from croft.scheduler.control.chain import Chain, Interpreter, Place, diagnose
 from croft.scheduler.control.commands import (
     parse_pause_length,
     schedule_off,
@@ -28,8 +28,10 @@ from croft.scheduler.control.commands import (
     schedule_pause,
     schedule_status,
 )
-from croft.scheduler.control.diagnosis import Chain, diagnose
+from croft.scheduler.jobs import crontab
 from croft.scheduler.jobs import record as jobrecord
+from croft.scheduler.jobs.base import JobState
+from croft.scheduler.jobs.crontab import cron_daemon_link
 from croft.scheduler.setting import Scheduling, read_scheduling_file
 from croft.scheduler.ticklog import log_tail
 from croft.scheduler.user.registry import Registry
@@ -85,7 +87,7 @@ def test_on_writes_setting_registry_and_job_then_sees_the_first_tick(proj, monke
 def test_on_without_a_tick_warns_stale_with_the_cause_and_log_tail_and_stays_on(  # type: ignore[no-untyped-def]
     proj, _croft_home: Path, monkeypatch
 ) -> None:
-    monkeypatch.setattr(diagnosis, "cron_daemon_running", lambda: True)
+    monkeypatch.setattr(crontab, "cron_daemon_running", lambda: True)
     log = _croft_home / "logs" / "tick.log"
     log.parent.mkdir()
     log.write_text("".join(f"line {i}\n" for i in range(30)) + "/usr/bin/python3: No module named croft\n")
@@ -197,48 +199,49 @@ def test_stale_rules() -> None:
     assert heartbeat.is_stale(Scheduling(state="paused", via="os-job"), None, now) is False
 
 
+def job(backend: str = "crontab", loaded: bool | None = None, python: str = "/bin/sh") -> JobState:
+    return JobState(backend, "dev.croft.test", True, loaded, python=python)
+
+
 def chain(**kw) -> Chain:  # type: ignore[no-untyped-def]
+    place = {"root": "/p", "via": "os-job", "registered_via": "os-job", "quiet": True}
+    place |= {k: kw.pop(k) for k in ("via", "registered_via") if k in kw}
     base = {
-        "root": "/p",
-        "via": "os-job",
-        "registered_via": "os-job",
-        "job": {"backend": "crontab", "installed": True, "loaded": None, "python": "/bin/sh"},
+        "job": job(),
+        "interpreter": Interpreter("/bin/sh", said="/bin/sh runs and imports croft"),
         "serve_alive": False,
-        "log": ["2026-03-01T11:00:00.000Z /p: tick started (pid 9)"],
+        "log": ("2026-03-01T11:00:00.000Z /p: tick started (pid 9)",),
         "platform": "linux",
-        "cron_running": True,
+        "backend_links": (cron_daemon_link(True),),
     }
-    return Chain(**(base | kw))
+    return Chain(places=(Place(**place),), **(base | kw))
 
 
 @pytest.mark.parametrize(
     ("changes", "cause"),
     [
-        ({"via": "serve"}, "serve_not_running"),
-        ({"via": "serve", "serve_alive": True}, "serve_not_ticking"),
+        ({"via": "serve", "registered_via": "serve"}, "serve_not_running"),
+        ({"via": "serve", "registered_via": "serve", "serve_alive": True}, "serve_not_ticking"),
         ({"registered_via": None}, "not_registered"),
         ({"job": None}, "job_missing"),
+        ({"job": job("launchd", loaded=False)}, "job_not_loaded"),
         (
-            {"job": {"backend": "launchd", "installed": True, "loaded": False, "python": "/bin/sh"}},
-            "job_not_loaded",
-        ),
-        (
-            {"job": {"backend": "crontab", "installed": True, "loaded": None, "python": "/nope/python"}},
+            {"job": job(python="/nope/python"), "interpreter": Interpreter("/nope/python", found=False)},
             "interpreter_gone",
         ),
-        ({"cron_running": False}, "cron_not_running"),
+        ({"backend_links": (cron_daemon_link(False),)}, "cron_not_running"),
         ({"log_dir_exists": False}, "log_folder_missing"),
         (
             {
                 "platform": "darwin",
-                "log": ["PermissionError: [Errno 1] Operation not permitted: '/Users/me/Documents/p'"],
+                "log": ("PermissionError: [Errno 1] Operation not permitted: '/Users/me/Documents/p'",),
             },
             "privacy",
         ),
-        ({"log": ["/bin/sh: 1: /old/venv/bin/python: not found"]}, "interpreter_gone"),
-        ({"log": ["/usr/bin/python3: No module named croft"]}, "croft_missing"),
+        ({"log": ("/bin/sh: 1: /old/venv/bin/python: not found",)}, "interpreter_gone"),
+        ({"log": ("/usr/bin/python3: No module named croft",)}, "croft_missing"),
         ({"wsl": True}, "wsl"),
-        ({"log": []}, "unknown"),
+        ({"log": ()}, "unknown"),
         ({}, "unknown"),
     ],
 )
@@ -246,9 +249,9 @@ def test_each_cause_is_named(changes: dict, cause: str) -> None:
     found = diagnose(chain(**changes))
     assert found.cause == cause
     if cause == "privacy":
-        assert "~/Documents" in found.message
+        assert "~/Documents" in found.detail
     if cause == "unknown" and not changes:
-        assert "end of the tick log" in found.message
+        assert "end of the tick log" in found.detail
 
 
 def test_causes_this_machine_can_tell_end_to_end(proj, monkeypatch, _croft_home: Path) -> None:  # type: ignore[no-untyped-def]
@@ -266,9 +269,9 @@ def test_causes_this_machine_can_tell_end_to_end(proj, monkeypatch, _croft_home:
         assert warning is not None and warning.code == "SCHEDULER_STALE"
         return warning.details["cause"], warning.details["logTail"]  # type: ignore[index]
 
-    monkeypatch.setattr(diagnosis, "cron_daemon_running", lambda: True)
+    monkeypatch.setattr(crontab, "cron_daemon_running", lambda: True)
     assert cause() == ("unknown", ["2026-03-01T12:00:00.000Z something happened"])
-    monkeypatch.setattr(diagnosis, "cron_daemon_running", lambda: False)
+    monkeypatch.setattr(crontab, "cron_daemon_running", lambda: False)
     assert cause()[0] == "cron_not_running"
     record = jobrecord.read()
     fake.crontab = fake.crontab.replace(record["python"], "/gone/bin/python")  # type: ignore[index]

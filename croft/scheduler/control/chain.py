@@ -1,0 +1,321 @@
+"""The scheduler chain, decided: every link from the registry to the job to each project, in the order a
+person would check them.
+
+``croft doctor`` shows every link; SCHEDULER_STALE names the first broken link of one project's chain in
+the very words doctor shows for it, so the two never disagree. Nothing here looks at the machine:
+``gather`` collects the facts (so each link is tested by value), and the job backend decides its own
+links (``Backend.health``: the cron daemon, linger), which arrive here ready made.
+
+registry (readable, the project in it) -> OS job (installed, loaded) -> the interpreter it runs -> the
+tick log's folder -> the backend's own links -> croft serve (for ``--no-os-job`` projects) -> each project
+(there, not in a folder macOS hides from background jobs, ticking). A project that is quiet while every
+link above it holds gets its cause from the tick log's tail.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+
+from croft.scheduler.jobs.base import SERVE_FALLBACK, JobState
+from croft.scheduler.jobs.health import Link
+
+__all__ = [
+    "PROTECTED_FOLDERS",
+    "REINSTALL",
+    "SERVE",
+    "Chain",
+    "Interpreter",
+    "Place",
+    "diagnose",
+    "links",
+    "privacy_words",
+    "protected_folder",
+]
+
+# The fixes croft knows, each written once.
+REINSTALL = (
+    "croft schedule on"  # reinstalls the job with this croft, re-registers the project, makes the log folder
+)
+SERVE = "croft serve"
+NO_OS_JOB = SERVE_FALLBACK["command"]
+
+# The folders of a macOS home that privacy protection (TCC) hides from background jobs.
+PROTECTED_FOLDERS = ("Desktop", "Documents", "Downloads")
+_PROTECTED = re.compile(r"/(" + "|".join(PROTECTED_FOLDERS) + r")\b", re.IGNORECASE)
+
+_TICKERS = {"os-job": "the OS job", "serve": "croft serve"}
+
+
+@dataclass(frozen=True)
+class Place:
+    """One project as the chain sees it."""
+
+    root: str
+    via: str | None  # how its setting says it ticks ("os-job" / "serve")
+    registered_via: str | None  # its registry entry's via; None when it is not registered
+    state: str = "on"  # the effective scheduling state
+    quiet: bool = False  # stale, or no tick came within `croft schedule on`'s wait
+    last_tick: str | None = None
+    presence: str = "present"  # registry.presence: present / gone / missing / unknown
+    presence_why: str = ""
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """What starting the job's interpreter showed (``spec.interpreter_imports_croft``)."""
+
+    python: str | None  # None: croft cannot tell which interpreter the job runs
+    found: bool = True  # the file is there and executable
+    imports: bool = True  # it imports croft in an environment as bare as the job's
+    said: str = ""  # its own words, for either answer
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The facts every link is decided from, gathered by ``gather``."""
+
+    places: tuple[Place, ...]
+    registry: str = "projects.json"  # the registry file
+    entries: int = 0
+    registry_error: tuple[str, str | None] | None = None  # (message, fix) when it cannot be read
+    job: JobState | None = None  # what the recorded backend says; None when no job is recorded
+    backend_links: tuple[Link, ...] = ()  # Backend.health() of the installed job
+    interpreter: Interpreter | None = None
+    log_file: str = "tick.log"
+    log_dir_exists: bool = True
+    log: tuple[str, ...] = ()  # the tick log's tail
+    serve_alive: bool = False
+    platform: str = sys.platform
+    wsl: bool = False
+
+
+def links(chain: Chain) -> list[Link]:
+    """Every link, in order: what ``croft doctor`` shows."""
+    jobs = _job_links(chain) if any(p.via == "os-job" for p in chain.places) else [_NO_JOB_NEEDED]
+    serve = [_serve_link(chain)] if any(p.via == "serve" for p in chain.places) else []
+    projects = [_project_link(chain, p, _upstream(chain, p, jobs, serve)) for p in chain.places]
+    return [_registry_link(chain), *jobs, *serve, *projects]
+
+
+def diagnose(chain: Chain) -> Link:
+    """The first broken link of a chain gathered for one quiet project (SCHEDULER_STALE's cause). There is
+    always one: when every link above holds, the project's own link breaks, with the tick log's word."""
+    out = links(chain)
+    return next((link for link in out if not link.ok), out[-1])
+
+
+def protected_folder(text: str) -> str | None:
+    """The macOS protected folder a path (or a log line) names, spelled as macOS does, or None."""
+    found = _PROTECTED.search(text)
+    if found is None:
+        return None
+    return next(f for f in PROTECTED_FOLDERS if f.lower() == found.group(1).lower())
+
+
+def privacy_words(folder: str | None, python: str | None) -> str:
+    where = f"~/{folder}" if folder else "a protected folder"
+    return (
+        f"macOS privacy protection stops the job from reading {where}: give {python or 'its interpreter'}"
+        " Full Disk Access (System Settings > Privacy & Security), or keep the project elsewhere"
+    )
+
+
+# -- the registry ----------------------------------------------------------------------------------
+
+
+def _registry_link(chain: Chain) -> Link:
+    if chain.registry_error is not None:
+        message, fix = chain.registry_error
+        return Link.broken("registry", message, "registry_unreadable", fix)
+    for place in chain.places:
+        wrong = _registration(chain, place)
+        if wrong is not None:
+            return wrong
+    return Link.holds("registry", f"{chain.registry}: {chain.entries} project(s)")
+
+
+def _registration(chain: Chain, place: Place) -> Link | None:
+    """Broken when the project should tick but the one who ticks it does not list it that way."""
+    if place.state == "off" or place.via not in _TICKERS or place.registered_via == place.via:
+        return None
+    if place.registered_via is None:
+        where = f"is not in the per-user registry {chain.registry}"
+    else:
+        where = f"is registered to tick from {_TICKERS.get(place.registered_via, place.registered_via)}"
+    return Link.broken(
+        "registry",
+        f"{place.root} {where}, so {_TICKERS[place.via]} never ticks it",
+        "not_registered",
+        NO_OS_JOB if place.via == "serve" else REINSTALL,
+    )
+
+
+# -- the OS job ------------------------------------------------------------------------------------
+
+_NO_JOB_NEEDED = Link.holds("OS job", "no registered project ticks through an OS job, so none is needed")
+
+
+def _job_links(chain: Chain) -> list[Link]:
+    job = chain.job
+    if job is None:
+        return [
+            Link.broken(
+                "OS job",
+                "the per-user scheduler job is not installed: croft has no record of one",
+                "job_missing",
+                REINSTALL,
+            )
+        ]
+    if not job.installed:
+        notes = "".join(f" ({note})" for note in job.notes)
+        return [
+            Link.broken(
+                "OS job", f"the {job.backend} job {job.label} is missing{notes}", "job_missing", REINSTALL
+            )
+        ]
+    out = [Link.holds("OS job", f"{job.backend} job {job.label} at {job.location}")]
+    if job.loaded is False:
+        out.append(
+            Link.broken(
+                "job loaded",
+                f"the {job.backend} job {job.label} is installed but {job.backend} has not loaded it",
+                "job_not_loaded",
+                REINSTALL,
+            )
+        )
+    elif job.loaded:
+        out.append(Link.holds("job loaded", f"{job.backend} has loaded it"))
+    out += [_interpreter_link(chain.interpreter), _log_link(chain), *chain.backend_links]
+    return out
+
+
+def _interpreter_link(found: Interpreter | None) -> Link:
+    if found is None or found.python is None:
+        return Link.holds("interpreter", "croft cannot tell which interpreter the job runs")
+    if not found.found:
+        return Link.broken(
+            "interpreter", f"the job runs {found.python}, which is gone", "interpreter_gone", REINSTALL
+        )
+    if not found.imports:
+        return Link.broken("interpreter", found.said, "croft_missing", REINSTALL)
+    return Link.holds("interpreter", found.said or f"{found.python} runs and imports croft")
+
+
+def _log_link(chain: Chain) -> Link:
+    if not chain.log_dir_exists:
+        return Link.broken(
+            "tick log",
+            f"the tick log's folder {os.path.dirname(chain.log_file)} is gone, so the job cannot open its log"
+            " and never starts croft",
+            "log_folder_missing",
+            REINSTALL,
+        )
+    return Link.holds("tick log", f"the job appends to {chain.log_file}")
+
+
+# -- croft serve -----------------------------------------------------------------------------------
+
+
+def _serve_link(chain: Chain) -> Link:
+    if chain.serve_alive:
+        return Link.holds("croft serve", "running")
+    return Link.broken(
+        "croft serve",
+        "projects turned on with --no-os-job tick from `croft serve`, and none is running",
+        "serve_not_running",
+        SERVE,
+    )
+
+
+# -- each project ----------------------------------------------------------------------------------
+
+
+def _upstream(chain: Chain, place: Place, jobs: list[Link], serve: list[Link]) -> Link | None:
+    """The first broken link above this project that stops it ticking, or None."""
+    if chain.registry_error is not None:
+        return _registry_link(chain)
+    wrong = _registration(chain, place)
+    if wrong is not None:
+        return wrong
+    above = jobs if place.via == "os-job" else serve if place.via == "serve" else []
+    return next((link for link in above if not link.ok), None)
+
+
+def _python(chain: Chain) -> str | None:
+    if chain.interpreter is not None and chain.interpreter.python:
+        return chain.interpreter.python
+    return chain.job.python if chain.job is not None else None
+
+
+def _project_link(chain: Chain, place: Place, upstream: Link | None) -> Link:
+    name = f"project {place.root}"
+    if place.presence == "unknown":
+        return Link.holds(name, f"unknown: {place.presence_why}")  # never pruned; croft cannot look
+    if place.presence != "present":
+        return Link.broken(name, f"{place.presence}: {place.presence_why}", "project_missing")
+    folder = protected_folder(place.root + "/")
+    if place.via == "os-job" and place.state != "off" and chain.platform == "darwin" and folder:
+        return Link.broken(name, privacy_words(folder, _python(chain)), "privacy")
+    if not place.quiet:
+        return Link.holds(
+            name, f"{place.state} via {place.via or '-'}, last tick {place.last_tick or 'never'}"
+        )
+    if upstream is not None:
+        return Link.broken(
+            name,
+            f"not ticking (last tick {place.last_tick or 'never'}) because the {upstream.check} check above fails",
+            upstream.cause or "unknown",
+            upstream.fix,
+        )
+    return _evidence(chain, place, name)
+
+
+def _evidence(chain: Chain, place: Place, name: str) -> Link:
+    """Every link above holds, yet the project is quiet: what the tick log's tail says."""
+    if place.via == "serve":
+        return Link.broken(
+            name,
+            "croft serve runs but has not ticked this project; the end of the tick log is below",
+            "serve_not_ticking",
+        )
+    python = _python(chain)
+    text = "\n".join(chain.log)
+    said = text.lower()
+    if chain.platform == "darwin" and ("operation not permitted" in said or "eperm" in said):
+        return Link.broken(name, privacy_words(protected_folder(text), python), "privacy")
+    if "no module named croft" in said:
+        who = f"the job's interpreter {python}" if python else "the job's interpreter"
+        return Link.broken(
+            name, f"{who} has no croft installed (the tick log says so)", "croft_missing", REINSTALL
+        )
+    if "not found" in said or "no such file or directory" in said:
+        return Link.broken(
+            name,
+            "the job could not start its interpreter (the tick log says it was not found)",
+            "interpreter_gone",
+            REINSTALL,
+        )
+    if chain.wsl:
+        return Link.broken(
+            name,
+            "this is WSL, where cron and systemd often do not run; use `croft schedule on --no-os-job` and"
+            " keep `croft serve` running",
+            "wsl",
+            NO_OS_JOB,
+        )
+    if not chain.log:
+        return Link.broken(
+            name,
+            "it does not tick, and the tick log is empty: the job may never have run",
+            "unknown",
+            REINSTALL,
+        )
+    return Link.broken(
+        name,
+        "it does not tick, and croft cannot tell why; the end of the tick log is below",
+        "unknown",
+        REINSTALL,
+    )
