@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from jobskit import FakeOS
 
-from croft.cli import _build_group
+from croft.cli.main import _build_group
 from croft.core.clock import parse_instant
 from croft.core.problems import Problem
 from croft.project.config import Project, load_project
