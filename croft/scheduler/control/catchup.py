@@ -11,14 +11,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from croft.core.problems import CroftError
 from croft.project.config import Project
+from croft.scheduler.due import MISSED_CAP
+from croft.scheduler.tick.view import schedule_view
 
 __all__ = ["catch_up", "catch_up_text"]
 
 
 def catch_up_text(missed: int, state: str, cap: int | None = None) -> str:
     """The sentence for one ingest that will run once for ``missed`` fires (pure: tested by value)."""
-    from croft.scheduler.due import MISSED_CAP
 
     count = f"{MISSED_CAP} or more" if missed >= MISSED_CAP else str(missed)
     fires = "fire" if missed == 1 else "fires"
@@ -33,8 +35,6 @@ def catch_up_text(missed: int, state: str, cap: int | None = None) -> str:
 def catch_up(project: Project, now: datetime) -> list[dict[str, Any]]:
     """``[{asset, missedFires, text}]`` for each scheduled ingest due with more than one missed fire,
     or due while scheduling is off or paused."""
-    from croft.core.problems import CroftError
-    from croft.scheduler.tick.view import schedule_view
 
     try:
         view = schedule_view(project, now)

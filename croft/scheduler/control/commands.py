@@ -21,15 +21,28 @@ from croft.core.duration import parse_seconds
 from croft.core.paths import croft_home, job_label
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.result import Next, Result
+from croft.history.db import open_history
+from croft.history.state import put_setting
 from croft.project.config import Project
 from croft.scheduler import heartbeat
+from croft.scheduler.control.catchup import catch_up
 from croft.scheduler.control.diagnosis import no_tick_problem, stale_warning
+from croft.scheduler.jobs import backends as jobs
 from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.jobs.base import SERVE_FALLBACK
 from croft.scheduler.jobs.oscmd import Runner
 from croft.scheduler.jobs.record import InstalledJob, installed_backend, installed_job
-from croft.scheduler.jobs.spec import interpreter_imports_croft
-from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
+from croft.scheduler.jobs.spec import at_risk_problem, interpreter_imports_croft, job_spec
+from croft.scheduler.jobs.systemd import linger_command, linger_warning
+from croft.scheduler.setting import (
+    SETTING_KEY,
+    Scheduling,
+    effective_state,
+    read_scheduling_file,
+    write_scheduling,
+)
+from croft.scheduler.tick.slots import queue_json
+from croft.scheduler.tick.view import asset_rows
 from croft.scheduler.user.registry import Registry, Via
 
 __all__ = [
@@ -73,13 +86,11 @@ def _env_ms(name: str, default: int) -> int:
 
 
 def _open(project: Project) -> Any:
-    from croft.history.db import open_history
 
     return open_history(project.config.state_dir)
 
 
 def _write(project: Project, state: str, now: datetime, **kw: Any) -> Scheduling:
-    from croft.scheduler.setting import write_scheduling
 
     conn = _open(project)
     try:
@@ -90,8 +101,6 @@ def _write(project: Project, state: str, now: datetime, **kw: Any) -> Scheduling
 
 def _restore(project: Project, before: Scheduling) -> None:
     """Put the setting back exactly (``since`` included) after a failed ``on``."""
-    from croft.history.state import put_setting
-    from croft.scheduler.setting import SETTING_KEY
 
     conn = _open(project)
     try:
@@ -142,7 +151,6 @@ def _registry_json(registry: Registry, root: Path) -> dict[str, Any]:
 
 
 def _assets(project: Project, now: datetime) -> tuple[list[dict[str, Any]], list[Next]]:
-    from croft.scheduler.tick.view import asset_rows
 
     rows = asset_rows(project, now)
     releases: dict[str, str] = {}
@@ -184,8 +192,6 @@ def schedule_on(
     runner: Runner | None = None,
     progress: Progress | None = None,
 ) -> Result:
-    from croft.scheduler.jobs import backends as jobs
-    from croft.scheduler.jobs.spec import at_risk_problem, job_spec
 
     now = clock.now()
     root = project.root
@@ -222,8 +228,6 @@ def schedule_on(
             if risk:
                 problems.append(risk)
             if backend.name == "systemd":
-                from croft.scheduler.jobs.systemd import linger_command, linger_warning
-
                 why = linger_warning(runner)
                 if why:
                     problems.append(
@@ -339,8 +343,6 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
 def _queue(project: Project, data: dict[str, Any], now: datetime) -> list[Problem]:
     """The user's queue and cap (``schedule.slots``) and what the next tick will run once after a pause
     or off (``schedule.resume``); a cap that could not be read is a warning."""
-    from croft.scheduler.control.catchup import catch_up
-    from croft.scheduler.tick.slots import queue_json
 
     data["queue"] = queue_json(croft_home(), now)
     data["catchUp"] = catch_up(project, now)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from croft.core import clock
 from croft.core.clock import from_iso, to_iso
@@ -77,7 +78,6 @@ def stale_problem(
 
 
 def _describe(project: Project) -> Callable[[datetime], str]:
-    from zoneinfo import ZoneInfo
 
     tz = ZoneInfo(project.config.timezone)
     return lambda moment: moment.astimezone(tz).isoformat(timespec="seconds")

@@ -10,7 +10,10 @@ import sys
 
 from croft.core.problems import CroftError
 from croft.scheduler.jobs.base import SERVE_FALLBACK, Backend, JobState
+from croft.scheduler.jobs.crontab import Crontab
+from croft.scheduler.jobs.launchd import Launchd
 from croft.scheduler.jobs.oscmd import Runner, run
+from croft.scheduler.jobs.systemd import Systemd
 
 __all__ = ["BACKENDS", "Backend", "JobState", "backend", "choose"]
 
@@ -39,16 +42,10 @@ def backend(name: str, runner: Runner | None = None) -> Backend:
     if name == "auto":
         name = choose(runner)
     if name == "crontab":
-        from croft.scheduler.jobs.crontab import Crontab
-
         return Crontab(runner)
     if name == "launchd":
-        from croft.scheduler.jobs.launchd import Launchd
-
         return Launchd(runner)
     if name == "systemd":
-        from croft.scheduler.jobs.systemd import Systemd
-
         return Systemd(runner)
     raise CroftError(
         "USAGE", f"--backend {name!r} is not a job backend", f"Use one of {', '.join(BACKENDS)}."

@@ -55,7 +55,7 @@ def tick_command(spec: JobSpec) -> str:
 
 def render_line(spec: JobSpec) -> str:
     """``* * * * * <command> # croft:<label>``, rendered by python-crontab (which escapes ``%``)."""
-    from crontab import CronTab
+    from crontab import CronTab  # lazy: python-crontab only when a line is written or read
 
     _no_newline(spec)
     job = CronTab(tab="").new(command=tick_command(spec), comment=tag(spec.label))
@@ -180,7 +180,7 @@ class Crontab:
 
 def python_of(line: str) -> str | None:
     """The interpreter our line runs (the first word after the environment assignments)."""
-    from crontab import CronTab
+    from crontab import CronTab  # lazy: python-crontab only when a line is written or read
 
     jobs = list(CronTab(tab=line + "\n"))
     if not jobs:

@@ -112,7 +112,7 @@ class Launchd:
         path = self.plist(label)
         python = None
         if path.exists():
-            import plistlib
+            import plistlib  # lazy: only where launchd runs
 
             try:
                 args = plistlib.loads(path.read_bytes()).get("ProgramArguments") or []

@@ -8,10 +8,11 @@ on the ExecStart line, ``$`` doubled (variable expansion).
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from croft.core.paths import data_path
+from croft.core.paths import DEFAULT_LABEL, data_path
 from croft.core.problems import CroftError
 from croft.scheduler.jobs.base import JobState, fill, install_failed
 from croft.scheduler.jobs.health import Link
@@ -69,7 +70,6 @@ def render_units(spec: JobSpec) -> dict[str, str]:
 
 def unit_name(label: str) -> str:
     """``croft-tick`` for the default label (the name the guides give); the label itself otherwise."""
-    from croft.core.paths import DEFAULT_LABEL
 
     return "croft-tick" if label == DEFAULT_LABEL else label
 
@@ -191,7 +191,6 @@ def _write(path: Path, text: str) -> None:
 
 
 def _exec_python(text: str) -> str | None:
-    import shlex
 
     for line in text.splitlines():
         if line.startswith("ExecStart="):
