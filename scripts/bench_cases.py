@@ -394,8 +394,8 @@ def bench_tick_all() -> Section:
             " is there and reads its setting, and starts nothing;",
             "- *on*: every project's scheduling is on and its last full tick (the first minute, below)"
             " left an idle memo: the per-user tick runs the project tick's own idle check in-process"
-            " (`schedule.idle`: the memo's setting, croft.json, history and file fingerprints, the time window),"
-            " remembers the stat of every file that check read (`schedule.idlebeat`), and while those stay the"
+            " (`scheduler.tick.memo`: the memo's setting, croft.json, history and file fingerprints, the time window),"
+            " remembers the stat of every file that check read (`scheduler.user.idlecache`), and while those stay the"
             " same and the clock is inside the memo's window, only compares stats; it writes each heartbeat"
             " itself (`.croft/tick-beat`). A project whose memo does not hold gets a real `croft tick`"
             " process; the last two columns show what one more minute did.",

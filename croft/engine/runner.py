@@ -452,7 +452,7 @@ class _Run:
         ):
             result.ok = False
         if not ended[0] and self.rules is not None:
-            # The scheduler already ended this run (past its ceiling: schedule.ceiling), recorded it
+            # The scheduler already ended this run (past its ceiling: scheduler.tick.ceiling), recorded it
             # TIMEOUT and notified; saying "interrupted" now would be a second, wrong message.
             return result
         from croft.notify.send import after_run  # lazy: decides in one settings read; never raises

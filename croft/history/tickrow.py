@@ -1,6 +1,6 @@
 """The tick row's singleton rule, in plain SQL over a connection already inside a write transaction.
 
-``history.state`` wraps these in its transactions for the full tick; the idle tick (``schedule.idle``)
+``history.state`` wraps these in its transactions for the full tick; the idle tick (``scheduler.tick.memo``)
 calls them directly, so both take and refuse the singleton by one rule without the idle tick loading
 the rest of the history code.
 """

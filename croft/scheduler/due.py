@@ -77,7 +77,7 @@ class AssetInfo:
     edited_at: str | None = None
     zone_from: str | None = None
     zone_hash: str | None = None
-    max_runtime_s: float | None = None  # the asset's own ceiling for a scheduled run (schedule.ceiling)
+    max_runtime_s: float | None = None  # the asset's own ceiling for a scheduled run (scheduler.tick.ceiling)
     spec: Any = field(default=None, compare=False)  # the parsed cron (cron.CronSpec) when known
 
 

@@ -24,7 +24,7 @@ BEAT_FILE = "tick-beat"
 
 def last_heartbeat(state_dir: Path) -> str | None:
     """The later of the tick row's heartbeat (read-only: runs.sqlite is never created here) and the idle
-    beat the per-user tick writes beside it (``schedule.idlebeat``); None when there is neither."""
+    beat the per-user tick writes beside it (``scheduler.user.idlecache``); None when there is neither."""
     beats = [b for b in (_row_heartbeat(Path(state_dir)), read_beat(state_dir)) if b]
     return max(beats) if beats else None
 

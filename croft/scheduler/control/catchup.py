@@ -1,9 +1,9 @@
 """No surprise runs: what the scheduler will run when it comes back, said before it happens.
 
-Missed fires coalesce (``schedule.due``): after ``off`` or a ``pause``, each due ingest runs once, never
+Missed fires coalesce (``scheduler.due``): after ``off`` or a ``pause``, each due ingest runs once, never
 a backlog. ``croft schedule status`` lists those ingests with the words the user sees before the run
 ("will run once at the next tick: 14 fires missed while paused"). It reads the tick's own decision
-(``statusview.schedule_view``), so it cannot disagree with what the next tick does.
+(``scheduler.tick.view.schedule_view``), so it cannot disagree with what the next tick does.
 """
 
 from __future__ import annotations

@@ -341,8 +341,8 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
 
 
 def _queue(project: Project, data: dict[str, Any], now: datetime) -> list[Problem]:
-    """The user's queue and cap (``schedule.slots``) and what the next tick will run once after a pause
-    or off (``schedule.resume``); a cap that could not be read is a warning."""
+    """The user's queue and cap (``scheduler.tick.slots``) and what the next tick will run once after a pause
+    or off (``scheduler.control.catchup``); a cap that could not be read is a warning."""
 
     data["queue"] = queue_json(croft_home(), now)
     data["catchUp"] = catch_up(project, now)

@@ -1,6 +1,6 @@
 """Reading what the due decision needs from runs.sqlite, in a handful of queries (tick, status, run --due).
 
-The decision itself is pure (``schedule.due``); this is the thin shell that fills a ``DueInput``.
+The decision itself is pure (``scheduler.due``); this is the thin shell that fills a ``DueInput``.
 """
 
 from __future__ import annotations

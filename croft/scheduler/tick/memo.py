@@ -1,6 +1,6 @@
 """The idle tick: prove nothing changed since the last full tick found nothing to do, and only beat.
 
-Most ticks of most projects find nothing due. When a full tick (``schedule.tick``) ends having started
+Most ticks of most projects find nothing due. When a full tick (``scheduler.tick.project_tick``) ends having started
 nothing, held nothing and reported nothing, it leaves a memo (settings ``schedule.idle``): the instant it
 looked, the next instant anything could fire, and fingerprints of everything its decision read (the
 scheduling setting and croft.json as text, the history tables the decision reads, the asset files and

@@ -7,7 +7,7 @@ decision; and for each group, the fire and the attempt are recorded together wit
 ONE transaction before the child is spawned, so a racing or crashing tick can never run a fire twice.
 
 The tick plans and spawns only. It never imports asset code and reads an asset file only when its
-``stat`` key moved (``schedule.factcache``); it imports no click, httpx, difflib or ``ast`` when
+``stat`` key moved (``scheduler.tick.factcache``); it imports no click, httpx, difflib or ``ast`` when
 nothing changed.
 """
 
@@ -219,7 +219,7 @@ def _leave_memo(project: Project, conn: Any, now: datetime, infos: dict[str, Any
 
 
 def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str | None) -> Any:
-    """Which due groups start now under the per-user cap (``schedule.slots``); a wake is logged once."""
+    """Which due groups start now under the per-user cap (``scheduler.tick.slots``); a wake is logged once."""
 
     wants = [
         slots.Want(group, min((work.fires[a] for a in group if a in work.fires), default=to_iso(now)))

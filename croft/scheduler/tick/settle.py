@@ -162,7 +162,7 @@ def note_spawn(
 ) -> None:
     """Record a group's fires, its attempt and the spawned note in ONE transaction, before the spawn.
 
-    ``deadline``: when the run passes its ceiling (``schedule.ceiling``)."""
+    ``deadline``: when the run passes its ceiling (``scheduler.tick.ceiling``)."""
     with immediate(conn, f"recording the scheduled run {run_id}"):
         stamp = to_iso(at)
         befores: dict[str, dict[str, Any]] = {}

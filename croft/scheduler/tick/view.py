@@ -3,7 +3,7 @@ backing off with the reason and until when, and the scheduling setting with the 
 
 Read-only: runs.sqlite is opened read-only and never created; the facts cache is read but not written,
 and runs earlier ticks started are settled in memory only. It runs the same decision as the tick
-(``schedule.due``), so status never disagrees with what the next tick will do.
+(``scheduler.due``), so status never disagrees with what the next tick will do.
 """
 
 from __future__ import annotations

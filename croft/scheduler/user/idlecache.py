@@ -4,7 +4,7 @@ Starting an interpreter per project per minute, or even opening each project's r
 creating and removing its -wal and -shm files costs ~1 ms of CPU), would make an idle ``croft tick
 --all`` over 100 projects cost several times what the target allows. So:
 
-- the decision is the project tick's own: ``schedule.idle.memo_holds`` (the memo a full tick left, the
+- the decision is the project tick's own: ``scheduler.tick.memo.memo_holds`` (the memo a full tick left, the
   setting, croft.json, the history and file fingerprints, the clock inside the memo's window);
 - once it held, the per-user tick remembers the ``stat`` of everything that check read (runs.sqlite and
   its WAL, croft.json, the asset files and their local imports) with the memo's window, in
@@ -102,7 +102,7 @@ class IdleCache(HintFile):
         )
 
     def check(self, root: str, now_iso: str) -> bool:
-        """The idle check itself (``schedule.idle.memo_holds``, read-only); when it holds, remember what
+        """The idle check itself (``scheduler.tick.memo.memo_holds``, read-only); when it holds, remember what
         it read. For a project whose scheduling is on and ticks through the OS job."""
         from croft.scheduler.tick.memo import memo_holds
 

@@ -110,7 +110,7 @@ def _one(
 
 
 def _beat(entry: Entry, stamp: str, out: dict[str, Any]) -> None:
-    """A project whose idle check holds (``schedule.idlebeat``: the project tick's own rule, remembered
+    """A project whose idle check holds (``scheduler.user.idlecache``: the project tick's own rule, remembered
     by the stat of what it read) only needs its heartbeat: written here, and no interpreter is started.
     While nothing moved, its croft.json, runs.sqlite (setting included) and asset files are as they were
     when it was on and present, so it still is."""
