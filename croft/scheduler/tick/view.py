@@ -152,25 +152,28 @@ def _release(asset: str, code: str) -> str:
     return f"croft run {asset}"
 
 
+# The view's fields under the names ``croft status --json`` and ``schedule status`` give them, in order.
+_JSON_NAMES = {
+    "asset": "asset",
+    "kind": "kind",
+    "schedule": "schedule",
+    "cron": "cron",
+    "next_fire_at": "nextFireAt",
+    "last_fire_at": "lastFireAt",
+    "last_attempt_at": "lastAttemptAt",
+    "missed": "missedFires",
+    "due": "due",
+    "reason": "dueReason",
+}
+
+
 def view_json(view: View) -> dict[str, Any]:
-    """An asset's row of the scheduler's view, as ``croft status --json`` and ``schedule status`` show it."""
-    return {
-        "asset": view.asset,
-        "kind": view.kind,
-        "schedule": view.schedule,
-        "cron": view.cron,
-        "nextFireAt": view.next_fire_at,
-        "lastFireAt": view.last_fire_at,
-        "lastAttemptAt": view.last_attempt_at,
-        "missedFires": view.missed,
-        "due": view.due,
-        "dueReason": view.reason,
-        "hold": None
-        if view.hold is None
-        else {
-            "code": view.hold.code,
-            "reason": view.hold.reason,
-            "until": view.hold.until,
-            "hint": view.hold.hint,
-        },
-    }
+    """An asset's row of the scheduler's view, with its hold (code, reason, until, hint) or None."""
+    out = {name: getattr(view, field) for field, name in _JSON_NAMES.items()}
+    hold = view.hold
+    out["hold"] = (
+        None
+        if hold is None
+        else {"code": hold.code, "reason": hold.reason, "until": hold.until, "hint": hold.hint}
+    )
+    return out
