@@ -46,6 +46,13 @@ def by_name(chain: Chain) -> dict[str, tuple[bool, str, str | None, str | None]]
     return {x.check: (x.ok, x.detail, x.cause, x.fix) for x in links(chain)}
 
 
+def broken(chain: Chain, check: str) -> tuple[str, str | None, str | None]:
+    """The broken link ``check``: (what doctor says, the cause code, the fix)."""
+    ok, detail, cause, fix = by_name(chain)[check]
+    assert not ok, detail
+    return detail, cause, fix
+
+
 def test_doctor_shows_every_link_in_the_order_a_person_checks_them() -> None:
     chain = healthy(osjob(last_tick="2026-03-01T11:59:00.000Z"), serve())
     assert [x.check for x in links(chain)] == [
@@ -78,8 +85,7 @@ def test_links_of_the_job_are_shown_only_when_a_project_ticks_through_it() -> No
 
 def test_a_quiet_project_below_a_broken_link_points_up_to_it() -> None:
     chain = healthy(osjob(quiet=True), backend_links=(cron_daemon_link(False),))
-    assert by_name(chain)["project /p"] == (
-        False,
+    assert broken(chain, "project /p") == (
         "not ticking (last tick never) because the cron daemon check above fails",
         "cron_not_running",
         "sudo service cron start",
@@ -89,8 +95,7 @@ def test_a_quiet_project_below_a_broken_link_points_up_to_it() -> None:
 
 def test_a_quiet_project_whose_chain_holds_takes_its_cause_from_the_tick_log() -> None:
     chain = healthy(osjob(quiet=True), log=("Traceback ...", "ModuleNotFoundError: No module named croft"))
-    assert by_name(chain)["project /p"] == (
-        False,
+    assert broken(chain, "project /p") == (
         "the job's interpreter /venv/bin/python has no croft installed (the tick log says so)",
         "croft_missing",
         "croft schedule on",
@@ -103,16 +108,14 @@ def test_registry_links() -> None:
     unreadable = healthy(
         osjob(quiet=True), registry_error=("projects.json is not a croft registry", "mv a b")
     )
-    assert by_name(unreadable)["registry"] == (
-        False,
+    assert broken(unreadable, "registry") == (
         "projects.json is not a croft registry",
         "registry_unreadable",
         "mv a b",
     )
     assert diagnose(unreadable).cause == "registry_unreadable"
     wrong = healthy(osjob(registered_via="serve", quiet=True))
-    assert by_name(wrong)["registry"] == (
-        False,
+    assert broken(wrong, "registry") == (
         "/p is registered to tick from croft serve, so the OS job never ticks it",
         "not_registered",
         "croft schedule on",
@@ -127,8 +130,7 @@ def test_registry_links() -> None:
 
 
 def test_job_and_interpreter_links() -> None:
-    assert by_name(healthy(osjob(), job=None))["OS job"] == (
-        False,
+    assert broken(healthy(osjob(), job=None), "OS job") == (
         "the per-user scheduler job is not installed: croft has no record of one",
         "job_missing",
         "croft schedule on",
@@ -140,8 +142,7 @@ def test_job_and_interpreter_links() -> None:
     cron = JobState("crontab", "dev.croft.test", True, None, python="/venv/bin/python")
     assert "job loaded" not in by_name(healthy(osjob(), job=cron))  # cron cannot tell
     no_croft = Interpreter("/usr/bin/python3", imports=False, said="/usr/bin/python3 cannot import croft: x")
-    assert by_name(healthy(osjob(), interpreter=no_croft))["interpreter"] == (
-        False,
+    assert broken(healthy(osjob(), interpreter=no_croft), "interpreter") == (
         "/usr/bin/python3 cannot import croft: x",
         "croft_missing",
         "croft schedule on",
