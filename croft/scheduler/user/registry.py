@@ -14,7 +14,6 @@ list of which projects should tick.
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
 import shlex
@@ -27,7 +26,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from croft.core.clock import from_iso, to_iso
-from croft.core.duration import words
 from croft.core.jsonfile import write_atomic
 from croft.core.paths import croft_home, state_dir
 from croft.core.problems import CroftError
@@ -199,6 +197,7 @@ class Registry:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the OS lock; DB_BUSY when another croft keeps it longer than ``lock_timeout``."""
+        import fcntl  # lazy: only a change takes the lock, and the per-user tick rarely makes one
 
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -212,6 +211,8 @@ class Registry:
                     if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                         raise
                     if time.monotonic() >= deadline:
+                        from croft.core.duration import words  # lazy: the error path only
+
                         raise CroftError(
                             "DB_BUSY",
                             f"another croft has been changing {self.path} for more than"
