@@ -30,8 +30,6 @@ from httpserver import TestServer, serve
 
 from croft.scheduler.jobs.crontab import cron_daemon_running
 
-pytestmark = pytest.mark.e2e
-
 REPO = Path(__file__).resolve().parents[2]
 UNRELATED = "# croft e2e: an unrelated line  with  two spaces and 100% kept\n"
 INGEST = """\

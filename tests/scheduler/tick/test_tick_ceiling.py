@@ -17,6 +17,8 @@ from schedulekit import croft_json, query, runs_of, schedule_on, steps_of, tick
 
 from croft.core.identity import ProcessIdentity, is_alive
 
+pytestmark = pytest.mark.processes
+
 HANGS = """
 from croft import ingest
 

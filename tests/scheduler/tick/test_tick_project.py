@@ -27,6 +27,8 @@ from schedulekit import (
     wait_for_runs,
 )
 
+pytestmark = pytest.mark.processes
+
 T0 = "2026-06-01T10:05:00Z"  # London is UTC+1: the 11:00 fire was at 10:00Z
 
 

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from schedulekit import croft_json, query, runs_of, schedule_on, tick, wait_for_runs
 
+pytestmark = pytest.mark.processes
+
 GATED = """
 from croft import ingest
 

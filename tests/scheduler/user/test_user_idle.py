@@ -23,6 +23,8 @@ from croft.scheduler.user import idlecache as idlebeat
 from croft.scheduler.user import tick_all as usertick
 from croft.scheduler.user.registry import Registry
 
+pytestmark = pytest.mark.processes
+
 
 def _set(root: Path, state: str, at: str) -> None:
     conn = open_history(root / ".croft")

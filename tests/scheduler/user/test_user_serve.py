@@ -19,6 +19,8 @@ from croft.scheduler import heartbeat
 from croft.scheduler.user.registry import Registry
 from croft.scheduler.user.serve import Server
 
+pytestmark = pytest.mark.processes
+
 NOW = "2026-03-01T12:00:00Z"
 
 

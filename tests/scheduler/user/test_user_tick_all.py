@@ -20,6 +20,8 @@ from croft.scheduler.user import launch
 from croft.scheduler.user import tick_all as usertick
 from croft.scheduler.user.registry import Registry
 
+pytestmark = pytest.mark.processes
+
 NOW = "2026-03-01T12:00:00Z"
 REAL_PYTHON = sys.executable  # the fake_python fixture replaces sys.executable itself
 
