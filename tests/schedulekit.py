@@ -1,7 +1,7 @@
 """Helpers for scheduler tests: real ``croft tick`` / ``croft run --due`` processes on a moved clock.
 
-A tick's run is a detached grandchild, so tests wait for it by polling what it leaves behind (the
-process noted in ``schedule.spawned`` and its run row), never by sleeping a fixed time.
+A tick's run is a detached grandchild, so tests wait for it on what it leaves behind (the process noted
+in ``schedule.spawned`` and its run row) with ``waiting.wait_for``, never by sleeping a fixed time.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 from enginekit import history
+from waiting import wait_for
 
 from croft.core.clock import parse_instant
 from croft.core.identity import ProcessIdentity, is_alive
@@ -77,20 +77,21 @@ def setting(root: Path, key: str) -> Any:
 
 def wait_for_runs(root: Path, timeout: float = 90.0) -> None:
     """Until every child the ticks noted has ended and no run is recorded as running."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def still_going() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         notes = setting(root, "schedule.spawned") or []
         alive = [
             n
             for n in notes
             if n.get("pid") and is_alive(ProcessIdentity(n["pid"], n.get("procStart"), n.get("bootId")))
         ]
-        running = query(root, "SELECT id FROM runs WHERE status = 'running'")
-        if not alive and not running:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"scheduled runs still going after {timeout} s: {alive} {running}")
-        time.sleep(0.05)
+        return alive, query(root, "SELECT id FROM runs WHERE status = 'running'")
+
+    wait_for(
+        lambda: still_going() == ([], []),
+        lambda: "the scheduled runs to end; still going (children, runs): {} {}".format(*still_going()),
+        timeout=timeout,
+    )
 
 
 def schedule_on(root: Path, now: str) -> None:

@@ -19,6 +19,8 @@ import pytest
 
 from croft.core.problems import CODES
 
+pytestmark = pytest.mark.processes
+
 GOOD_INGEST = """\
 from croft import ingest
 

@@ -3,6 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from croft.cli.main import _build_group
@@ -35,6 +36,7 @@ def test_init_detects_the_machine_zone(tmp_path, monkeypatch):
     assert json.loads(result.output)["data"]["timezone"] == "America/New_York"
 
 
+@pytest.mark.processes
 def test_init_refuses_an_existing_project_with_a_fix_that_works(tmp_path):
     invoke("init", str(tmp_path / "p"), "--timezone", "UTC")
     result = invoke("init", str(tmp_path / "p"), "--json")

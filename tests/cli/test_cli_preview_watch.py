@@ -12,13 +12,13 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from waiting import wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.processes
 
 INGEST = """
 from croft import ingest
@@ -51,22 +51,34 @@ class Watch:
         self.reader = threading.Thread(target=lambda: [self.lines.put(ln) for ln in out], daemon=True)
         self.reader.start()
 
-    def until(self, pred: Callable[[list[str]], bool], timeout: float = 30.0) -> list[str]:
-        """Read lines until ``pred`` holds for the output of the latest preview, or fail at the timeout."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                self.seen.append(self.lines.get(timeout=0.2).rstrip("\n"))
-            except queue.Empty:
-                continue
-            latest = _latest_preview(self.seen)
-            if latest and pred(latest):
-                return latest
-        raise AssertionError("no such preview within the timeout; output:\n" + "\n".join(self.seen))
+    def until(self, pred: Callable[[list[str]], bool], timeout: float = 120.0) -> list[str]:
+        """Read lines until ``pred`` holds for the output of the latest preview, and return that output.
+
+        It waits on the output itself: each preview is a fresh process, which a loaded machine starts
+        slowly, so the bound is generous; a watch that ends first fails at once, with what it printed."""
+
+        def matched() -> list[str]:
+            while True:
+                try:
+                    line = self.lines.get_nowait()
+                except queue.Empty:
+                    break
+                self.seen.append(line.rstrip("\n"))
+                latest = _latest_preview(self.seen)
+                if latest and pred(latest):
+                    return latest
+            if not self.reader.is_alive() and self.lines.empty():  # its output ended: the watch did
+                raise AssertionError(
+                    f"the watch ended (exit {self.proc.wait(timeout=30)}) before such a preview; output:\n"
+                    + "\n".join(self.seen)
+                )
+            return []
+
+        return wait_for(matched, lambda: "such a preview; output:\n" + "\n".join(self.seen), timeout=timeout)
 
     def interrupt(self, sig: int = signal.SIGINT) -> int:
         self.proc.send_signal(sig)
-        return self.proc.wait(timeout=30)
+        return self.proc.wait(timeout=120)
 
     def close(self) -> None:
         if self.proc.poll() is None:

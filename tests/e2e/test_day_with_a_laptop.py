@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
-import pytest
 from httpserver import serve
 from schedulekit import croft_json, runs_of, schedule_on, state_of, steps_of, tick
-
-pytestmark = pytest.mark.e2e
 
 ITEMS = """
 from croft import ingest

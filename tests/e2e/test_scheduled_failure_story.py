@@ -8,11 +8,8 @@ import json
 import textwrap
 from pathlib import Path
 
-import pytest
 from httpserver import serve
 from schedulekit import croft_json, schedule_on, steps_of, tick
-
-pytestmark = pytest.mark.e2e
 
 SECRET = "sk_live_abcdef123456"
 ORDERS = """

@@ -12,6 +12,8 @@ import pytest
 from enginekit import croft, cursor, history, spawn, table
 from httpserver import serve
 
+pytestmark = pytest.mark.processes
+
 INGEST = """
 from croft import ingest
 

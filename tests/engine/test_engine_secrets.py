@@ -6,8 +6,11 @@ import base64
 import json
 from pathlib import Path
 
+import pytest
 from enginekit import history, spawn
 from httpserver import serve
+
+pytestmark = pytest.mark.processes
 
 SECRET = "s3cr3t-Value-42!"
 USER = "apiuser"

@@ -4,27 +4,86 @@ a second Ctrl-C while the first is being cleaned up, and a runaway SQL query sto
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from enginekit import history, spawn
 from httpserver import serve
+from waiting import wait_for
+
+pytestmark = pytest.mark.processes
+
+# `python -m croft ARGS`, except that the child writes MARKER the moment its run reaches POINT, the place
+# the test's signal must land. The child says it is there, so the test never guesses with a sleep. Each
+# point wraps the one croft function the run calls there (looked up on its module at each call):
+#   lease-wait   the lease was found held (the run is inside its lease wait from here on)
+#   retry-pause  the pause before the next attempt begins
+#   in-query     SQLite called the step's progress handler: the statement is running
+AT_POINT = """
+import sys
+from pathlib import Path
+
+marker, point, *args = sys.argv[1:]
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if condition():
-                return
-        except sqlite3.Error:
-            pass  # the history may not exist yet
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+def say(module, name, reached):
+    inner = getattr(module, name)
+
+    def watched(*a, **k):
+        value = inner(*a, **k)
+        if reached(value):
+            Path(marker).write_text(point)
+        return value
+
+    setattr(module, name, watched)
+
+
+if point == "lease-wait":
+    from croft.history import leases
+
+    say(leases, "acquire", lambda held: bool(held))
+elif point == "retry-pause":
+    from croft.core import clock
+
+    inner = clock.pause
+
+    def pause(seconds):
+        Path(marker).write_text(point)
+        inner(seconds)
+
+    clock.pause = pause
+elif point == "in-query":
+    from croft.engine import stopping
+
+    say(stopping, "requested", lambda stop: True)
+else:
+    raise SystemExit(f"no such point: {point}")
+sys.argv = ["croft", *args]
+from croft.cli import main
+
+main()
+"""
+
+
+def spawn_to(
+    root: Path, point: str, marker: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """A real ``croft ARGS --json`` process in ``root`` that writes ``marker`` once it reaches ``point``."""
+    return subprocess.Popen(
+        [sys.executable, "-c", AT_POINT, str(marker), point, *args, "--json"],
+        cwd=root,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def ingest(url: str, extra: str = "") -> str:
@@ -38,13 +97,20 @@ def rows(ctx):
 """
 
 
+def _logged(root: Path, asset: str) -> str:
+    """The log of ``asset``'s step so far ("" until the step has one)."""
+    steps = history(root, "SELECT log_path FROM steps WHERE asset = ?", asset)
+    path = Path(steps[0]["log_path"]) if steps else None
+    return path.read_text() if path is not None and path.exists() else ""
+
+
 def finished(child) -> tuple[int, dict, str]:
     out, err = child.communicate(timeout=60)
     return child.returncode, json.loads(out), err
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_a_signal_during_the_lease_wait_is_an_interrupted_run(make_project, sig):
+def test_a_signal_during_the_lease_wait_is_an_interrupted_run(make_project, tmp_path, sig):
     entered, release = threading.Event(), threading.Event()
 
     def slow(*args):
@@ -57,9 +123,9 @@ def test_a_signal_during_the_lease_wait_is_an_interrupted_run(make_project, sig)
         root = make_project({"assets/items.py": ingest(server.url("/items"))})
         holder = spawn(root, "run")
         assert entered.wait(30)
-        waiter = spawn(root, "run", env={"CROFT_LEASE_WAIT_MS": "60000"})
-        wait_for(lambda: len(history(root, "SELECT id FROM runs")) == 2, "the second run to start waiting")
-        time.sleep(0.3)  # inside the lease wait's sleep
+        waiting = tmp_path / "waiting"
+        waiter = spawn_to(root, "lease-wait", waiting, "run", env={"CROFT_LEASE_WAIT_MS": "60000"})
+        wait_for(waiting.exists, "the second run to say it is waiting for the lease")
         waiter.send_signal(sig)
         code, envelope, err = finished(waiter)
         release.set()
@@ -72,16 +138,13 @@ def test_a_signal_during_the_lease_wait_is_an_interrupted_run(make_project, sig)
     assert statuses == ["succeeded", "interrupted"]
 
 
-def test_a_signal_in_the_pause_before_a_retry_is_an_interrupted_run(make_project):
+def test_a_signal_in_the_pause_before_a_retry_is_an_interrupted_run(make_project, tmp_path):
     with serve() as server:
         server.route("GET", "/items", lambda *a: (503, {}, {"error": "down"}))
         root = make_project({"assets/items.py": ingest(server.url("/items"))})
-        child = spawn(root, "run", env={"CROFT_RETRY_DELAYS": "60"})
-        wait_for(
-            lambda: history(root, "SELECT status FROM steps WHERE attempt = 1") == [{"status": "failed"}],
-            "the first attempt to fail",
-        )
-        time.sleep(0.3)  # now in the 60 s pause
+        pausing = tmp_path / "pausing"
+        child = spawn_to(root, "retry-pause", pausing, "run", env={"CROFT_RETRY_DELAYS": "60"})
+        wait_for(pausing.exists, "the run to say it is in the 60 s pause after the first attempt failed")
         child.send_signal(signal.SIGTERM)
         code, envelope, err = finished(child)
     assert code == 130, err
@@ -117,9 +180,12 @@ def test_a_second_ctrl_c_stops_at_once_and_the_run_is_still_recorded_interrupted
     lock = sqlite3.connect(root / ".croft" / "runs.sqlite", isolation_level=None)
     lock.execute("BEGIN IMMEDIATE")
     child.send_signal(signal.SIGINT)
-    time.sleep(0.5)
+    # The step's log says "interrupted" once the first Ctrl-C has been handled, just before the clean-up
+    # blocks on the lock (for at most the history's 5 s busy timeout). Two SIGINTs both still pending
+    # would be handled as one, so the second is sent only now. A signal sent is pending at once: the
+    # clean-up meets it as soon as the rollback lets its write through.
+    wait_for(lambda: _logged(root, "slow").endswith(" interrupted\n"), "the step's log to say interrupted")
     child.send_signal(signal.SIGINT)
-    time.sleep(0.5)
     lock.execute("ROLLBACK")
     lock.close()
     code, envelope, err = finished(child)
@@ -153,7 +219,7 @@ def test_a_runaway_recursive_query_fails_as_timeout(make_project):
     assert step["status"] == "failed" and json.loads(step["error"])["code"] == "TIMEOUT"
 
 
-def test_ctrl_c_reaches_a_long_query(make_project):
+def test_ctrl_c_reaches_a_long_query(make_project, tmp_path):
     root = make_project(
         {
             "assets/runaway.sql": """
@@ -162,9 +228,9 @@ def test_ctrl_c_reaches_a_long_query(make_project):
             """
         }
     )
-    child = spawn(root, "run", "runaway")
-    wait_for(lambda: history(root, "SELECT status FROM steps") == [{"status": "running"}], "the query to run")
-    time.sleep(0.3)
+    querying = tmp_path / "querying"
+    child = spawn_to(root, "in-query", querying, "run", "runaway")
+    wait_for(querying.exists, "the run to say its query is running inside SQLite")
     child.send_signal(signal.SIGINT)
     code, envelope, err = finished(child)
     assert envelope["data"]["status"] == "interrupted"

@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from enginekit import croft, cursor, table
+
+pytestmark = pytest.mark.processes
 
 # A `croft run` in a child process that reports its own peak RSS (KiB on Linux) on stderr's last line.
 MEASURED_RUN = """

@@ -527,6 +527,7 @@ CRASHING_WRITE = textwrap.dedent(
 )
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("point", ["after_stage", "before_commit"])
 def test_sigkill_in_the_middle_of_a_write_leaves_everything_as_before(tmp_path: Path, point: str) -> None:
     path = tmp_path / "warehouse.sqlite"
@@ -555,6 +556,7 @@ def test_sigkill_in_the_middle_of_a_write_leaves_everything_as_before(tmp_path: 
         assert [w["run_id"] for w in wh.writes("orders")] == ["r1"]
 
 
+@pytest.mark.processes
 def test_without_the_fault_knob_the_same_write_commits(tmp_path: Path) -> None:
     path = tmp_path / "warehouse.sqlite"
     Warehouse(path).close()

@@ -21,6 +21,8 @@ import pytest
 from croft.engine.runner import RunOptions, run_assets
 from croft.project.config import load_project
 
+pytestmark = pytest.mark.processes
+
 SECRET = "sk_live_abcdef123456"
 SYSTEM_PYTHON = "/usr/bin/python3"
 LISTENER = Path(__file__).resolve().parents[1] / "dbuslistener.py"

@@ -158,6 +158,7 @@ print(json.dumps([name for name in senders if name in sys.modules]))
 """
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize(
     ("trigger", "broken", "expected"),
     [

@@ -227,6 +227,7 @@ def test_a_loopback_webhook_bypasses_the_http_proxy(make_project, server, monkey
     assert len(server.requests_to("/hook")) == 1 and notify_log(project) == []
 
 
+@pytest.mark.processes
 def test_the_ping_loads_no_httpx_or_click_and_a_404_is_logged(make_project, server):
     import subprocess
     import sys

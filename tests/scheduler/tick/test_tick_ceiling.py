@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
 from schedulekit import croft_json, query, runs_of, schedule_on, steps_of, tick
+from waiting import wait_for
 
 from croft.core.identity import ProcessIdentity, is_alive
+
+pytestmark = pytest.mark.processes
 
 HANGS = """
 from croft import ingest
@@ -50,10 +52,10 @@ def hanging(make_project, tmp_path):
 def _started_run(root: Path, flag: Path) -> tuple[str, ProcessIdentity]:
     data = tick(root, T0, wait=False, CROFT_TEST_HANG=str(flag))
     run_id = data["spawned"][0]["runId"]
-    deadline = time.monotonic() + 60
-    while not query(root, "SELECT 1 FROM steps WHERE run_id = ? AND status = 'running'", run_id):
-        assert time.monotonic() < deadline, "the scheduled run never started its step"
-        time.sleep(0.05)
+    wait_for(
+        lambda: query(root, "SELECT 1 FROM steps WHERE run_id = ? AND status = 'running'", run_id),
+        "the scheduled run to start its step",
+    )
     row = query(root, "SELECT pid, proc_start, boot_id FROM runs WHERE id = ?", run_id)[0]
     return run_id, ProcessIdentity(row["pid"], row["proc_start"], row["boot_id"])
 
@@ -120,10 +122,7 @@ def test_a_run_whose_process_is_gone_past_its_ceiling_is_timeout_not_a_crash(han
     root, flag = hanging
     run_id, who = _started_run(root, flag)
     os.kill(who.pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while is_alive(who):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for(lambda: not is_alive(who), f"the killed run (pid {who.pid}) to be gone")
     tick(root, "2026-06-01T10:07:00Z")
     _ended_as_timeout(root, run_id)
 

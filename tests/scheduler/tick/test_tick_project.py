@@ -27,6 +27,8 @@ from schedulekit import (
     wait_for_runs,
 )
 
+pytestmark = pytest.mark.processes
+
 T0 = "2026-06-01T10:05:00Z"  # London is UTC+1: the 11:00 fire was at 10:00Z
 
 
@@ -355,6 +357,7 @@ def test_a_child_that_refuses_to_start_leaves_its_reason(project):
 
 
 SLOW = """
+import os
 import time
 
 from croft import ingest
@@ -362,17 +365,22 @@ from croft import ingest
 
 @ingest(schedule="every hour", key="id")
 def rows(ctx):
-    time.sleep(3)
+    waited = 0.0
+    while os.path.exists("hold") and waited < 60:  # a scheduled run starts in the project folder
+        time.sleep(0.05)
+        waited += 0.05
     yield {"id": 1}
 """
 
 
 def test_the_child_runs_detached_in_its_own_session_after_the_tick_has_exited(project):
     root = project({"assets/issues.py": SLOW})
+    (root / "hold").touch()  # the run stays alive until the test has looked at it
     out = tick(root, T0, wait=False)
     run_id = out["spawned"][0]["runId"]
     note = next(n for n in setting(root, "schedule.spawned") if n["runId"] == run_id)
     assert os.getsid(note["pid"]) == note["pid"] != os.getsid(0)
+    (root / "hold").unlink()
     wait_for_runs(root)
     assert query(root, "SELECT status FROM runs WHERE id = ?", run_id) == [{"status": "succeeded"}]
 

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 from schedulekit import croft_json, query, runs_of, schedule_on, tick, wait_for_runs
+from waiting import wait_for
+
+pytestmark = pytest.mark.processes
 
 GATED = """
 from croft import ingest
@@ -165,19 +168,25 @@ def test_two_ticks_at_once_never_both_take_the_last_slot(tmp_path):
     import sys
 
     code = (
-        "import sys, time; from pathlib import Path; from croft.core.clock import parse_instant;"
+        "import sys; from pathlib import Path; from croft.core.clock import parse_instant;"
         "from croft.core.identity import current; from croft.scheduler.tick import slots;"
         "g = slots.take(Path(sys.argv[1]), sys.argv[2], [slots.Want(['a'], '2026-06-01T10:00:00.000Z')],"
         " parse_instant('2026-06-01T10:05:00Z'), current(), cap=1);"
-        "print(len(g.start)); sys.stdout.flush(); time.sleep(3)"
+        "print(len(g.start)); sys.stdout.flush(); sys.stdin.read()"
     )
+    # Each stays alive (holding what it took) until every one has answered and its stdin is closed.
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", code, str(tmp_path), f"/p{i}"], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", code, str(tmp_path), f"/p{i}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for i in range(6)
     ]
     won = [int(p.stdout.readline().strip()) for p in procs]
+    for p in procs:
+        p.stdin.close()
     for p in procs:
         p.wait(timeout=30)
         p.stdout.close()
@@ -243,7 +252,6 @@ def test_real_concurrent_project_ticks_from_tick_all_never_exceed_the_cap(
         from croft.core.clock import to_iso
 
         stamp = to_iso(parse_instant(at))
-        deadline = time.monotonic() + 90
 
         def beat(r: Path) -> tuple[str | None, object]:
             # An idle project is beaten by tick --all itself (.croft/tick-beat), a busy one by its own tick
@@ -251,13 +259,11 @@ def test_real_concurrent_project_ticks_from_tick_all_never_exceed_the_cap(
                 "pid"
             ]
 
-        while any(beat(r) != (stamp, None) for r in roots):
+        def unfinished() -> str:
             log = (_croft_home / "logs" / "tick.log").read_text()
-            beats = [beat(r) for r in roots]
-            assert time.monotonic() < deadline, (
-                f"the project ticks did not all finish: {beats}\n{log[-3000:]}"
-            )
-            time.sleep(0.05)
+            return f"the project ticks to all finish: {[beat(r) for r in roots]}\n{log[-3000:]}"
+
+        wait_for(lambda: all(beat(r) == (stamp, None) for r in roots), unfinished, timeout=90)
 
     def running() -> list[str]:
         return [
@@ -271,9 +277,7 @@ def test_real_concurrent_project_ticks_from_tick_all_never_exceed_the_cap(
 
     def settled(expected: int) -> int:
         """The scheduled runs recorded, once the runs just started have recorded themselves."""
-        deadline = time.monotonic() + 60
-        while scheduled_runs() < expected and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: scheduled_runs() >= expected, f"{expected} scheduled runs to be recorded")
         return scheduled_runs()
 
     tick_all(T0)

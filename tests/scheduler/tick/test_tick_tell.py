@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from schedulekit import ISSUES, SUMMARY, croft_json, note, probe_tick, schedule_on, setting, tick
 
+pytestmark = pytest.mark.processes
+
 SECRET = "sk_live_abcdef123456"
 T0 = "2026-06-01T10:05:00Z"  # London is UTC+1: the 11:00 fire was at 10:00Z
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from schedulekit import ISSUES, SUMMARY, croft_json, runs_of, schedule_on, tick
+
+pytestmark = pytest.mark.processes
 
 HOURLY = ISSUES.format(schedule="every hour")
 DAILY = ISSUES.format(schedule="daily at 03:00")

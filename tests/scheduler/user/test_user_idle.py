@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from schedulekit import ISSUES, croft_json, query, runs_of, setting, wait_for_runs
+from waiting import wait_for
 
 from croft.core.clock import parse_instant
 from croft.history.db import open_history
@@ -22,6 +23,8 @@ from croft.scheduler.tick import memo as idle
 from croft.scheduler.user import idlecache as idlebeat
 from croft.scheduler.user import tick_all as usertick
 from croft.scheduler.user.registry import Registry
+
+pytestmark = pytest.mark.processes
 
 
 def _set(root: Path, state: str, at: str) -> None:
@@ -51,16 +54,18 @@ def _tick_all(monkeypatch: pytest.MonkeyPatch, at: str) -> dict:  # type: ignore
 def _wait_full_tick(root: Path, at: str) -> None:
     """Until the real project tick started at ``at`` has beaten, left its idle memo and ended."""
     stamp = parse_instant(at).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def ended() -> bool:
         memo = setting(root, "schedule.idle")
         holder = query(root, "SELECT pid FROM tick WHERE id = 1")
         done = bool(holder) and holder[0]["pid"] is None  # the tick let go of its singleton: it ended
-        if heartbeat.last_heartbeat(root / ".croft") == stamp and memo and memo["at"] == stamp and done:
-            return
-        time.sleep(0.05)
-    raise AssertionError(
-        f"the project tick of {at} left no heartbeat and memo: {setting(root, 'schedule.idle')}"
+        return (
+            heartbeat.last_heartbeat(root / ".croft") == stamp and bool(memo) and memo["at"] == stamp and done
+        )
+
+    wait_for(
+        ended,
+        lambda: f"the project tick of {at} to leave its heartbeat and memo: {setting(root, 'schedule.idle')}",
     )
 
 
@@ -113,9 +118,7 @@ def test_an_idle_project_is_beaten_in_process_and_a_change_starts_its_tick(
     # the next fire (11:00) ends the memo's window: the full tick starts the scheduled run
     fired = _tick_all(monkeypatch, "2026-06-01T11:00:30Z")
     assert [s["root"] for s in fired["started"]] == [str(root)] and fired["beat"] == []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not any(r["trigger"] == "schedule" for r in runs_of(root)):
-        time.sleep(0.1)
+    wait_for(lambda: any(r["trigger"] == "schedule" for r in runs_of(root)), "the scheduled run to start")
     wait_for_runs(root)
     assert [(r["trigger"], r["status"]) for r in runs_of(root)][-1] == ("schedule", "succeeded")
 

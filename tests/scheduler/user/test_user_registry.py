@@ -247,6 +247,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.processes
 def test_24_concurrent_writers_lose_no_entry(tmp_path: Path) -> None:
     home = tmp_path / "home"
     roots = [project(tmp_path / f"p{i}") for i in range(24)]
@@ -255,6 +256,7 @@ def test_24_concurrent_writers_lose_no_entry(tmp_path: Path) -> None:
     assert sorted(e.root for e in Registry(home).entries()) == sorted(str(p) for p in roots)
 
 
+@pytest.mark.processes
 def test_a_writer_killed_holding_the_lock_blocks_nobody(tmp_path: Path) -> None:
     home = tmp_path / "home"
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(home)], stdout=subprocess.PIPE, text=True)

@@ -7,17 +7,19 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import IO
 
 import pytest
 from schedulekit import scheduled
+from waiting import wait_for
 
 from croft.core.clock import parse_instant
 from croft.scheduler import heartbeat
 from croft.scheduler.user.registry import Registry
 from croft.scheduler.user.serve import Server
+
+pytestmark = pytest.mark.processes
 
 NOW = "2026-03-01T12:00:00Z"
 
@@ -76,14 +78,19 @@ def test_croft_serve_ticks_at_start_and_each_interval_and_exits_0_on_sigterm(
         text=True,
     )
     log = _croft_home / "logs" / "tick.log"
+
+    def three_rounds() -> bool:
+        text = log.read_text() if log.exists() else ""
+        ticked = heartbeat.last_heartbeat(project / ".croft") is not None  # a real project tick beat
+        return text.count(f"{project}: tick started") + text.count("still running; skipped") >= 3 and ticked
+
+    def logged() -> str:
+        return log.read_text() if log.exists() else "(none)"
+
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            text = log.read_text() if log.exists() else ""
-            ticked = heartbeat.last_heartbeat(project / ".croft") is not None  # a real project tick beat
-            if text.count(f"{project}: tick started") + text.count("still running; skipped") >= 3 and ticked:
-                break
-            time.sleep(0.05)
+        wait_for(
+            three_rounds, lambda: "three rounds of croft serve and a real tick's heartbeat; log: " + logged()
+        )
         assert heartbeat.last_heartbeat(project / ".croft") is not None, log.read_text()
         assert (_croft_home / "serve.json").exists()
     finally:

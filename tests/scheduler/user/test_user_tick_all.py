@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from schedulekit import scheduled
+from waiting import wait_for
 
 from croft.core.children import ENV_TABLE, croft_env
 from croft.core.clock import parse_instant
@@ -20,30 +21,27 @@ from croft.scheduler.user import launch
 from croft.scheduler.user import tick_all as usertick
 from croft.scheduler.user.registry import Registry
 
+pytestmark = pytest.mark.processes
+
 NOW = "2026-03-01T12:00:00Z"
 REAL_PYTHON = sys.executable  # the fake_python fixture replaces sys.executable itself
 
 
 def wait_records(record: Path, count: int) -> dict[str, dict]:
     """{project folder name: {argv, cwd, env}} once ``count`` fake ticks have written their record."""
-    import time
 
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        done = [f for f in record.glob("*.json") if f.read_text().endswith("\n")]
-        if len(done) >= count:
-            out = {}
-            for f in done:
-                env = dict(
-                    line.split("=", 1)
-                    for line in (record / f"{f.stem}.env").read_text().splitlines()
-                    if "=" in line
-                )
-                argv = (record / f"{f.stem}.args").read_text().splitlines()
-                out[f.stem] = {"argv": argv, "cwd": f.read_text().strip(), "env": env}
-            return out
-        time.sleep(0.05)
-    raise AssertionError(f"only {len(list(record.glob('*.json')))} of {count} ticks started")
+    def done() -> list[Path]:
+        finished = [f for f in record.glob("*.json") if f.read_text().endswith("\n")]
+        return finished if len(finished) >= count else []
+
+    out = {}
+    for f in wait_for(done, lambda: f"{count} ticks to start; {len(list(record.glob('*.json')))} did"):
+        env = dict(
+            line.split("=", 1) for line in (record / f"{f.stem}.env").read_text().splitlines() if "=" in line
+        )
+        argv = (record / f"{f.stem}.args").read_text().splitlines()
+        out[f.stem] = {"argv": argv, "cwd": f.read_text().strip(), "env": env}
+    return out
 
 
 @pytest.fixture
