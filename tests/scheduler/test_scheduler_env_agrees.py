@@ -11,17 +11,20 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from enginekit import table
 from schedulekit import croft_json, env_at, query, wait_for_runs
+from waiting import wait_for
 
 from croft.core.clock import parse_instant
 from croft.history.db import open_history
 from croft.scheduler.setting import write_scheduling
 from croft.scheduler.user.registry import Registry
+
+pytestmark = pytest.mark.processes
 
 NOW = "2026-06-01T10:05:00Z"  # the 10:00Z fire of an hourly schedule is due
 SHELL = {
@@ -61,11 +64,9 @@ def _project(make_project: Any, root: Path, via: str | None) -> Path:
     return root
 
 
-def _scheduled_run_done(root: Path, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not query(root, "SELECT id FROM runs WHERE trigger = 'schedule' AND status != 'running'"):
-        assert time.monotonic() < deadline, "no scheduled run finished"
-        time.sleep(0.05)
+def _scheduled_run_done(root: Path) -> None:
+    done = "SELECT id FROM runs WHERE trigger = 'schedule' AND status != 'running'"
+    wait_for(lambda: query(root, done), f"a scheduled run of {root.name} to finish")
     wait_for_runs(root)
 
 

@@ -3,9 +3,12 @@ is held like any code change, and ``croft schedule status`` says both before the
 
 from __future__ import annotations
 
+import pytest
 from schedulekit import ISSUES, croft_json, runs_of, schedule_on, state_of, tick
 
 from croft.scheduler.control.catchup import catch_up_text
+
+pytestmark = pytest.mark.processes  # real croft ticks and runs
 
 
 def _scheduled(root):
