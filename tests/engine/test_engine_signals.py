@@ -66,7 +66,7 @@ elif point == "in-query":
 else:
     raise SystemExit(f"no such point: {point}")
 sys.argv = ["croft", *args]
-from croft.cli import main
+from croft.cli.main import main
 
 main()
 """
