@@ -3,10 +3,10 @@
 Most ticks of most projects find nothing due. When a full tick (``scheduler.tick.project_tick``) ends having started
 nothing, held nothing and reported nothing, it leaves a memo (settings ``schedule.idle``): the instant it
 looked, the next instant anything could fire, and fingerprints of everything its decision read (the
-scheduling setting and croft.json as text, the history tables the decision reads, the asset files and
-the modules they import, by ``stat``). The next tick checks that memo with nothing but ``os``, ``json``,
-``sqlite3`` and ``zlib``; if every fingerprint still matches and the clock is between the two instants,
-the decision cannot have changed, so it takes the singleton, writes the heartbeat and stops. Anything
+scheduling setting and croft.json as text, the history's generation counter, the asset files and the
+modules they import, by ``stat``). The next tick checks that memo with nothing but ``os``, ``json``,
+``sqlite3`` and ``zlib``, reading one row of the history however long it is; if every fingerprint
+still matches and the clock is between the two instants, the decision cannot have changed, so it takes the singleton, writes the heartbeat and stops. Anything
 else (a fingerprint moved, a fire came, the clock went back, a run is going, a spawned run is not
 settled, a relocated state folder) falls through to the full tick, which decides as always.
 """
@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import zlib
 
 from croft.core import sqlitefile
 from croft.scheduler.tick.filekeys import files_fingerprint
@@ -31,28 +30,18 @@ __all__ = ["MEMO_KEY", "history_fingerprint", "idle_tick", "make_memo", "memo_ho
 MEMO_KEY = "schedule.idle"
 _NOT_SETTLED = ("schedule.spawned", "schedule.failedStarts")
 
-_HISTORY_SQL = """
-SELECT
-  (SELECT COUNT(*) || ':' || IFNULL(MAX(rowid), 0) || ':' || TOTAL(rowid * unicode(status) * length(status))
-     || ':' || IFNULL(MAX(finished_at), '') FROM steps),
-  (SELECT COUNT(*) || ':' || IFNULL(MAX(rowid), 0) || ':' || TOTAL(rowid * unicode(status) * length(status))
-     FROM runs),
-  (SELECT group_concat(x, ';') FROM (SELECT asset || '|' || IFNULL(last_fire_at, '') || '|'
-     || IFNULL(last_attempt_at, '') || '|' || IFNULL(approved_code_hash, '') AS x
-     FROM schedule_state ORDER BY asset)),
-  (SELECT group_concat(x, ';') FROM (SELECT asset || '|' || refreshed_at || '|' || json AS x
-     FROM catalog ORDER BY asset)),
-  (SELECT COUNT(*) FROM leases),
-  (SELECT COUNT(*) FROM runs WHERE status = 'running')
-"""
+_HISTORY_SQL = "SELECT n FROM generation WHERE id = 1"
 
 
 def history_fingerprint(conn: sqlite3.Connection) -> str:
-    """One value for what the due decision reads from runs.sqlite (steps, runs, schedule state, catalog,
-    leases); any write that could change the decision changes it."""
+    """One value for what the due decision reads from runs.sqlite (runs, steps, schedule state, catalog,
+    leases): the history's generation, which a trigger bumps in the same transaction as any write to
+    those tables (``history.migrations.m004_bounded_reads``). One row read, whatever the history's
+    length; a history without the counter (not migrated yet) raises, and the full tick decides."""
     row = conn.execute(_HISTORY_SQL).fetchone()
-    text = "\x00".join("" if v is None else str(v) for v in tuple(row))
-    return f"{zlib.crc32(text.encode()):08x}:{len(text)}"
+    if row is None:
+        raise sqlite3.DatabaseError("the history has no generation row")
+    return f"g{int(row[0])}"
 
 
 def _raw_settings(conn: sqlite3.Connection) -> dict[str, str]:

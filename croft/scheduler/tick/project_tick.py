@@ -143,7 +143,7 @@ def _work(
         again = f"it runs again after {_words(failure, now, tz)}"
         problems.append(_crash_warning(state_rel, failure.run_id, failure.assets, failure.reason, again))
         told.append((failure, problems[-1]))
-    latest = latest_steps(conn)
+    latest = latest_steps(conn, infos)
     given = due_input(
         conn,
         infos,
@@ -152,7 +152,7 @@ def _work(
         setting=read_scheduling(conn),
         starting=settled.starting,
         failed_starts=settled.failed_starts,
-        landed=landed_writes(conn, project.config.database, latest),
+        landed=landed_writes(project.config.database, latest),
         latest=latest,
         next_fires=False,
     )
