@@ -27,7 +27,7 @@ from croft.engine.sandbox import output_routing
 from croft.engine.staleness import stale_reasons
 from croft.engine.steps import StepInput, execute
 from croft.engine.stopping import stop_signals
-from croft.history import catalog, leases, runs, state
+from croft.history import catalog, leases, runs, state, steplogs
 from croft.history.db import open_history
 from croft.history.prune import prune_after_run
 from croft.project.asset import AssetFacts
@@ -174,9 +174,8 @@ class _Run:
         """One attempt: (its outcome, how long to wait before the next one, or None for no next one)."""
         name = facts.name
         digest = self._hash(facts)
-        log_path = (
-            self.project.config.state_dir / "logs" / f"{self.run_id}.{name}.log"
-        )  # files, not a folder per run
+        # a file while the attempt runs (a crash leaves it), a row of the history once it ended
+        log_path = self.project.config.state_dir / "logs" / f"{self.run_id}.{name}.log"
         where: dict[str, Any] = {"run_id": self.run_id, "asset": name, "attempt": attempt}
         if self.rules is not None:
             self.rules.attempt_started(name, self.run_id)
@@ -228,6 +227,7 @@ class _Run:
             return outcome, wait
         finally:
             log.close()
+            steplogs.keep(self.conn, self.run_id, name, attempt, log_path)  # the file becomes a row
         return self._succeeded(facts, done, outcome, digest, started), None
 
     def _succeeded(

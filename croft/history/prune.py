@@ -103,6 +103,7 @@ def prune_history(
         ]
         with immediate(conn, "pruning the run history"):
             steps = conn.execute(f"DELETE FROM steps WHERE run_id IN ({marks})", doomed).rowcount
+            conn.execute(f"DELETE FROM step_logs WHERE run_id IN ({marks})", doomed)
             runs = conn.execute(f"DELETE FROM runs WHERE id IN ({marks})", doomed).rowcount
     removed = _remove_logs(logs, doomed, logs_dir)
     return Pruned(runs, steps, removed)

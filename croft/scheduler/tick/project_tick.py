@@ -43,6 +43,7 @@ from croft.scheduler.tick.settle import (
     note_child,
     note_spawn,
     settle,
+    tidy_reported,
 )
 from croft.scheduler.tick.tell import tell_after_tick
 from croft.scheduler.ticklog import TickLog
@@ -138,6 +139,7 @@ def _work(
         reconcile(conn, lambda assets: _refresh_catalog(project, conn, assets, infos))
     settled = settle(conn, state_dir, now)
     apply_settled(conn, settled)
+    tidy_reported(state_dir, settled)
     told: list[tuple[Any, Problem]] = []
     for failure in settled.new_failures:
         again = f"it runs again after {_words(failure, now, tz)}"
