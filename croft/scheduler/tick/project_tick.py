@@ -34,6 +34,7 @@ from croft.scheduler.tick import slots, start
 from croft.scheduler.tick.ceiling import deadline_for, enforce_ceilings
 from croft.scheduler.tick.factcache import cached_deps, load_facts
 from croft.scheduler.tick.gather import due_input, landed_writes, latest_steps
+from croft.scheduler.tick.handoff import pass_on
 from croft.scheduler.tick.memo import MEMO_KEY, make_memo
 from croft.scheduler.tick.report import held, tick_data
 from croft.scheduler.tick.settle import (
@@ -196,6 +197,7 @@ def _work(
         slots.attach(slots.home(), slot, child)
         note_child(conn, run_id, child)
         data["spawned"].append({"runId": run_id, "assets": group, "reason": work.group_reason(group)})
+    pass_on(grant.kick, now, "a slot is free for its waiting groups")
     idle = not (data["spawned"] or data["held"] or problems or settled.still or settled.failed_starts)
     _leave_memo(project, conn, now, infos if idle else None)
     return told
@@ -233,8 +235,10 @@ def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str 
         since = read_scheduling(conn).since
         if gap > slots.WAKE_GAP and (since is None or since <= previous):
             asleep = gap
-    if not wants:
-        return slots.Grant()
+    if not wants:  # nothing to start: leave the queue at once, and pass this project's turn on
+        grant = slots.Grant()
+        grant.kick = slots.withdraw(slots.home(), str(project.root), now)
+        return grant
     grant = slots.take(slots.home(), str(project.root), wants, now, current(), asleep=asleep)
     if grant.wake_line:
         TickLog.of(slots.home()).write(to_iso(now), f"{project.root}: {grant.wake_line}")
