@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -29,6 +30,7 @@ __all__ = [
     "is_loopback",
     "ping",
     "ping_logged",
+    "ping_many",
     "timeout_seconds",
 ]
 
@@ -86,10 +88,22 @@ def ping(url: str, timeout: float | None = None) -> Pinged:
     return got[0] if got else Pinged(False, None, f"no answer within {timeout + GRACE_S:g} s")
 
 
+_OPENERS: dict[bool, urllib.request.OpenerDirector] = {}
+
+
+def _opener(loopback: bool) -> urllib.request.OpenerDirector:
+    """One opener per kind for the process (a loopback URL skips the environment's proxies): building
+    one per ping cost more than the ping itself when ``croft tick --all`` sends a hundred."""
+    opener = _OPENERS.get(loopback)
+    if opener is None:
+        handlers = [urllib.request.ProxyHandler({})] if loopback else []
+        opener = _OPENERS[loopback] = urllib.request.build_opener(*handlers)
+    return opener
+
+
 def _get(url: str, timeout: float) -> Pinged:
     try:
-        handlers = [urllib.request.ProxyHandler({})] if is_loopback(url) else []
-        opener = urllib.request.build_opener(*handlers)
+        opener = _opener(is_loopback(url))
         request = urllib.request.Request(url, method="GET", headers={"User-Agent": _agent()})
         with opener.open(request, timeout=timeout) as response:
             return Pinged(True, response.status)
@@ -129,6 +143,53 @@ def ping_logged(url: str, state_dir: str | os.PathLike[str], redactor: Any = Non
     except Exception:  # a broken redactor must not fail the tick either
         log_miss(Path(state_dir), None, f"ping {host_of(url)}: failed")
     return False
+
+
+PING_THREADS = 8
+PING_ROUNDS = 2
+
+
+def ping_many(targets: list[tuple[str, str | os.PathLike[str], Any]]) -> list[bool]:
+    """Ping each ``(url, state folder, redactor)`` as ``ping_logged`` does, ``PING_THREADS`` at a time
+    (``croft tick --all`` sends the minute's pings of every project at once). Each ping keeps its own
+    bound; the whole batch waits at most ``PING_ROUNDS`` of them, and a ping not sent by then is a miss
+    in its project's notify.log, so an endpoint that hangs for everyone never holds the minute. Never
+    raises; True for each ping that answered."""
+    if not targets:
+        return []
+    timeout = min(timeout_seconds(PING_TIMEOUT_S), PING_TIMEOUT_S)
+    answered = [False] * len(targets)
+    queue = list(range(len(targets)))
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                i = queue.pop(0)
+            url, state_dir, redactor = targets[i]
+            answered[i] = ping_logged(url, state_dir, redactor)
+
+    workers = [
+        threading.Thread(target=work, name="croft-pings", daemon=True)
+        for _ in range(min(PING_THREADS, len(targets)))
+    ]
+    for worker in workers:
+        worker.start()
+    deadline = time.monotonic() + PING_ROUNDS * (timeout + GRACE_S)
+    for worker in workers:
+        worker.join(max(0.0, deadline - time.monotonic()))
+    with lock:
+        unsent, queue[:] = list(queue), []
+    for i in unsent:
+        url, state_dir, _ = targets[i]
+        why = f"not sent: the minute's pings took more than {PING_ROUNDS * (timeout + GRACE_S):g} s"
+        try:
+            log_miss(Path(state_dir), None, f"ping {host_of(url)}: {why}")
+        except Exception:  # a log that cannot be written must not fail the tick
+            continue
+    return answered
 
 
 def _agent() -> str:

@@ -25,7 +25,7 @@ TYPE_CHECKING = False  # typing itself is not loaded on this path: it is what th
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["MEMO_KEY", "history_fingerprint", "idle_tick", "make_memo", "memo_holds"]
+__all__ = ["MEMO_KEY", "history_fingerprint", "idle_tick", "make_memo", "memo_holds", "project_redactor"]
 
 MEMO_KEY = "schedule.idle"
 _NOT_SETTLED = ("schedule.spawned", "schedule.failedStarts")
@@ -102,11 +102,12 @@ def _ping(root: str, config: dict[str, Any]) -> None:
         return
     from croft.notify.ping import ping_logged
 
-    ping_logged(url, os.path.join(root, ".croft"), lambda: _redactor(root))
+    ping_logged(url, os.path.join(root, ".croft"), lambda: project_redactor(root))
 
 
-def _redactor(root: str) -> Any:
-    """Only on a failed ping: the project's redactor, for the line in notify.log."""
+def project_redactor(root: str) -> Any:
+    """Only on a failed ping: the project's redactor, for the line in notify.log (the project is loaded
+    then, never on a ping that answered)."""
     from pathlib import Path
 
     from croft.project.config import load_project

@@ -78,8 +78,13 @@ def _refresh_catalog(project: Project, conn: Any, assets: list[str], infos: dict
         warehouse.close()
 
 
-def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[Problem]]:
-    """Run one tick of ``project`` at ``now``; returns the ``croft tick --json`` data and its problems."""
+def project_tick(
+    project: Project, now: datetime, *, ping: bool = True
+) -> tuple[dict[str, Any], list[Problem]]:
+    """Run one tick of ``project`` at ``now``; returns the ``croft tick --json`` data and its problems.
+
+    ``ping``: send the dead-man's-switch ping after a completed tick (``croft tick --all`` sends the
+    pings of the ticks it hands to a worker itself, all at once)."""
 
     started = time.perf_counter()
     data = tick_data()
@@ -109,7 +114,8 @@ def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[
         conn.close()
         data["tookMs"] = int((time.perf_counter() - started) * 1000)
 
-    ping_after_tick(project)  # a completed tick only: an early exit (off, paused, busy) returned above
+    if ping:
+        ping_after_tick(project)  # a completed tick only: an early exit (off, paused, busy) returned above
     return data, problems
 
 

@@ -21,9 +21,10 @@ from croft.core.identity import ProcessIdentity, boot_id, start_time
 
 TYPE_CHECKING = False  # the per-user tick loads tick_argv every minute: nothing of typing on its path
 if TYPE_CHECKING:
+    import subprocess
     from typing import IO
 
-__all__ = ["start_due_run", "start_project_tick", "tick_argv"]
+__all__ = ["start_due_run", "start_project_tick", "start_tick_worker", "tick_argv"]
 
 
 def start_due_run(
@@ -47,6 +48,12 @@ def start_due_run(
 def tick_argv() -> list[str]:
     """The command of a project tick, run in the project's folder."""
     return [sys.executable, "-m", "croft", "tick"]
+
+
+def start_tick_worker(cwd: str, err: IO[bytes], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start ``croft tick --batch`` (``scheduler.tick.batch``), detached, spoken to through pipes (its
+    stderr to ``err``). OSError when it cannot start."""
+    return detach([*tick_argv(), "--batch"], cwd, err, env, talk=True)
 
 
 def start_project_tick(root: str, out: IO[bytes], env: dict[str, str]) -> int:

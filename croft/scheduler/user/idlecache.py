@@ -12,8 +12,9 @@ creating and removing its -wal and -shm files costs ~1 ms of CPU), would make an
   check's inputs are the same, so its answer is too; any write to runs.sqlite, croft.json or an asset
   file moves a stat and the check runs again. A stamp taken within ``RACY_NS`` of a file's mtime is not
   trusted (a second write in the same clock tick could leave the mtime as it was);
-- a project whose croft.json sets ``notify.ping`` is never beaten here: its ping goes out after each
-  project tick, which only its own tick process sends;
+- a project whose croft.json sets ``notify.ping`` is beaten here too: the URL is remembered with the
+  stamp (croft.json is one of the stamped files), and ``croft tick --all`` sends the ping of every
+  completed tick, idle or full, at the end of its minute;
 - the heartbeat of such a minute goes to ``<state>/tick-beat`` (one small file), not to runs.sqlite, so
   the stamps stay still (the beat file is not part of them). ``heartbeat.last_heartbeat`` reads the later of it and the tick row.
 
@@ -69,12 +70,12 @@ def _stamp(root: str, state_dir: str, deps: list[str]) -> tuple[str, bool] | Non
     return f"{crc32(text.encode()):08x}:{len(text)}", safe
 
 
-def _pings(config_text: str) -> bool:
-    """Whether croft.json sets ``notify.ping``: the dead-man's switch goes out after each project tick, so
-    such a project keeps its own tick process every minute."""
+def _ping_of(config_text: str) -> str | None:
+    """The ``notify.ping`` URL croft.json sets, or None: the dead-man's switch of each completed tick."""
     config = json.loads(config_text)
     notify = config.get("notify") if isinstance(config, dict) else None
-    return isinstance(notify, dict) and bool(notify.get("ping"))
+    url = notify.get("ping") if isinstance(notify, dict) else None
+    return url if isinstance(url, str) and url else None
 
 
 class IdleCache(HintFile):
@@ -111,7 +112,7 @@ class IdleCache(HintFile):
         state_dir = f"{root}/.croft"
         before = self._before.pop(root, None) if root in self.entries else _stamp(root, state_dir, [])
         memo = memo_holds(root, now_iso)
-        if memo is None or _pings(memo["config"]):
+        if memo is None:
             self.entries.pop(root, None)
             return False
         after = _stamp(root, state_dir, memo["deps"])
@@ -124,5 +125,12 @@ class IdleCache(HintFile):
             "at": memo["at"],
             "until": memo["until"],
             "deps": memo["deps"],
+            "ping": _ping_of(memo["config"]),
         }
         return True
+
+    def ping(self, root: str) -> str | None:
+        """The ping URL of a project whose idle check held (read from its croft.json when it did)."""
+        entry = self.entries.get(root)
+        url = entry.get("ping") if isinstance(entry, dict) else None
+        return url if isinstance(url, str) else None

@@ -1,9 +1,15 @@
 """``croft tick --all``: what the OS job runs every minute, for every project of this user.
 
-It reads the registry, prunes it, and starts the project tick of each ``os-job`` project whose
-scheduling is on, each in its own detached process, so one broken project never stops the others. A
-project whose idle memo still holds (nothing changed, nothing can be due) only needs its heartbeat, so
-that is written here, in-process, by the project tick's own idle check instead of a new interpreter.
+It reads the registry, prunes it, and ticks each ``os-job`` project whose scheduling is on. A project
+whose idle memo still holds (nothing changed, nothing can be due) only needs its heartbeat, so that is
+written here, in-process, by the project tick's own idle check instead of a new interpreter. The
+others get the real project tick, handed to a few workers (``scheduler.user.fulltick``), so a minute
+with many of them (the first after an install or an upgrade) never starts a process per project, and
+one broken project never stops the others. The dead-man's-switch pings of every completed tick, idle
+or full, go out at the end, a few at a time (``notify.ping.ping_many``).
+
+A minute whose previous ``tick --all`` is still at work is skipped with a line in the tick log (an
+OS-level lock, ``tick-all.lock``): two never tick the same projects at once, and they never pile up.
 It runs 1,440 times a day, so it imports nothing it does not need (no click, no httpx, no asset code;
 the CLI dispatches here before loading click) and does no work for a project whose scheduling is off.
 """
@@ -21,8 +27,8 @@ from croft.core.problems import CroftError
 from croft.scheduler.heartbeat import write_beat
 from croft.scheduler.setting import effective_state
 from croft.scheduler.ticklog import TickLog
+from croft.scheduler.user.fulltick import full_ticks
 from croft.scheduler.user.idlecache import IdleCache
-from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
 from croft.scheduler.user.settingcache import SettingCache
 
@@ -52,6 +58,27 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
         raise
     if not entries:
         return out
+    lock = _minute_lock(home)
+    if lock is None:
+        out["exited"] = "busy"
+        note("the previous croft tick --all is still at work; this minute is left to it")
+        return out
+    try:
+        _minute(home, now, registry, entries, log, out, note)
+    finally:
+        os.close(lock)
+    return out
+
+
+def _minute(
+    home: Path,
+    now: Any,
+    registry: Registry,
+    entries: list[Entry],
+    log: TickLog,
+    out: dict[str, Any],
+    note: Any,
+) -> None:
     try:
         pruned = registry.prune(now, lock_timeout=PRUNE_LOCK_S)
         for message in pruned:
@@ -65,16 +92,56 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     env = croft_env(croft_home=str(home))
     cache = SettingCache(home / "tick-cache.json")
     idle = IdleCache(home / "idle-cache.json")
+    full: list[str] = []
+    pings: list[tuple[str, str]] = []
     with log.open() as handle:
         for entry in entries:
             try:
-                _one(entry, now, cache, idle, handle, env, out, note)
+                _one(entry, now, cache, idle, out, note, full, pings)
             except Exception as exc:  # one broken project never stops the others
                 note(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
                 out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
-    cache.save()
-    idle.save()
-    return out
+        cache.save()
+        idle.save()
+
+        def started(root: str, pid: int) -> None:
+            note(f"{root}: tick started (pid {pid})")
+            out["started"].append({"root": root, "pid": pid})
+
+        for root, answer in full_ticks(full, str(home), handle, env, started).items():
+            if answer.get("error"):
+                note(f"{root}: tick not finished: {answer['error']}")
+            elif answer.get("ping"):
+                pings.append((str(answer["ping"]), os.path.join(root, ".croft")))
+    if pings:
+        from croft.notify.ping import ping_many  # lazy: only a minute with a ping loads urllib
+
+        ping_many([(url, state, _redactor_of(state)) for url, state in pings])
+
+
+def _minute_lock(home: Path) -> int | None:
+    """This minute's claim on the per-user tick (a file lock the kernel drops when its holder ends);
+    None while another ``tick --all`` holds it."""
+    import fcntl
+
+    fd = os.open(home / "tick-all.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _redactor_of(state_dir: str) -> Any:
+    """Only for a ping that failed: the project's redactor, for its notify.log line."""
+
+    def redactor() -> Any:
+        from croft.scheduler.tick.memo import project_redactor  # lazy: a ping that answered needs none
+
+        return project_redactor(os.path.dirname(state_dir))
+
+    return redactor
 
 
 def _one(
@@ -82,14 +149,14 @@ def _one(
     now: Any,
     cache: SettingCache,
     idle: IdleCache,
-    handle: Any,
-    env: dict[str, str],
     out: dict[str, Any],
     note: Any,
+    full: list[str],
+    pings: list[tuple[str, str]],
 ) -> None:
     stamp = out["at"]
     if entry.via == "os-job" and idle.still(entry.root, stamp):  # see _beat
-        return _beat(entry, stamp, out)
+        return _beat(entry, stamp, out, idle, pings)
     reason = _skip_reason(entry, now, cache)
     if reason:
         out["skipped"].append({"root": entry.root, "reason": reason})
@@ -97,31 +164,24 @@ def _one(
             note(f"{entry.root}: {reason}")
         return
     if idle.check(entry.root, stamp):
-        return _beat(entry, stamp, out)
-    try:
-        child = spawn_tick(entry.root, handle, env)
-    except OSError as exc:
-        note(f"{entry.root}: could not start its tick: {exc.strerror or exc}")
-        out["skipped"].append({"root": entry.root, "reason": "could not start"})
-        return
-    _forget(child)
-    note(f"{entry.root}: tick started (pid {child.pid})")
-    out["started"].append({"root": entry.root, "pid": child.pid})
+        return _beat(entry, stamp, out, idle, pings)
+    full.append(entry.root)
 
 
-def _beat(entry: Entry, stamp: str, out: dict[str, Any]) -> None:
+def _beat(
+    entry: Entry, stamp: str, out: dict[str, Any], idle: IdleCache, pings: list[tuple[str, str]]
+) -> None:
     """A project whose idle check holds (``scheduler.user.idlecache``: the project tick's own rule, remembered
     by the stat of what it read) only needs its heartbeat: written here, and no interpreter is started.
     While nothing moved, its croft.json, runs.sqlite (setting included) and asset files are as they were
-    when it was on and present, so it still is."""
-    write_beat(os.path.join(entry.root, ".croft"), stamp)
+    when it was on and present, so it still is. Its ping, if croft.json sets one, goes out with the
+    minute's others: an idle tick is a completed tick."""
+    state_dir = os.path.join(entry.root, ".croft")
+    write_beat(state_dir, stamp)
     out["beat"].append({"root": entry.root, "heartbeatAt": stamp})
-
-
-def _forget(child: Any) -> None:
-    """This process never waits for the ticks it starts (it exits in a moment and init reaps them);
-    saying so to Popen keeps it from warning about a child nobody was meant to wait for."""
-    child.returncode = 0
+    url = idle.ping(entry.root)
+    if url:
+        pings.append((url, state_dir))
 
 
 def _skip_reason(entry: Entry, now: Any, cache: SettingCache) -> str | None:

@@ -175,12 +175,29 @@ def test_last_heartbeat_is_the_later_of_the_tick_row_and_the_idle_beat(tmp_path:
     assert heartbeat.last_heartbeat(state) is None
 
 
-def test_a_project_with_a_ping_keeps_its_own_tick_process(
-    make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
+def test_a_project_with_a_ping_is_beaten_in_process_and_tick_all_sends_its_ping(
+    make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path, server
 ) -> None:  # type: ignore[no-untyped-def]
-    root = _on_project(make_project, notify={"ping": "http://127.0.0.1:9/ping"})
-    _tick_all(monkeypatch, "2026-06-01T10:10:00Z")
+    """The dead-man's switch of a project whose idle check holds goes out from tick --all itself: no
+    process of its own, one GET per completed tick, idle or full; a ping that fails is a notify.log line."""
+    server.route("GET", "/ping", server.reply(200, "ok"))
+    root = _on_project(make_project, notify={"ping": server.url("/ping")})
+    first = _tick_all(monkeypatch, "2026-06-01T10:10:00Z")  # no memo yet: a full tick, in a worker
+    assert [s["root"] for s in first["started"]] == [str(root)]
     _wait_full_tick(root, "2026-06-01T10:10:00Z")
-    assert idle.memo_holds(str(root), "2026-06-01T10:20:00.000Z") is not None  # idle by the tick's rule
+    assert len(server.requests_to("/ping")) == 1  # sent once the full tick had answered
     later = _tick_all(monkeypatch, "2026-06-01T10:20:00Z")
-    assert [s["root"] for s in later["started"]] == [str(root)] and later["beat"] == []
+    assert later["started"] == [] and [b["root"] for b in later["beat"]] == [str(root)]
+    assert len(server.requests_to("/ping")) == 2
+    assert _tick_all(monkeypatch, "2026-06-01T10:21:00Z")["beat"]  # the stamp only, this time
+    assert len(server.requests_to("/ping")) == 3 and all(
+        r.method == "GET" for r in server.requests_to("/ping")
+    )
+    other = _on_project(
+        make_project, root=root.parent / "refused", notify={"ping": "http://127.0.0.1:9/ping"}
+    )
+    _tick_all(monkeypatch, "2026-06-01T10:22:00Z")
+    _wait_full_tick(other, "2026-06-01T10:22:00Z")
+    wait_for(lambda: (other / ".croft/logs/notify.log").is_file(), "the refused ping's line in notify.log")
+    assert "ping 127.0.0.1:9" in (other / ".croft/logs/notify.log").read_text()
+    assert len(server.requests_to("/ping")) == 4  # the first project's ping still went out
