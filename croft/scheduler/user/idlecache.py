@@ -38,36 +38,47 @@ __all__ = ["IdleCache"]
 RACY_NS = 50_000_000  # 50 ms: well above any filesystem clock tick
 
 
-def _stamp(root: str, state_dir: str, deps: list[str]) -> tuple[str, bool] | None:
-    """(one value for the stats of what the idle check reads, whether it is safe to compare later);
-    None: something could not be read."""
-    from zlib import crc32
+def _targets(root: str, deps: list[str]) -> list[str]:
+    """What the idle check reads, relative to ``root``: the history and its WAL, croft.json, the asset
+    folders (a file added, removed or renamed moves its folder's stat), the asset files and the local
+    modules they import. Listed once when the check holds; each minute after only stats them."""
+    from croft.scheduler.tick.filekeys import asset_tree  # lazy: only when the idle check ran
 
-    from croft.scheduler.tick.filekeys import asset_paths
-
-    paths = [
-        f"{state_dir}/runs.sqlite",
-        f"{state_dir}/runs.sqlite-wal",
-        f"{root}/croft.json",
-        *asset_paths(f"{root}/assets"),
-        *(f"{root}/{rel}" for rel in sorted(set(deps))),
+    folders, files = asset_tree(f"{root}/assets")
+    skip = len(root) + 1
+    return [
+        ".croft/runs.sqlite",
+        ".croft/runs.sqlite-wal",
+        "croft.json",
+        *(path[skip:] for path in folders),
+        *(path[skip:] for path in files),
+        *sorted(set(deps)),
     ]
+
+
+def _stamp(root: str, targets: list[str]) -> tuple[int, bool] | None:
+    """(one value for the stats of ``targets``, whether it is safe to compare later); None: something
+    could not be read. The value is the hash of a tuple of integers, which Python computes the same in
+    every process (unlike that of text), so it is stored as it is."""
     racy = time.time_ns() - RACY_NS
-    stats: list[tuple[int, int, int] | None] = []
+    stats: list[tuple[int, int, int]] = []
     safe = True
-    for path in paths:
+    prefix = root + "/"
+    for rel in targets:
         try:
-            st = os.stat(path)
+            st = os.stat(prefix + rel)
         except FileNotFoundError:
-            stats.append(None)
+            stats.append(_GONE)
             continue
         except OSError:
             return None
         stats.append((st.st_ino, st.st_size, st.st_mtime_ns))
         if st.st_mtime_ns > racy:
             safe = False
-    text = repr((paths, stats))
-    return f"{crc32(text.encode()):08x}:{len(text)}", safe
+    return hash((len(targets), *stats)), safe
+
+
+_GONE = (-1, -1, -1)
 
 
 def _ping_of(config_text: str) -> str | None:
@@ -85,16 +96,16 @@ class IdleCache(HintFile):
 
     def __init__(self, path: Path):
         super().__init__(path)
-        self._before: dict[str, tuple[str, bool] | None] = {}
+        self._before: dict[str, tuple[int, bool] | None] = {}
 
     def still(self, root: str, now_iso: str) -> bool:
         """Whether nothing the idle check read moved since it last held, and the clock is inside its
         window: then its answer is the same, and the project only needs its heartbeat."""
         self.seen.add(root)
         entry = self.entries.get(root)
-        if not isinstance(entry, dict):
+        if not isinstance(entry, dict) or not isinstance(entry.get("paths"), list):
             return False
-        before = self._before[root] = _stamp(root, f"{root}/.croft", entry["deps"])  # type: ignore[arg-type]
+        before = self._before[root] = _stamp(root, entry["paths"])  # type: ignore[arg-type]
         return bool(
             entry["safe"]
             and before is not None
@@ -109,22 +120,29 @@ class IdleCache(HintFile):
 
         self.seen.add(root)
         self.changed = True
-        state_dir = f"{root}/.croft"
-        before = self._before.pop(root, None) if root in self.entries else _stamp(root, state_dir, [])
+        known = self.entries.get(root)
+        targets = known.get("paths") if isinstance(known, dict) else None
+        if isinstance(targets, list) and root in self._before:  # stamped by ``still`` this minute
+            before = self._before.pop(root)
+        else:
+            targets = _targets(root, [])
+            before = _stamp(root, targets)
         memo = memo_holds(root, now_iso)
         if memo is None:
             self.entries.pop(root, None)
             return False
-        after = _stamp(root, state_dir, memo["deps"])
+        paths = _targets(root, memo["deps"])
+        after = _stamp(root, paths)
         # Trusted next minute only when nothing moved while the check read (its own closing may have
-        # checkpointed the WAL; then the next minute's check, which writes nothing, gives a steady stamp).
-        steady = before is not None and after is not None and before[0] == after[0]
+        # checkpointed the WAL; then the next minute's check, which writes nothing, gives a steady
+        # stamp), and the listing is the one stamped before it.
+        steady = before is not None and after is not None and paths == targets and before[0] == after[0]
         self.entries[root] = {
             "stamp": after[0] if after else None,
             "safe": steady and before is not None and before[1],
             "at": memo["at"],
             "until": memo["until"],
-            "deps": memo["deps"],
+            "paths": paths,
             "ping": _ping_of(memo["config"]),
         }
         return True

@@ -18,19 +18,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from croft.core import clock
-from croft.core.children import croft_env
 from croft.core.paths import croft_home
 from croft.core.problems import CroftError
-from croft.scheduler.heartbeat import write_beat
+from croft.scheduler.heartbeat import write_user_beats
 from croft.scheduler.setting import effective_state
 from croft.scheduler.ticklog import TickLog
-from croft.scheduler.user.fulltick import full_ticks
 from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
 from croft.scheduler.user.settingcache import SettingCache
+
+TYPE_CHECKING = False  # every minute: nothing of typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["tick_all"]
 
@@ -79,40 +80,46 @@ def _minute(
     out: dict[str, Any],
     note: Any,
 ) -> None:
-    try:
-        pruned = registry.prune(now, lock_timeout=PRUNE_LOCK_S)
-        for message in pruned:
-            note(message)
-        if pruned:  # every change prunes with a note: no note, the entries read above stand
-            entries = registry.entries()
-    except CroftError as exc:
-        if exc.code != "DB_BUSY":
-            raise
-        note(f"{registry.path} is locked by another croft; pruning next minute")
-    env = croft_env(croft_home=str(home))
     cache = SettingCache(home / "tick-cache.json")
     idle = IdleCache(home / "idle-cache.json")
     full: list[str] = []
     pings: list[tuple[str, str]] = []
-    with log.open() as handle:
-        for entry in entries:
-            try:
-                _one(entry, now, cache, idle, out, note, full, pings)
-            except Exception as exc:  # one broken project never stops the others
-                note(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
-                out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
-        cache.save()
-        idle.save()
+    for entry in entries:
+        try:
+            _one(entry, now, cache, idle, out, note, full, pings)
+        except Exception as exc:  # one broken project never stops the others
+            note(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
+            out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
+    cache.save()
+    idle.save()
+    if out["beat"]:
+        write_user_beats(str(home), out["at"], [b["root"] for b in out["beat"]])
+    # Pruning looks only at the projects not beaten just now: a beaten one's croft.json was stat'ed.
+    beaten = frozenset(b["root"] for b in out["beat"])
+    try:
+        for message in registry.prune(now, lock_timeout=PRUNE_LOCK_S, entries=entries, present=beaten):
+            note(message)  # a gone project was skipped above (no croft.json): it is never in ``full``
+    except CroftError as exc:
+        if exc.code != "DB_BUSY":
+            raise
+        note(f"{registry.path} is locked by another croft; pruning next minute")
+    if full:
+        # lazy, both: an idle minute starts no worker, and is most minutes of most users
+        from croft.core.children import croft_env
+        from croft.scheduler.user.fulltick import full_ticks
 
-        def started(root: str, pid: int) -> None:
-            note(f"{root}: tick started (pid {pid})")
-            out["started"].append({"root": root, "pid": pid})
+        env = croft_env(croft_home=str(home))
+        with log.open() as handle:
 
-        for root, answer in full_ticks(full, str(home), handle, env, started).items():
-            if answer.get("error"):
-                note(f"{root}: tick not finished: {answer['error']}")
-            elif answer.get("ping"):
-                pings.append((str(answer["ping"]), os.path.join(root, ".croft")))
+            def started(root: str, pid: int) -> None:
+                note(f"{root}: tick started (pid {pid})")
+                out["started"].append({"root": root, "pid": pid})
+
+            for root, answer in full_ticks(full, str(home), handle, env, started).items():
+                if answer.get("error"):
+                    note(f"{root}: tick not finished: {answer['error']}")
+                elif answer.get("ping"):
+                    pings.append((str(answer["ping"]), os.path.join(root, ".croft")))
     if pings:
         from croft.notify.ping import ping_many  # lazy: only a minute with a ping loads urllib
 
@@ -174,14 +181,13 @@ def _beat(
     """A project whose idle check holds (``scheduler.user.idlecache``: the project tick's own rule, remembered
     by the stat of what it read) only needs its heartbeat: written here, and no interpreter is started.
     While nothing moved, its croft.json, runs.sqlite (setting included) and asset files are as they were
-    when it was on and present, so it still is. Its ping, if croft.json sets one, goes out with the
-    minute's others: an idle tick is a completed tick."""
-    state_dir = os.path.join(entry.root, ".croft")
-    write_beat(state_dir, stamp)
+    when it was on and present, so it still is. Its heartbeat is the minute's one file for the user
+    (``heartbeat.write_user_beats``); its ping, if croft.json sets one, goes out with the minute's
+    others: an idle tick is a completed tick."""
     out["beat"].append({"root": entry.root, "heartbeatAt": stamp})
     url = idle.ping(entry.root)
     if url:
-        pings.append((url, state_dir))
+        pings.append((url, os.path.join(entry.root, ".croft")))
 
 
 def _skip_reason(entry: Entry, now: Any, cache: SettingCache) -> str | None:

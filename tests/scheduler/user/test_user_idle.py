@@ -4,6 +4,7 @@ reads, and it never beats a paused project."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -85,7 +86,9 @@ def test_an_idle_project_is_beaten_in_process_and_a_change_starts_its_tick(
     assert idle["started"] == [] and idle["skipped"] == []
     assert idle["beat"] == [{"root": str(root), "heartbeatAt": "2026-06-01T10:20:00.000Z"}]
     assert heartbeat.last_heartbeat(root / ".croft") == "2026-06-01T10:20:00.000Z"
-    assert (root / ".croft" / "tick-beat").read_text() == "2026-06-01T10:20:00.000Z"
+    beats = json.loads((_croft_home / "idle-beats.json").read_text())  # one file for the user's minute
+    assert beats == {"at": "2026-06-01T10:20:00.000Z", "roots": [str(root)]}
+    assert not (root / ".croft" / "tick-beat").exists()  # no file per project
     assert "10:20:00.000Z" not in log.read_text()  # an idle beat writes no log line
     project = load_project(root)
     assert stale_warning(project, now=parse_instant("2026-06-01T10:22:59Z")) is None
@@ -156,22 +159,62 @@ def test_a_steady_stamp_skips_even_the_idle_check_and_any_change_brings_it_back(
 def test_a_stamp_taken_in_the_same_moment_as_a_write_is_not_trusted(make_project) -> None:  # type: ignore[no-untyped-def]
     root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
     old = time.time_ns() - 10_000_000_000
-    for path in (root / "croft.json", root / "assets" / "issues.py"):
+    for path in (root / "croft.json", root / "assets" / "issues.py", root / "assets"):
         os.utime(path, ns=(old, old))
-    stamp = idlebeat._stamp(str(root), str(root / ".croft"), [])
+    targets = idlebeat._targets(str(root), [])
+    assert targets == [
+        ".croft/runs.sqlite",
+        ".croft/runs.sqlite-wal",
+        "croft.json",
+        "assets",
+        "assets/issues.py",
+    ]
+    stamp = idlebeat._stamp(str(root), targets)
     assert stamp is not None and stamp[1]  # everything settled: safe to compare later
+    assert idlebeat._stamp(str(root), targets) == stamp  # the same in every process: the hash of numbers
     (root / "assets" / "issues.py").write_text(ISSUES.format(schedule="every hour"))
-    stamp = idlebeat._stamp(str(root), str(root / ".croft"), [])
-    assert stamp is not None and not stamp[1]  # just written: a second write could keep this mtime
+    moved = idlebeat._stamp(str(root), targets)
+    assert moved is not None and not moved[1] and moved[0] != stamp[0]  # just written: not trusted
+    os.utime(root / "assets" / "issues.py", ns=(old, old))
+    (root / "assets" / "new.sql").write_text("SELECT 1 AS id\n")  # a file added moves its folder's stat
+    os.utime(root / "assets" / "new.sql", ns=(old, old))
+    added = idlebeat._stamp(str(root), targets)
+    assert added is not None and added[0] != stamp[0]
 
 
-def test_last_heartbeat_is_the_later_of_the_tick_row_and_the_idle_beat(tmp_path: Path) -> None:
-    state = tmp_path / ".croft"
-    state.mkdir()
+def test_the_stamp_is_the_same_in_another_process(make_project) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
+    code = (
+        "import sys; from croft.scheduler.user import idlecache as c;"
+        "print(c._stamp(sys.argv[1], c._targets(sys.argv[1], []))[0])"
+    )
+    runs = {subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True).stdout
+            for _ in range(2)}  # fmt: skip
+    assert runs == {f"{idlebeat._stamp(str(root), idlebeat._targets(str(root), []))[0]}\n"}  # type: ignore[index]
+
+
+def test_last_heartbeat_is_the_latest_of_the_tick_row_and_the_idle_beats(
+    tmp_path: Path, _croft_home: Path
+) -> None:
+    root = tmp_path / "p"
+    state = root / ".croft"
+    state.mkdir(parents=True)
     assert heartbeat.last_heartbeat(state) is None
-    heartbeat.write_beat(str(state), "2026-06-01T10:20:00.000Z")
+    (state / "tick-beat").write_text("2026-06-01T10:20:00.000Z")  # what an earlier croft wrote
     assert heartbeat.last_heartbeat(state) == "2026-06-01T10:20:00.000Z"
     (state / "tick-beat").write_text("2026-06-01T10:2")  # torn or foreign content counts as no beat
+    assert heartbeat.last_heartbeat(state) is None
+    heartbeat.write_user_beats(str(_croft_home), "2026-06-01T10:21:00.000Z", [str(tmp_path / "other")])
+    assert heartbeat.last_heartbeat(state) is None  # another project's beat is not this one's
+    heartbeat.write_user_beats(
+        str(_croft_home), "2026-06-01T10:22:00.000Z", [str(tmp_path / "other"), str(root)]
+    )
+    assert heartbeat.last_heartbeat(state) == "2026-06-01T10:22:00.000Z"
+    assert heartbeat.last_heartbeat(tmp_path / "elsewhere" / "state") is None  # a relocated state folder
+    (_croft_home / "idle-beats.json").write_text("{not json")
     assert heartbeat.last_heartbeat(state) is None
 
 
