@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from croft.core import clock
@@ -20,13 +20,13 @@ from croft.core.duration import words
 from croft.core.problems import Problem, problem
 from croft.project.config import Project
 from croft.scheduler import heartbeat
-from croft.scheduler.control.chain import diagnose
-from croft.scheduler.control.gather import project_chain
 from croft.scheduler.heartbeat import quiet_since
-from croft.scheduler.jobs.health import Link
-from croft.scheduler.jobs.oscmd import Runner
-from croft.scheduler.jobs.record import InstalledJob
 from croft.scheduler.setting import Scheduling, read_scheduling_file
+
+if TYPE_CHECKING:
+    from croft.scheduler.jobs.health import Link
+    from croft.scheduler.jobs.oscmd import Runner
+    from croft.scheduler.jobs.record import InstalledJob
 
 __all__ = ["no_tick_problem", "stale_problem", "stale_warning"]
 
@@ -92,6 +92,11 @@ def _problem(
     job: InstalledJob | None,
     waited_ms: int | None = None,
 ) -> Problem:
+    # lazy: only a quiet project gathers the chain (it reads the OS job, the backends and the tick log);
+    # croft status and schedule status of a project that ticks pay for none of it
+    from croft.scheduler.control.chain import diagnose
+    from croft.scheduler.control.gather import project_chain
+
     chain = project_chain(project, setting, now, runner=runner, job=job)
     return stale_problem(
         setting,
