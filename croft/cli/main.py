@@ -69,6 +69,11 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.stdout.write(f"croft, version {__version__}\n")
         sys.exit(0)
+    if args[:2] == ["run", "--due"]:  # a scheduled run, as its tick starts it: no click (croft/cli/run.py)
+        from croft.cli import run
+
+        if run.due_args(args[1:]) is not None:
+            run.run_due(args[1:])
     if args[:1] == ["status"]:  # the command typed most: its plain forms start without click
         from croft.cli import status
 

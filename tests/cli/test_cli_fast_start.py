@@ -92,3 +92,24 @@ def test_a_quiet_project_still_gets_the_chain_s_words(make_project) -> None:
     quiet = _probe(root, "status", "--json")
     stale = [p for p in json.loads(quiet["out"])["problems"] if p["code"] == "SCHEDULER_STALE"]
     assert stale and stale[0]["details"]["cause"] and "croft.scheduler.control.chain" in quiet["heavy"]
+
+
+def test_a_scheduled_run_as_the_tick_starts_it_loads_no_click_and_records_its_argv(make_project) -> None:
+    from enginekit import history
+
+    root = make_project({"assets/rows.py": INGEST})
+    assert croft(root, "run", env={"CROFT_NOW": "2026-06-01T09:00:00Z"})[0] == 0  # by hand: approved
+    assert croft(root, "schedule", "on", "--no-os-job", env={"CROFT_NOW": "2026-06-01T09:01:00Z"})[0] == 0
+    argv = ["run", "--due", "--json", "--run-id", "r_0601_1100_fast", "rows"]
+    fast = _probe(root, *argv)
+    envelope = json.loads(fast["out"])
+    assert fast["code"] == 0 and fast["heavy"] == [] and envelope["data"]["runId"] == "r_0601_1100_fast"
+    assert [s["asset"] for s in envelope["data"]["steps"]] == ["rows"]
+    [run] = history(root, "SELECT argv, trigger, human FROM runs WHERE id = 'r_0601_1100_fast'")
+    assert json.loads(run["argv"]) == argv and run["trigger"] == "schedule" and run["human"] == 0
+    odd = _probe(root, "run", "--due", "--only", "rows", "--json")  # not what a tick starts: click decides
+    assert (
+        odd["code"] == 2
+        and json.loads(odd["out"])["problems"][0]["code"] == "USAGE"
+        and "click" in odd["heavy"]
+    )

@@ -37,8 +37,8 @@ from croft.schedule import cron
 from croft.schedule.phrase import Schedule, parse_schedule
 from croft.scheduler.due import AssetInfo, approval_hold
 from croft.scheduler.setting import effective_state, read_scheduling
+from croft.scheduler.tick.afterrun import after_run
 from croft.scheduler.tick.gather import live_leases
-from croft.scheduler.tick.handoff import after_run
 from croft.scheduler.tick.settle import SPAWNED_KEY, not_started_path
 
 __all__ = ["DueRules"]

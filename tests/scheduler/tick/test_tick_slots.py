@@ -156,7 +156,7 @@ def test_six_projects_due_at_once_start_two_at_a_time_oldest_fire_first(make_pro
     handed = [
         line
         for line in (_croft_home / "logs" / "tick.log").read_text().splitlines()
-        if "handed its slot on" in line
+        if "whose slot came free: started r_" in line
     ]
     assert len(handed) == 4  # p2, p4, p3 and p5 were started by a run that ended, not by a minute
 
