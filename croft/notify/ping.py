@@ -11,10 +11,7 @@ through ``urllib.request``, loaded then. A loopback URL bypasses any HTTP proxy,
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
-import socket
-import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -74,6 +71,8 @@ def is_loopback(url: str) -> bool:
 def _loopback_host(host: str) -> bool:
     if host == "localhost":
         return True
+    import ipaddress  # lazy: a ping to an address with no proxy set never asks
+
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -87,6 +86,8 @@ def ping(url: str, timeout: float | None = None) -> Pinged:
     The socket timeout bounds each wait, not a name lookup that hangs nor a server that drips its
     answer a byte at a time, so the request runs in a daemon thread and the tick stops waiting at the
     deadline (the thread ends with the process)."""
+    import threading  # lazy, as every import here: the per-user tick's pings may need none of them
+
     timeout = min(timeout_seconds(PING_TIMEOUT_S), PING_TIMEOUT_S) if timeout is None else timeout
     got: list[Pinged] = []
     worker = threading.Thread(target=lambda: got.append(_get(url, timeout)), name="croft-ping", daemon=True)
@@ -136,6 +137,8 @@ def _socket_get(plain: tuple[str, int, str, str], timeout: float, until: float |
     """The GET on a socket: its status from the status line once every header has arrived, by the
     monotonic instant ``until`` when given (an answer that drips in is cut there). None for a redirect
     (urllib follows it). Raises OSError as a socket does."""
+    import socket
+
     host, port, netloc, target = plain
     request = (
         f"GET {target} HTTP/1.1\r\nHost: {netloc}\r\nUser-Agent: {_user_agent()}\r\nConnection: close\r\n\r\n"
@@ -267,7 +270,7 @@ class _Batch:
         self.answered = [False] * len(targets)
         self.settled = [False] * len(targets)
         self.begun: list[float | None] = [None] * len(targets)  # the monotonic instant each began
-        self.lock = threading.Lock()
+        self.lock: Any = contextlib.nullcontext()  # a real lock once there are threads (``threads``)
 
     def settle(self, i: int, outcome: Pinged) -> None:
         with self.lock:
@@ -277,8 +280,14 @@ class _Batch:
         url, state_dir, redactor = self.targets[i]
         self.answered[i] = _told(url, state_dir, redactor, None if outcome.ok else outcome.error)
 
-    def threads(self, queue: list[int]) -> list[threading.Thread]:
+    def threads(self, queue: list[int]) -> list[Any]:
         """``PING_THREADS`` threads (or fewer) that take the pings of ``queue`` one after another."""
+        if not queue:
+            return []
+        import threading  # lazy: a minute whose pings all go on sockets side by side starts none
+
+        if isinstance(self.lock, contextlib.nullcontext):  # no thread runs yet: safe to swap
+            self.lock = threading.Lock()
         queue = list(queue)
 
         def work() -> None:
@@ -328,11 +337,15 @@ class _Batch:
 
 def _literal(host: str) -> bool:
     """Whether ``host`` is an address: connecting needs no name lookup (which no socket timeout bounds)."""
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
+    import _socket  # see _side_by_side
+
+    for family in (_socket.AF_INET, _socket.AF_INET6):
+        try:
+            _socket.inet_pton(family, host)
+        except (OSError, ValueError):
+            continue
+        return True
+    return False
 
 
 def _side_by_side(
@@ -341,17 +354,24 @@ def _side_by_side(
     """The GETs of ``plains`` (addresses: no name to look up) on non-blocking sockets in this thread,
     ``OPEN_AT_ONCE`` at a time. Each keeps a ping's bound from its own start (``timeout`` per wait, one
     more second in all); none begins after ``deadline`` (those are left out of the answer). None for a
-    redirect."""
+    redirect.
+
+    The C modules ``_socket`` and ``select`` themselves: ``socket`` (its enums, and ``selectors``, which
+    it imports) costs the per-user tick more to load than a hundred pings cost to send."""
     if not plains:
         return {}
+    import _socket
     import errno
-    import selectors  # lazy, both: only a minute with such pings
+    import select
 
     out: dict[int, Pinged | None] = {}
     waiting = list(plains)
-    chooser = selectors.DefaultSelector()
-    # i -> [socket, bytes still to send, bytes received, last progress, the ping's own end]
+    waiting.reverse()  # popped from the end: the first begins first
+    poller = select.poll()
+    # fd -> [i, socket, bytes still to send, bytes received, last progress, the ping's own end]
     pending: dict[int, list[Any]] = {}
+    started = (0, errno.EINPROGRESS, errno.EAGAIN, errno.EWOULDBLOCK)
+    next_due = [deadline]  # no ping can be overdue before this instant (progress only moves it later)
 
     def begin(i: int) -> bool:
         """Open ``i``'s socket; False when no file descriptor is free while others are in flight (it
@@ -363,10 +383,10 @@ def _side_by_side(
         ).encode("latin-1")
         conn = None
         try:
-            conn = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+            conn = _socket.socket(_socket.AF_INET6 if ":" in host else _socket.AF_INET, _socket.SOCK_STREAM)
             conn.setblocking(False)
             code = conn.connect_ex((host, port))
-            if code not in (0, errno.EINPROGRESS, errno.EAGAIN, errno.EWOULDBLOCK):
+            if code not in started:
                 raise OSError(code, os.strerror(code))
         except OSError as exc:
             if conn is not None:
@@ -376,53 +396,55 @@ def _side_by_side(
             out[i] = Pinged(False, None, f"{type(exc).__name__}: {exc}")
             return True
         at = time.monotonic()
-        pending[i] = [conn, request, b"", at, at + timeout + GRACE_S]
-        chooser.register(conn, selectors.EVENT_WRITE, i)
+        fd = conn.fileno()
+        pending[fd] = [i, conn, request, b"", at, at + timeout + GRACE_S]
+        next_due[0] = min(next_due[0], at + timeout)
+        poller.register(fd, select.POLLOUT)
         return True
 
-    def end(i: int, outcome: Pinged | None) -> None:
-        conn = pending.pop(i)[0]
-        chooser.unregister(conn)
-        conn.close()
-        out[i] = outcome
+    def end(fd: int, outcome: Pinged | None) -> None:
+        state = pending.pop(fd)
+        poller.unregister(fd)
+        state[1].close()
+        out[state[0]] = outcome
 
     while waiting or pending:
         now = time.monotonic()
-        while waiting and len(pending) < OPEN_AT_ONCE and now < deadline and begin(waiting[0]):
-            waiting.pop(0)
+        while waiting and len(pending) < OPEN_AT_ONCE and now < deadline and begin(waiting[-1]):
+            waiting.pop()
         if not pending:
             break
-        for i, state in list(pending.items()):
-            if now >= state[4]:
-                end(i, Pinged(False, None, f"no answer within {timeout + GRACE_S:g} s"))
-            elif now - state[3] >= timeout:
-                end(i, Pinged(False, None, f"no answer within {timeout:g} s"))
-        if not pending:
-            continue
-        wait = min(min(state[3] + timeout, state[4]) for state in pending.values()) - now
-        for key, events in chooser.select(timeout=max(0.0, wait)):
-            i = key.data
-            conn, request, head = pending[i][:3]
+        if now >= next_due[0]:
+            for fd, state in list(pending.items()):
+                if now >= state[5]:
+                    end(fd, Pinged(False, None, f"no answer within {timeout + GRACE_S:g} s"))
+                elif now - state[4] >= timeout:
+                    end(fd, Pinged(False, None, f"no answer within {timeout:g} s"))
+            next_due[0] = min((min(s[4] + timeout, s[5]) for s in pending.values()), default=deadline)
+            if not pending:
+                continue
+        for fd, _ in poller.poll(max(0.0, next_due[0] - now) * 1000):
+            state = pending[fd]
+            conn = state[1]
             try:
-                if events & selectors.EVENT_WRITE:
-                    error = conn.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if state[2]:  # still sending: the socket is writable (connected) or has failed
+                    error = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_ERROR)
                     if error:
                         raise OSError(error, os.strerror(error))
-                    pending[i][1] = request = request[conn.send(request) :]
-                    if not request:
-                        chooser.modify(conn, selectors.EVENT_READ, i)
-                    pending[i][3] = time.monotonic()
+                    state[2] = state[2][conn.send(state[2]) :]
+                    if not state[2]:
+                        poller.modify(fd, select.POLLIN)
+                    state[4] = time.monotonic()
                     continue
                 chunk = conn.recv(4096)
-                if not chunk or len(head) > _HEAD_MAX:
+                if not chunk or len(state[3]) > _HEAD_MAX:
                     raise ConnectionError("the answer ended before its headers did")
-                head += chunk
-                pending[i][2], pending[i][3] = head, time.monotonic()
-                if b"\r\n\r\n" in head:
-                    end(i, _status(head))
+                state[3] += chunk
+                state[4] = time.monotonic()
+                if b"\r\n\r\n" in state[3]:
+                    end(fd, _status(state[3]))
             except (OSError, ValueError) as exc:  # OSError(errno, text) is already the errno's own class
-                end(i, Pinged(False, None, f"{type(exc).__name__}: {exc}"))
-    chooser.close()
+                end(fd, Pinged(False, None, f"{type(exc).__name__}: {exc}"))
     return out
 
 
