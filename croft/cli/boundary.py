@@ -166,7 +166,7 @@ def internal_error(exc: BaseException, args: Sequence[str]) -> Problem:
     redact = _redact(args)
     text = redact("".join(traceback.format_exception(exc)))
     path = _crash_file(exc, [redact(a) for a in args], text)
-    if os.environ.get("CROFT_DEBUG") == "1":
+    if _debug():
         _write(sys.stderr, text.rstrip())
     where = f"the traceback is in {path}" if path else "no crash file could be written"
     summary = redact(str(exc).splitlines()[0][:200]) if str(exc) else ""
@@ -176,6 +176,17 @@ def internal_error(exc: BaseException, args: Sequence[str]) -> Problem:
         "This is a bug in croft: please report it with that file. Set CROFT_DEBUG=1 to see the traceback here.",
         details={"exception": type(exc).__name__, **({"crashFile": str(path)} if path else {})},
     )
+
+
+def _debug() -> bool:
+    """``CROFT_DEBUG``; a bad value must not hide the error being reported, so it reads as off here."""
+    from croft.core import knobs
+    from croft.core.problems import CroftError
+
+    try:
+        return bool(knobs.value("CROFT_DEBUG"))
+    except CroftError:
+        return False
 
 
 def interrupted() -> Problem:
@@ -219,7 +230,35 @@ def _failed(exc: BaseException, args: list[str]) -> int:
         # The reader went away (``croft logs | head``): nothing left to tell it.
         _quiet_stdout()
         return 1
+    machine = machine_problem(exc, args)
+    if machine is not None:  # a full or read-only disk is the machine's, not a bug: no crash file
+        return fail([machine], as_json)
     return fail([internal_error(exc, args)], as_json)
+
+
+def machine_problem(exc: BaseException, args: Sequence[str]) -> Problem | None:
+    """DISK_FULL or PATH_UNWRITABLE for an error of the machine that no command turned into a problem
+    itself (an OSError of a full or read-only disk, or SQLite's word for one), naming the file when the
+    error does, else the folder that is full or read-only."""
+    from croft.core import disk
+
+    state = crash_folder(args).parent if _project_root(args) is not None else None
+    guess = disk.guess_folder([state] if state is not None else [])
+    found = disk.os_problem(exc, path=guess)
+    if found is not None:
+        return found
+    import sqlite3  # already loaded by whatever raised it
+
+    inner: BaseException | None = exc
+    for _ in range(10):
+        if inner is None:
+            break
+        if isinstance(inner, sqlite3.Error):
+            from croft.core.sqlitefile import machine_problem as sqlite_machine
+
+            return sqlite_machine(inner, "croft could not use a database", guess)
+        inner = inner.__cause__ or inner.__context__
+    return None
 
 
 def _quiet_stdout() -> None:

@@ -70,10 +70,13 @@ def _idle(args: list[str]) -> dict[str, Any] | None:
     started = time.perf_counter()
     try:
         _, project_dir = _parse(args)
+        from croft.core import knobs
         from croft.core.clock import now, to_iso
 
+        if knobs.problems():
+            return None
         moment = to_iso(now())
-    except Exception:  # a usage error or a bad CROFT_NOW: the full path reports it properly
+    except Exception:  # a usage error or a bad knob (CROFT_NOW...): the full path reports it properly
         return None
     from croft.scheduler.tick.memo import idle_tick
 
@@ -107,6 +110,9 @@ def run(args: list[str]) -> int:
         as_json, project_dir = _parse(args)
         from pathlib import Path
 
+        from croft.core import knobs
+
+        knobs.require_all()  # the tick hands every knob on to the runs it starts: a bad one stops it here
         from croft.project.config import load_project
         from croft.scheduler.tick.project_tick import project_tick
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 
-from croft.core import clock
+from croft.core import clock, knobs
 from croft.core.paths import croft_home
-from croft.core.problems import CroftError, Problem, problem
+from croft.core.problems import CroftError, Problem, exit_code_for, problem
 from croft.scheduler.ticklog import TickLog
 from croft.scheduler.user.tick_all import tick_all
 
@@ -34,10 +34,13 @@ def main(args: list[str]) -> int:
         code = 2
     else:
         try:
+            knobs.require_all()  # the knobs go on to every tick and run it starts: a bad one stops it here
             data = tick_all()
+            problems += [Problem.from_dict(p) for p in data.pop("problems", [])]
+            code = exit_code_for(problems)
         except CroftError as exc:
-            problems.append(exc.problem)
-            code = 1
+            problems += [exc.problem, *exc.extra]
+            code = exit_code_for(problems) or 1
         except Exception as exc:  # the job must log and end, never hang or lose the reason
             import traceback
 

@@ -43,6 +43,11 @@ def write_atomic(path: Path, value: Any, *, indent: int | None = 2, durable: boo
                 os.fsync(out.fileno())
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None:  # a write or fsync: say which file, so the error names it
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

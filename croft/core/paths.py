@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from croft.core import knobs
 
 __all__ = ["croft_home", "data_path", "job_label", "require_utf8_path", "state_dir"]
 
-DEFAULT_LABEL = "dev.croft.tick"
+DEFAULT_LABEL = knobs.KNOBS["CROFT_JOB_LABEL"].default
 
 
 def croft_home() -> Path:
     """``CROFT_HOME`` or ``~/.croft``: the registry and the per-user tick log live here."""
-    override = os.environ.get("CROFT_HOME")
-    return Path(override).expanduser() if override else Path.home() / ".croft"
+    override: str | None = knobs.value("CROFT_HOME")
+    return Path(override) if override else Path.home() / ".croft"
 
 
 def job_label() -> str:
     """The OS job's label; tests set CROFT_JOB_LABEL so they never touch a real user's job."""
-    return os.environ.get("CROFT_JOB_LABEL") or DEFAULT_LABEL
+    label: str = knobs.value("CROFT_JOB_LABEL")
+    return label
 
 
 def state_dir(root: Path, configured: str | None = None) -> Path:

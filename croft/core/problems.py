@@ -4,10 +4,10 @@
     ├── project family   CONFIG_INVALID, ASSET_INVALID, NAME_CONFLICT, NAME_INVALID, SCHEDULE_INVALID,
     │                    SQL_NOT_SELECT, SQL_NOT_ONE_STATEMENT, SQL_ERROR, SECRET_MISSING, NOT_A_PROJECT,
     │                    INCREMENTAL_WITHOUT_KEY, HEADER_UNKNOWN_KEY,
-    │                    CYCLE, UNKNOWN_ASSET, PROJECT_EXISTS, CLOCK_INVALID        -> exit 2, never retried
+    │                    CYCLE, UNKNOWN_ASSET, PROJECT_EXISTS, CLOCK_INVALID, KNOB_INVALID -> exit 2, never retried
     ├── run family       HTTP_ERROR, TIMEOUT, RUN_CRASHED, CHECK_FAILED, ASSET_CODE_ERROR, DB_BUSY,
     │                    ASSET_BUSY, INTERRUPTED, CURSOR_INVALID, ROW_INVALID   -> exit 1/3/4/130
-    └── state family     HISTORY_TOO_NEW, HISTORY_CORRUPT, INTERNAL_ERROR           -> exit 2 / 1
+    └── state family     HISTORY_TOO_NEW, HISTORY_CORRUPT, INTERNAL_ERROR, DISK_FULL, SCHEDULER_BROKEN -> exit 2 / 1
 
 A Problem is data, so the same value can be printed, stored in runs.sqlite and posted to a webhook.
 Whether it may be retried is decided where the foreign error is translated (``retryable``), never by
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from croft.core.text import MESSAGE_LIMIT, cut
 
 __all__ = ["CODES", "CroftError", "Problem", "Stopped", "exit_code_for", "problem"]
 
@@ -68,6 +70,8 @@ CODES: dict[str, tuple[str, int]] = {
     "SCHEDULE_PAUSED": ("run", 4),
     "SCHEDULE_BACKOFF": ("run", 4),
     "LARGE_REPROCESS": ("run", 4),
+    "KNOB_INVALID": ("project", 2),
+    "SCHEDULER_BROKEN": ("state", 1),
 }
 
 
@@ -86,6 +90,13 @@ class Problem:
     asset: str | None = None
     file: str | None = None
     line: int | None = None
+
+    def __post_init__(self) -> None:
+        # The last resort of ``core.text``'s rule: a message quoting a huge input never grows with it.
+        if len(self.message) > MESSAGE_LIMIT:
+            object.__setattr__(self, "message", cut(self.message))
+        if len(self.hint) > MESSAGE_LIMIT:
+            object.__setattr__(self, "hint", cut(self.hint))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -62,8 +62,6 @@ SQLITE_RESULT_CODES: dict[int, tuple[str, bool]] = {
     sqlite3.SQLITE_LOCKED: ("DB_BUSY", True),
     sqlite3.SQLITE_CORRUPT: ("HISTORY_CORRUPT", False),
     sqlite3.SQLITE_NOTADB: ("HISTORY_CORRUPT", False),
-    sqlite3.SQLITE_FULL: ("DISK_FULL", False),
-    sqlite3.SQLITE_CANTOPEN: ("PATH_UNWRITABLE", False),
 }
 
 _savepoints = itertools.count(1)
@@ -83,7 +81,11 @@ def _move_aside_fix(path: Path) -> dict[str, object]:
 
 
 def problem_for_sqlite_error(exc: BaseException, what: str, path: Path | None = None) -> Problem:
-    """The Problem for one sqlite3 exception met while doing ``what`` (pure: no I/O, no message sniffing)."""
+    """The Problem for one sqlite3 exception met while doing ``what`` (by class and result code, never by
+    message; the machine's refusals, a full or read-only disk, are ``sqlitefile.machine_problem``'s)."""
+    machine = sqlitefile.machine_problem(exc, what, path)
+    if machine is not None:
+        return machine
     classes = [k for k in type(exc).__mro__ if k in SQLITE_CLASS_CODES]
     code = SQLITE_CLASS_CODES[classes[0]] if classes else "INTERNAL_ERROR"
     retryable = False
@@ -109,37 +111,12 @@ def problem_for_sqlite_error(exc: BaseException, what: str, path: Path | None = 
             fix=_move_aside_fix(path) if path else None,
             details={"sqlite": str(exc)} | ({"file": str(path)} if path else {}),
         )
-    if code == "DISK_FULL":
-        return disk_full(what, where, str(exc))
-    if code == "PATH_UNWRITABLE":
-        return cannot_open(what, where, str(exc))
     return problem(
         "INTERNAL_ERROR",
         f"{what}: the run history failed with {type(exc).__name__}: {exc}",
         "Check that the state folder is writable and the disk is not full; if it keeps happening,"
         " it is a bug in croft: please report it with this message.",
         details={"sqlite": str(exc), "class": type(exc).__name__},
-    )
-
-
-def disk_full(what: str, where: str, cause: str) -> Problem:
-    """DISK_FULL for a write that found no space, in the history or the warehouse alike."""
-    return problem(
-        "DISK_FULL",
-        f"{what}: the disk holding {where} is full ({cause})",
-        "Free some space on that disk, then run again; nothing half-written was kept.",
-        details={"sqlite": cause, "file": where},
-    )
-
-
-def cannot_open(what: str, where: str, cause: str) -> Problem:
-    """PATH_UNWRITABLE for a SQLite file that cannot be opened or created (a folder, no permission)."""
-    return problem(
-        "PATH_UNWRITABLE",
-        f"{what}: SQLite cannot open or create {where} ({cause})",
-        "Make sure that path is a file (not a folder) in a folder this user can write; croft.json's"
-        " database and stateDir choose where these files live.",
-        details={"sqlite": cause, "file": where},
     )
 
 

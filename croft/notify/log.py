@@ -8,12 +8,12 @@ URL often carries a token in its path or query.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from croft.core import knobs
 from croft.core.clock import now, to_iso
 
 __all__ = ["DRY_ENV", "host_of", "is_dry", "log_miss", "record", "scrub_urls"]
@@ -25,7 +25,7 @@ _TOKEN_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 def is_dry() -> bool:
     """``CROFT_NOTIFY_DRY=1``: desktop notifications are recorded, not shown."""
-    return os.environ.get(DRY_ENV, "").strip() not in ("", "0", "false", "no")
+    return bool(knobs.value(DRY_ENV))
 
 
 def host_of(url: str) -> str:

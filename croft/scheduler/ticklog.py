@@ -48,8 +48,13 @@ class TickLog:
         return os.fdopen(fd, "ab", buffering=0)
 
     def write(self, stamp: str, message: str) -> None:
-        with self.open() as out:
-            out.write(f"{stamp} {message}\n".encode())
+        try:
+            with self.open() as out:
+                out.write(f"{stamp} {message}\n".encode())
+        except OSError as exc:
+            if exc.filename is None:  # a write on a full disk: say which file
+                raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+            raise
 
 
 def log_tail(path: Path, lines: int = TAIL_LINES) -> list[str]:

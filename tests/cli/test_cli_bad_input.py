@@ -316,8 +316,8 @@ def test_a_full_disk_while_writing_names_the_cause_with_the_run_id_and_steps(
 def test_a_bookkeeping_write_that_fails_keeps_the_run_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from enginekit import croft as croft_in_process
 
+    from croft.core.disk import disk_full
     from croft.core.problems import CroftError
-    from croft.history.db import disk_full
 
     def full(*args: object, **kwargs: object) -> None:
         raise CroftError(disk_full("releasing the leases", "runs.sqlite", "database or disk is full"))

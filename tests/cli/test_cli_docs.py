@@ -195,3 +195,15 @@ def test_the_environment_page_has_every_croft_variable_the_code_reads():
     text = topics()["environment"].read_text()
     missing = sorted(n for n in names if f"`{n}`" not in text)
     assert not missing, f"docs/environment.md does not describe {missing}"
+
+
+def test_the_environment_table_is_the_knobs_table():
+    """One table of knobs in the code (``core.knobs``), one in the docs: same names, same order, and each
+    row gives the range the code enforces."""
+    from croft.core.knobs import KNOBS
+
+    text = topics()["environment"].read_text()
+    rows = re.findall(r"^\| `(CROFT_[A-Z_]+)` \| .+? \| (.+?) \| .+? \|$", text, re.M)
+    assert [name for name, _ in rows] == list(KNOBS)
+    for name, values in rows:
+        assert values == KNOBS[name].rule(), name

@@ -8,14 +8,13 @@ failure users do not notice.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from croft.core import clock
+from croft.core import clock, knobs
 from croft.core.clock import from_iso, to_iso
 from croft.core.duration import parse_seconds
 from croft.core.paths import croft_home, job_label
@@ -53,7 +52,6 @@ __all__ = [
     "schedule_status",
 ]
 
-DEFAULT_WAIT_MS = 70_000
 ALREADY_TICKING = timedelta(minutes=2)
 Progress = Callable[[str], None]
 
@@ -68,21 +66,6 @@ def parse_pause_length(text: str) -> timedelta:
             "Give a length from 1 minute to 365 days, such as 90m, 1h30m, 2h or 2 days.",
         )
     return timedelta(seconds=total)
-
-
-def _env_ms(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise CroftError(
-            "USAGE",
-            f"{name}={raw!r} is not a number of milliseconds",
-            f"Set {name} to a whole number, or unset it.",
-        ) from None
-    return max(0, value)
 
 
 def _open(project: Project) -> Any:
@@ -196,7 +179,7 @@ def schedule_on(
     now = clock.now()
     root = project.root
     registry = Registry()
-    wait_ms = _env_ms("CROFT_HEARTBEAT_WAIT_MS", DEFAULT_WAIT_MS)
+    wait_ms: int = knobs.value("CROFT_HEARTBEAT_WAIT_MS")
     before = read_scheduling_file(project.config.state_dir)
     before_entry = registry.find(root)
     via: Via = "serve" if no_os_job else "os-job"
@@ -349,10 +332,11 @@ def _queue(project: Project, data: dict[str, Any], now: datetime) -> list[Proble
     why = data["queue"].pop("capProblem", None)
     if not why:
         return []
-    if why.startswith("CROFT_MAX_SCHEDULED_RUNS"):
-        hint = "set CROFT_MAX_SCHEDULED_RUNS to a whole number of at least 1, or unset it"
-    else:
-        hint = f"set maxScheduledRuns in {croft_home() / 'config.json'} to a whole number of at least 1"
+    knob = knobs.KNOBS["CROFT_MAX_SCHEDULED_RUNS"]
+    hint = (
+        f"set maxScheduledRuns in {croft_home() / 'config.json'} to a whole number from {knob.low:g}"
+        f" to {knob.high:g}, or remove it (the default is 2)"
+    )
     return [problem("CONFIG_INVALID", f"the cap on scheduled runs: {why}", hint, severity="warning")]
 
 

@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from croft.core import knobs
 from croft.core.clock import now as clock_now
 from croft.core.clock import to_iso
 from croft.core.problems import CroftError
@@ -151,7 +152,7 @@ class DueRules:
 def _fault_before_run() -> None:
     """Crash tests: ``CROFT_FAULT=before_run`` kills a scheduled run before it records anything."""
 
-    if "before_run" in {p.strip() for p in os.environ.get("CROFT_FAULT", "").split(",")}:
+    if "before_run" in knobs.value("CROFT_FAULT"):
         os.kill(os.getpid(), signal.SIGKILL)
 
 

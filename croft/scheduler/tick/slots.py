@@ -21,18 +21,18 @@ same instant can never both take the last slot. Runs by hand never come here.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from croft.core import sqlitefile
+from croft.core import knobs, sqlitefile
 from croft.core.clock import parse_instant, to_iso
 from croft.core.duration import words
 from croft.core.identity import ProcessIdentity, is_alive
 from croft.core.paths import croft_home
+from croft.core.text import clip
 
 __all__ = [
     "DEFAULT_MAX",
@@ -72,42 +72,43 @@ def home() -> Path:
 
 
 def max_scheduled_runs(home: Path, environ: dict[str, str] | None = None) -> tuple[int, str | None]:
-    """(N, why the configured value was not used or None): ``CROFT_MAX_SCHEDULED_RUNS``, else
-    ``maxScheduledRuns`` in ``<CROFT_HOME>/config.json``, else 2. A bad value falls back to 2 and says why
-    (``croft schedule status`` shows it); the tick never stops over it."""
-    env = os.environ if environ is None else environ
-    raw = env.get(ENV_NAME)
-    if raw not in (None, ""):
-        value = _count(raw)
-        if value is None:
-            return DEFAULT_MAX, f"{ENV_NAME}={raw!r} is not a whole number of at least 1; using {DEFAULT_MAX}"
-        return value, None
+    """(N, why the configured value was not used or None): ``CROFT_MAX_SCHEDULED_RUNS`` (a knob: a bad
+    value is KNOB_INVALID, ``core.knobs``), else ``maxScheduledRuns`` in ``<CROFT_HOME>/config.json``,
+    else 2. A bad value in the file falls back to 2 and says why (``croft schedule status`` shows it); the
+    tick never stops over the file."""
+    from_env = knobs.value(ENV_NAME, environ)
+    if from_env is not None:
+        return int(from_env), None
     path = home / "config.json"
     try:
         with open(path, encoding="utf-8") as handle:
             config = json.load(handle)
     except FileNotFoundError:
         return DEFAULT_MAX, None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         return DEFAULT_MAX, f"{path} cannot be read as JSON ({type(exc).__name__}); using {DEFAULT_MAX}"
     if not isinstance(config, dict) or CONFIG_KEY not in config:
         return DEFAULT_MAX, None
     value = _count(config[CONFIG_KEY])
     if value is None:
-        why = f'"{CONFIG_KEY}" in {path} is {config[CONFIG_KEY]!r}, not a whole number of at least 1'
+        knob = knobs.KNOBS[ENV_NAME]
+        shown = clip(repr(config[CONFIG_KEY]))
+        why = f'"{CONFIG_KEY}" in {path} is {shown}, not a whole number from {knob.low:g} to {knob.high:g}'
         return DEFAULT_MAX, f"{why}; using {DEFAULT_MAX}"
     return value, None
 
 
 def _count(value: Any) -> int | None:
+    """The file's cap by the knob's own range (one rule for both ways of setting it)."""
+    knob = knobs.KNOBS[ENV_NAME]
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
         value = value.strip()
-        if not value.isdigit():
+        if not value.isdigit() or len(value) > 6:
             return None
         value = int(value)
-    return value if isinstance(value, int) and value >= 1 else None
+    return value if isinstance(value, int) and knob.low <= value <= knob.high else None
 
 
 class Want:

@@ -16,12 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from croft.core import clock
+from croft.core import clock, knobs
 from croft.core.children import croft_env
 from croft.core.identity import ProcessIdentity, current, is_alive
 from croft.core.jsonfile import read_object, write_atomic
 from croft.core.paths import croft_home
-from croft.core.problems import CroftError
 from croft.scheduler.setting import effective_state, read_scheduling_file
 from croft.scheduler.ticklog import TickLog
 from croft.scheduler.user.launch import spawn_tick
@@ -29,21 +28,12 @@ from croft.scheduler.user.registry import Registry, presence, project_state_dir
 
 __all__ = ["Server", "interval_s", "serve", "serve_alive", "serve_path", "write_serve"]
 
-DEFAULT_INTERVAL_MS = 60_000
 Spawn = Callable[[str, IO[bytes], dict[str, str]], "subprocess.Popen[bytes]"]
 
 
 def interval_s() -> float:
-    raw = os.environ.get("CROFT_SERVE_INTERVAL_MS") or ""
-    try:
-        ms = int(raw) if raw else DEFAULT_INTERVAL_MS
-    except ValueError:
-        raise CroftError(
-            "USAGE",
-            f"CROFT_SERVE_INTERVAL_MS={raw!r} is not a number of milliseconds",
-            "Set it to a whole number (60000 is a minute), or unset it.",
-        ) from None
-    return max(ms, 10) / 1000
+    """``CROFT_SERVE_INTERVAL_MS`` in seconds (its bounds are the knob's: ``core.knobs``)."""
+    return float(knobs.value("CROFT_SERVE_INTERVAL_MS")) / 1000
 
 
 class Server:
@@ -105,6 +95,7 @@ class Server:
 
 def serve(on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run until SIGTERM or Ctrl-C; returns counts for the envelope."""
+    knobs.require_all()  # every tick serve starts gets its knobs: a bad one stops serve before it starts
     interval = interval_s()
     server = Server()
     stop = threading.Event()

@@ -106,15 +106,20 @@ def test_croft_serve_ticks_at_start_and_each_interval_and_exits_0_on_sigterm(
     assert not (_croft_home / "serve.json").exists()
 
 
-def test_serve_interval_knob_must_be_a_number(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("bad", ["soon", "0", "10", "99", "-5"])
+def test_serve_interval_knob_must_be_a_number_in_its_range(bad: str) -> None:
+    """0 used to become 10 ms (a hundred project ticks a second); every value outside the knob's range is
+    an error naming the variable, before serve starts anything."""
     done = subprocess.run(
         [sys.executable, "-m", "croft", "serve", "--json"],
-        env=os.environ | {"CROFT_SERVE_INTERVAL_MS": "soon"},
+        env=os.environ | {"CROFT_SERVE_INTERVAL_MS": bad},
         capture_output=True,
         text=True,
         timeout=30,
     )
-    assert done.returncode == 2 and json.loads(done.stdout)["problems"][0]["code"] == "USAGE"
+    problem = json.loads(done.stdout)["problems"][0]
+    assert done.returncode == 2 and problem["code"] == "KNOB_INVALID", done.stdout
+    assert "CROFT_SERVE_INTERVAL_MS" in problem["message"] and "100 to 86400000" in problem["hint"]
 
 
 def test_doctor_lines_for_a_broken_chain(
