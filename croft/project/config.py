@@ -189,9 +189,9 @@ def validate(raw: Any, path: Path) -> list[Problem]:
     problems.extend(_notify_problems(raw.get("notify"), path))
     problems.extend(_history_problems(raw.get("history"), path))
     if "maxRuntime" in raw:
-        from croft.project.rules import max_runtime_problem
+        from croft.project.rules import bound_problem
 
-        why = max_runtime_problem(raw["maxRuntime"])
+        why = bound_problem("maxRuntime", raw["maxRuntime"], as_json=True)
         if why:
             problems.append(
                 _bad(
@@ -215,13 +215,15 @@ def _history_problems(history: Any, path: Path) -> list[Problem]:
         for key in history
         if key not in HISTORY_KEYS
     ]
-    days = history.get("keepDays", DEFAULT_KEEP_DAYS)
-    if isinstance(days, bool) or not isinstance(days, int) or days < 1:
+    from croft.project.rules import bound_problem
+
+    why = bound_problem("history.keepDays", history.get("keepDays", DEFAULT_KEEP_DAYS), as_json=True)
+    if why:
         problems.append(
             _bad(
                 path,
                 "history.keepDays",
-                f'"history.keepDays" must be a whole number of days, at least 1, not {json.dumps(days)}',
+                f'"history.keepDays" (days) {why}',
                 f"the default is {DEFAULT_KEEP_DAYS}; the latest run of each asset is kept whatever its age",
             )
         )

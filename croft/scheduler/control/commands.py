@@ -20,9 +20,11 @@ from croft.core.duration import parse_seconds
 from croft.core.paths import croft_home, job_label
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.result import Next, Result
+from croft.core.text import clip
 from croft.history.db import open_history
 from croft.history.state import put_setting
 from croft.project.config import Project
+from croft.project.rules import BOUNDS, bound_problem
 from croft.scheduler import heartbeat
 from croft.scheduler.control.catchup import catch_up
 from croft.scheduler.control.diagnosis import no_tick_problem, stale_warning
@@ -58,14 +60,14 @@ Progress = Callable[[str], None]
 
 def parse_pause_length(text: str) -> timedelta:
     """``90m``, ``1h30m``, ``2 days``, ``1.5h``: at least a minute, at most a year."""
-    total = parse_seconds(text, bare_text=False)
-    if total is None or total < 60 or total > 365 * 86400:
+    why = bound_problem("pause", text)
+    if why:
         raise CroftError(
             "USAGE",
-            f'--for "{text}" is not a pause length',
-            "Give a length from 1 minute to 365 days, such as 90m, 1h30m, 2h or 2 days.",
+            f'--for "{clip(text)}" is not a pause length',
+            f"It {why}. Give {BOUNDS['pause'].words()}, such as 90m, 1h30m, 2h or 2 days.",
         )
-    return timedelta(seconds=total)
+    return timedelta(seconds=parse_seconds(text, bare_text=False) or 60.0)
 
 
 def _open(project: Project) -> Any:
