@@ -77,7 +77,9 @@ def view_lines(view: dict[str, Any], now: datetime) -> list[str]:
     for name, a in view["assets"].items():
         if not (a["schedule"] or a["due"] or a["hold"]):
             continue
-        if a["hold"]:
+        if a.get("invalid"):
+            status = f"{a['invalid']['code']}: never fires (croft validate says why)"
+        elif a["hold"]:
             until = f" (until {words(a['hold']['until'])})" if a["hold"].get("until") else ""
             status = f"{a['hold']['code']}: {a['hold']['reason']}{until}"
         elif a["due"]:

@@ -136,7 +136,8 @@ def _registry_json(registry: Registry, root: Path) -> dict[str, Any]:
 
 
 def _assets(project: Project, now: datetime) -> tuple[list[dict[str, Any]], list[Next]]:
-
+    """The asset rows (``tick.view.asset_rows``, the tick's own decision) and the commands that release
+    what is held."""
     rows = asset_rows(project, now)
     releases: dict[str, str] = {}
     for r in rows:
@@ -146,6 +147,11 @@ def _assets(project: Project, now: datetime) -> tuple[list[dict[str, Any]], list
     if not any(r["schedule"] for r in rows):
         nexts.append(Next("croft docs assets", "no ingest has a schedule yet: add schedule=... to one"))
     return rows, nexts
+
+
+def _never_fires(rows: list[dict[str, Any]]) -> list[Problem]:
+    """SCHEDULE_INVALID warnings for the ingests whose schedule never fires (the rows carry the tick's own)."""
+    return [Problem.from_dict(r["invalid"]) for r in rows if r.get("invalid")]
 
 
 def _wait_for_heartbeat(
@@ -254,6 +260,7 @@ def schedule_on(
     try:
         data["assets"], more = _assets(project, clock.now())
         nexts += more
+        problems += _never_fires(data["assets"])
     except CroftError as exc:
         data["assets"], data["assetsUnavailable"] = [], True
         problems.append(exc.problem.with_(severity="warning"))
@@ -319,6 +326,7 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
     if warning:
         problems.append(warning)
     data["assets"], nexts = _assets(project, now)
+    problems += _never_fires(data["assets"])
     problems += _queue(project, data, now)
     if effective_state(setting, now) == "off":
         nexts.insert(0, Next("croft schedule on", "let the scheduler run this project's ingests"))

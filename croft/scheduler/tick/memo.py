@@ -62,10 +62,18 @@ def _raw_settings(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 def make_memo(
-    conn: sqlite3.Connection, root: str, config_text: str, at: str, until: str, deps: list[str]
+    conn: sqlite3.Connection,
+    root: str,
+    config_text: str,
+    at: str,
+    until: str,
+    deps: list[str],
+    never: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The memo a full tick that found nothing to do leaves for the next one."""
+    """The memo a full tick that found nothing to do leaves for the next one; ``never``: the tick's
+    SCHEDULE_INVALID entries, which the idle ticks report as it did (nothing they read has changed)."""
     return {
+        "never": list(never or []),
         "at": at,
         "until": until,
         "setting": _raw_settings(conn).get("scheduling"),
@@ -164,7 +172,11 @@ def _idle(start: str, now_iso: str, beat: bool) -> tuple[dict[str, Any], str, di
             return None
         if memo["files"] != files_fingerprint(root, memo["deps"]):
             return None
-        return (_beat(conn, now_iso) if beat else memo), root, config
+        if not beat:
+            return memo, root, config
+        data = _beat(conn, now_iso)
+        data["held"] = list(memo.get("never") or [])
+        return data, root, config
     finally:
         conn.close()
 

@@ -35,7 +35,7 @@ from croft.scheduler.tick.ceiling import deadline_for, enforce_ceilings
 from croft.scheduler.tick.factcache import cached_deps, load_facts
 from croft.scheduler.tick.gather import due_input, landed_writes, latest_steps
 from croft.scheduler.tick.memo import MEMO_KEY, make_memo
-from croft.scheduler.tick.report import held, tick_data
+from croft.scheduler.tick.report import held, never_fires, tick_data
 from croft.scheduler.tick.settle import (
     FailedStart,
     apply_settled,
@@ -158,6 +158,8 @@ def _work(
     )
     work = due_work(given)
     data["held"] = [held(asset, hold.code, f"{asset}: {hold.reason}", hold.hint) for asset, hold in work.held]
+    never = never_fires(work)  # SCHEDULE_INVALID: said every tick, and kept in the memo for the idle ones
+    data["held"] += never
     env = croft_env()
     grant = _grant(project, conn, work, now, previous)
     if grant.wake_line:
@@ -194,12 +196,15 @@ def _work(
         slots.attach(slots.home(), slot, child)
         note_child(conn, run_id, child)
         data["spawned"].append({"runId": run_id, "assets": group, "reason": work.group_reason(group)})
-    idle = not (data["spawned"] or data["held"] or problems or settled.still or settled.failed_starts)
-    _leave_memo(project, conn, now, infos if idle else None)
+    waiting = len(data["held"]) > len(never)
+    idle = not (data["spawned"] or waiting or problems or settled.still or settled.failed_starts)
+    _leave_memo(project, conn, now, infos if idle else None, never)
     return told
 
 
-def _leave_memo(project: Project, conn: Any, now: datetime, infos: dict[str, Any] | None) -> None:
+def _leave_memo(
+    project: Project, conn: Any, now: datetime, infos: dict[str, Any] | None, never: list[dict[str, str]]
+) -> None:
     """After a tick that found nothing to do, the memo that lets the next ticks only beat (``idle``);
     after any other tick, no memo."""
 
@@ -214,7 +219,7 @@ def _leave_memo(project: Project, conn: Any, now: datetime, infos: dict[str, Any
     ]
     until = min((to_iso(f) for f in fires if f is not None), default="9999-12-31T23:59:59.999Z")
     config_text = (project.root / "croft.json").read_text(encoding="utf-8")
-    memo = make_memo(conn, str(project.root), config_text, to_iso(now), until, cached_deps(conn))
+    memo = make_memo(conn, str(project.root), config_text, to_iso(now), until, cached_deps(conn), never)
     put_setting(conn, MEMO_KEY, memo)
 
 

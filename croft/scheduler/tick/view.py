@@ -14,7 +14,7 @@ from typing import Any
 
 from croft.core import clock
 from croft.core.clock import parse_instant
-from croft.core.problems import CroftError, problem
+from croft.core.problems import CroftError, Problem, problem
 from croft.history.db import open_readonly
 from croft.project.config import Project
 from croft.schedule import cron
@@ -78,6 +78,8 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
             out["next"] = "schedule"
         if view.hold is not None and view.hold.until:
             out["hold"]["until"] = _local(view.hold.until, tz)
+        invalid = view.invalid()
+        out["invalid"] = invalid.to_dict() if invalid else None
         assets[name] = out
     return {
         "scheduling": {
@@ -101,8 +103,13 @@ def with_schedule(result: Any, project: Project) -> Any:
         block = view["assets"].get(asset["asset"])
         if block is not None:
             asset["schedule"] = {k: v for k, v in block.items() if k not in ("asset", "kind")}
+            if block.get("invalid"):  # the asset's own problems: status's STATE column says "invalid"
+                asset["problems"] = [*asset.get("problems", []), block["invalid"]]
     if view["scheduling"]["effective"] != "off":
         result.problems.extend(_held_warnings(view))
+    result.problems.extend(
+        Problem.from_dict(b["invalid"]) for b in view["assets"].values() if b.get("invalid")
+    )
     return result
 
 
@@ -125,6 +132,9 @@ def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:
     rows = []
     for name, a in view["assets"].items():
         hold = a["hold"]
+        if a.get("invalid"):  # never fires: shown where the holds are, with what fixes it
+            invalid = a["invalid"]
+            hold = {"code": invalid["code"], "reason": invalid["message"].split(": ", 1)[-1]}
         rows.append(
             {
                 "asset": name,
@@ -138,6 +148,7 @@ def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:
                 "held": None
                 if hold is None
                 else {"code": hold["code"], "why": hold["reason"], "release": _release(name, hold["code"])},
+                "invalid": a.get("invalid"),
             }
         )
     return rows
@@ -145,6 +156,8 @@ def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:
 
 def _release(asset: str, code: str) -> str:
     """The command that lifts a hold (or shows what holds it)."""
+    if code == "SCHEDULE_INVALID":
+        return "croft validate"  # shows the schedule's problem and a suggestion that parses
     if code == "SCHEDULE_PAUSED":
         return "croft schedule on"
     if code == "ASSET_BUSY":
