@@ -80,20 +80,13 @@ def crash_folder(args: Sequence[str]) -> Path:
     The project is found cheaply (``--project`` or a ``croft.json`` at or above the working folder) and its
     ``stateDir`` is read only if croft.json still parses, since reading it may be what crashed.
     """
-    import json
     from pathlib import Path
 
     root = _project_root(args)
     if root is not None:
-        configured = None
-        try:
-            raw = json.loads((root / "croft.json").read_text(encoding="utf-8"))
-            configured = raw.get("stateDir") if isinstance(raw, dict) else None
-        except Exception:
-            configured = None
-        from croft.core.paths import state_dir
+        from croft.core.paths import project_state_dir
 
-        return state_dir(root, configured if isinstance(configured, str) else None) / "crashes"
+        return project_state_dir(root) / "crashes"
     cache = os.environ.get("XDG_CACHE_HOME")
     if cache:
         base = Path(cache)

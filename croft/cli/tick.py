@@ -116,7 +116,13 @@ def run(args: list[str]) -> int:
         from croft.project.config import load_project
         from croft.scheduler.tick.project_tick import project_tick
 
-        project = load_project(Path(project_dir) if project_dir else None)
+        try:
+            project = load_project(Path(project_dir) if project_dir else None)
+        except CroftError as exc:  # a croft.json that no longer loads stops a project that is on: say so
+            from croft.scheduler.tick.failure import tick_failed_to_load
+
+            tick_failed_to_load(Path(project_dir) if project_dir else None, exc, clock.now())
+            raise
         data, problems = project_tick(project, clock.now())
         result = Result(data=data, problems=problems, ok=True)
     except CroftError as exc:

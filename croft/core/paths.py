@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 from croft.core import knobs
 
-__all__ = ["croft_home", "data_path", "job_label", "require_utf8_path", "state_dir"]
+__all__ = ["croft_home", "data_path", "job_label", "project_state_dir", "require_utf8_path", "state_dir"]
 
 DEFAULT_LABEL = knobs.KNOBS["CROFT_JOB_LABEL"].default
 
@@ -29,6 +31,21 @@ def state_dir(root: Path, configured: str | None = None) -> Path:
         return root / ".croft"
     path = Path(configured).expanduser()
     return path if path.is_absolute() else root / path
+
+
+def project_state_dir(root: str | os.PathLike[str]) -> Path:
+    """The state folder croft.json's ``stateDir`` names, read leniently (as plain JSON, nothing validated):
+    for the callers that must find it whatever shape croft.json is in (the per-user tick, a crash file, the
+    incident of a project whose croft.json no longer loads). Anything unreadable means ``.croft``."""
+    configured = None
+    try:
+        with open(os.path.join(root, "croft.json"), encoding="utf-8") as f:
+            raw = json.load(f)
+        if isinstance(raw, dict) and isinstance(raw.get("stateDir"), str) and raw["stateDir"].strip():
+            configured = raw["stateDir"]
+    except (OSError, ValueError, RecursionError):  # RecursionError: a croft.json nested too deep
+        pass
+    return state_dir(Path(root), configured)
 
 
 def data_path(*parts: str) -> Path:

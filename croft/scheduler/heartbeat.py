@@ -4,6 +4,11 @@ The heartbeat is the ``tick`` row of runs.sqlite, written by every project tick 
 or the idle beat beside it (``<state>/tick-beat``) that the per-user tick writes for a project whose idle
 check held. Scheduling that is on and quiet for more than 3 minutes (counted from the latest of the last
 heartbeat, turning on, and the end of a pause) is stale; ``control.diagnosis`` says why.
+
+A mark more than ``AHEAD_LIMIT`` ahead of the clock (a clock moved backwards, a bad ``CROFT_NOW``) would
+make a project look freshly ticked until the clock caught up, so it counts for nothing while a mark
+within the limit exists, and on its own it is itself the reason the project is stale ("the clock moved
+backwards"): it never hides a scheduler that stopped.
 """
 
 from __future__ import annotations
@@ -12,21 +17,46 @@ import os
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from croft.core import clock
 from croft.core.clock import from_iso, to_iso
 from croft.history.peek import peek
 from croft.scheduler.setting import Scheduling, effective_state
 
-__all__ = ["BEAT_FILE", "STALE_AFTER", "is_stale", "last_heartbeat", "quiet_since", "read_beat", "write_beat"]
+__all__ = [
+    "AHEAD_LIMIT",
+    "BEAT_FILE",
+    "STALE_AFTER",
+    "ahead_of",
+    "is_stale",
+    "last_heartbeat",
+    "quiet_since",
+    "read_beat",
+    "write_beat",
+]
 
 STALE_AFTER = timedelta(minutes=3)
+AHEAD_LIMIT = timedelta(minutes=5)
 BEAT_FILE = "tick-beat"
 
 
-def last_heartbeat(state_dir: Path) -> str | None:
+def last_heartbeat(state_dir: Path, now: datetime | None = None) -> str | None:
     """The later of the tick row's heartbeat (read-only: runs.sqlite is never created here) and the idle
-    beat the per-user tick writes beside it (``scheduler.user.idlecache``); None when there is neither."""
+    beat the per-user tick writes beside it (``scheduler.user.idlecache``); None when there is neither.
+    One far ahead of ``now`` (the clock) loses to one that is not (``_latest``)."""
     beats = [b for b in (_row_heartbeat(Path(state_dir)), read_beat(state_dir)) if b]
-    return max(beats) if beats else None
+    return _latest(beats, now or clock.now())
+
+
+def _latest(marks: list[str], now: datetime) -> str | None:
+    """The latest mark not more than ``AHEAD_LIMIT`` ahead of ``now``; the latest of all when none is."""
+    limit = to_iso(now + AHEAD_LIMIT)
+    sane = [m for m in marks if m <= limit]
+    return max(sane or marks) if marks else None
+
+
+def ahead_of(mark: str | None, now: datetime) -> bool:
+    """Whether ``mark`` lies more than ``AHEAD_LIMIT`` ahead of the clock: the clock moved backwards."""
+    return mark is not None and mark > to_iso(now + AHEAD_LIMIT)
 
 
 def _row_heartbeat(state_dir: Path) -> str | None:
@@ -47,14 +77,15 @@ def quiet_since(setting: Scheduling, heartbeat: str | None, now: datetime) -> st
     marks = [m for m in (heartbeat, setting.since) if m]
     if setting.state == "paused" and setting.paused_until and setting.paused_until <= to_iso(now):
         marks.append(setting.paused_until)
-    return max(marks) if marks else None
+    return _latest(marks, now)
 
 
 def is_stale(setting: Scheduling, heartbeat: str | None, now: datetime) -> bool:
+    """On, and quiet for more than ``STALE_AFTER``, or quiet since a mark ahead of the clock."""
     if effective_state(setting, now) != "on":
         return False
     quiet = quiet_since(setting, heartbeat, now)
-    return quiet is None or now - from_iso(quiet) > STALE_AFTER
+    return quiet is None or ahead_of(quiet, now) or now - from_iso(quiet) > STALE_AFTER
 
 
 def write_beat(state_dir: str, at: str) -> None:

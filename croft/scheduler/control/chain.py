@@ -61,6 +61,7 @@ class Place:
     last_tick: str | None = None
     presence: str = "present"  # registry.presence: present / gone / missing / unknown
     presence_why: str = ""
+    ahead: str | None = None  # its last mark, when that is far ahead of the clock (heartbeat.ahead_of)
 
 
 @dataclass(frozen=True)
@@ -269,6 +270,14 @@ def _project_link(chain: Chain, place: Place, upstream: Link | None) -> Link:
             f"not ticking (last tick {place.last_tick or 'never'}) because the {upstream.check} check above fails",
             upstream.cause or "unknown",
             upstream.fix,
+        )
+    if place.ahead and place.state == "on":
+        return Link.broken(
+            name,
+            f"it was last heard of at {place.ahead}, ahead of the clock: the clock moved backwards (or"
+            " CROFT_NOW was set ahead), so croft cannot tell whether it still ticks; the next tick stamps"
+            " the time again",
+            "clock_backwards",
         )
     return _evidence(chain, place, name)
 

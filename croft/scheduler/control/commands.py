@@ -110,7 +110,7 @@ def _remove_job_if_unused(registry: Registry, runner: Runner | None, used_it: bo
 
 
 def _scheduling_json(project: Project, setting: Scheduling, now: datetime) -> dict[str, Any]:
-    beat = heartbeat.last_heartbeat(project.config.state_dir)
+    beat = heartbeat.last_heartbeat(project.config.state_dir, now)
     out: dict[str, Any] = {
         "state": effective_state(setting, now),
         "via": setting.via,
@@ -163,9 +163,9 @@ def _wait_for_heartbeat(
     said = 0
     mark = to_iso(start)
     while True:
-        beat = heartbeat.last_heartbeat(project.config.state_dir)
+        beat = heartbeat.last_heartbeat(project.config.state_dir, start)
         waited = int((time.monotonic() - began) * 1000)
-        if beat is not None and beat >= mark:
+        if beat is not None and beat >= mark and not heartbeat.ahead_of(beat, start):
             return waited
         if waited >= wait_ms:
             return None
@@ -243,8 +243,10 @@ def schedule_on(
     first_tick: dict[str, Any] | None = None
     job: InstalledJob | None = None
     if not no_os_job:
-        beat = heartbeat.last_heartbeat(project.config.state_dir)
-        fresh = beat is not None and now - from_iso(beat) <= ALREADY_TICKING
+        beat = heartbeat.last_heartbeat(project.config.state_dir, now)
+        fresh = (
+            beat is not None and not heartbeat.ahead_of(beat, now) and now - from_iso(beat) <= ALREADY_TICKING
+        )
         if before.state == "on" and before.via == "os-job" and not job_changed and fresh:
             first_tick = {"ok": True, "alreadyTicking": True, "waitedMs": 0}
         else:

@@ -22,7 +22,7 @@ from croft.project.config import Project
 from croft.scheduler import heartbeat
 from croft.scheduler.control.chain import diagnose
 from croft.scheduler.control.gather import project_chain
-from croft.scheduler.heartbeat import quiet_since
+from croft.scheduler.heartbeat import ahead_of, quiet_since
 from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Runner
 from croft.scheduler.jobs.record import InstalledJob
@@ -47,6 +47,11 @@ def stale_problem(
     quiet_ms = None if quiet is None else int((now - from_iso(quiet)).total_seconds() * 1000)
     if waited_ms is not None:
         head = f"no scheduler tick arrived within {words(waited_ms / 1000)} of turning scheduling on"
+    elif quiet is not None and ahead_of(quiet, now):
+        head = (
+            f"the scheduler was last heard of at {when(from_iso(quiet))},"
+            f" {words(-(quiet_ms or 0) / 1000)} ahead of the clock"
+        )
     elif heartbeat:
         head = f"the scheduler has not ticked for {words((quiet_ms or 0) / 1000)} (last tick {when(from_iso(heartbeat))})"
     elif quiet is not None:
@@ -116,7 +121,7 @@ def stale_warning(
     answer the command already read, so it is read once)."""
     now = now or clock.now()
     setting = read_scheduling_file(project.config.state_dir)
-    beat = heartbeat.last_heartbeat(project.config.state_dir)
+    beat = heartbeat.last_heartbeat(project.config.state_dir, now)
     if not heartbeat.is_stale(setting, beat, now):
         return None
     return _problem(project, setting, beat, now, runner, job)

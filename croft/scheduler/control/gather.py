@@ -62,7 +62,7 @@ def _project_place(
     project: Project, setting: Scheduling, entry: Entry | None, now: datetime, *, quiet: bool | None
 ) -> Place:
     """``quiet`` None: stale or not by the heartbeat's rule; True: the caller knows no tick came."""
-    beat = heartbeat.last_heartbeat(project.config.state_dir)
+    beat = heartbeat.last_heartbeat(project.config.state_dir, now)
     state = effective_state(setting, now)
     return Place(
         root=str(project.root),
@@ -72,7 +72,13 @@ def _project_place(
         state=state,
         quiet=heartbeat.is_stale(setting, beat, now) if quiet is None else quiet,
         last_tick=beat,
+        ahead=_ahead(setting, beat, now),
     )
+
+
+def _ahead(setting: Scheduling, beat: str | None, now: datetime) -> str | None:
+    quiet = heartbeat.quiet_since(setting, beat, now)
+    return quiet if heartbeat.ahead_of(quiet, now) else None
 
 
 def _registry() -> tuple[Registry, list[Entry], tuple[str, str | None] | None]:
@@ -94,7 +100,7 @@ def _entry_place(entry: Entry, now: datetime) -> Place:
         return Place(entry.root, entry.via, entry.via, presence=state, presence_why=why)
     state_dir = project_state_dir(entry.root)
     setting = read_scheduling_file(state_dir)
-    beat = heartbeat.last_heartbeat(state_dir)
+    beat = heartbeat.last_heartbeat(state_dir, now)
     return Place(
         root=entry.root,
         via=setting.via or entry.via,
@@ -102,6 +108,7 @@ def _entry_place(entry: Entry, now: datetime) -> Place:
         state=effective_state(setting, now),
         quiet=heartbeat.is_stale(setting, beat, now),
         last_tick=beat,
+        ahead=_ahead(setting, beat, now),
     )
 
 

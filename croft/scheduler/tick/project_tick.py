@@ -33,6 +33,7 @@ from croft.scheduler.setting import effective_state, read_scheduling, read_sched
 from croft.scheduler.tick import slots, start
 from croft.scheduler.tick.ceiling import deadline_for, enforce_ceilings
 from croft.scheduler.tick.factcache import cached_deps, load_facts
+from croft.scheduler.tick.failure import tick_failed, tick_succeeded
 from croft.scheduler.tick.gather import due_input, landed_writes, latest_steps
 from croft.scheduler.tick.memo import MEMO_KEY, make_memo
 from croft.scheduler.tick.report import held, never_fires, tick_data
@@ -89,24 +90,28 @@ def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[
         data["tookMs"] = int((time.perf_counter() - started) * 1000)
         return data, problems
 
-    conn = open_history(state_dir)
-    who = current()
     try:
-        if claim_tick(conn, who) is not None:
-            data["exited"] = "busy"
-            return data, problems
+        conn = open_history(state_dir)
+        who = current()
         try:
-            previous = (read_tick(conn) or {}).get("heartbeat_at")
-            data["heartbeatAt"] = to_iso(now)
-            write_tick(conn, who, data["heartbeatAt"])
-            failed_starts = _work(project, conn, now, data, problems, previous)
+            if claim_tick(conn, who) is not None:
+                data["exited"] = "busy"
+                return data, problems
+            try:
+                previous = (read_tick(conn) or {}).get("heartbeat_at")
+                data["heartbeatAt"] = to_iso(now)
+                write_tick(conn, who, data["heartbeatAt"])
+                failed_starts = _work(project, conn, now, data, problems, previous)
+            finally:
+                release_tick(conn, who)
+            _tell(project, conn, now, failed_starts)
         finally:
-            release_tick(conn, who)
-        _tell(project, conn, now, failed_starts)
-    finally:
-        conn.close()
-        data["tookMs"] = int((time.perf_counter() - started) * 1000)
-
+            conn.close()
+            data["tookMs"] = int((time.perf_counter() - started) * 1000)
+    except Exception as exc:  # scheduling is on and the tick failed: an incident, never a quiet heartbeat
+        tick_failed(project, exc, now)
+        raise
+    tick_succeeded(project)
     ping_after_tick(project)  # a completed tick only: an early exit (off, paused, busy) returned above
     return data, problems
 

@@ -20,19 +20,23 @@ same instant can never both take the last slot. Runs by hand never come here.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from croft.core import knobs, sqlitefile
+from croft.core import clock, disk, knobs, sqlitefile
 from croft.core.clock import parse_instant, to_iso
 from croft.core.duration import words
 from croft.core.identity import ProcessIdentity, is_alive
 from croft.core.paths import croft_home
+from croft.core.problems import CroftError
 from croft.core.text import clip
+from croft.scheduler.ticklog import TickLog
 
 __all__ = [
     "DEFAULT_MAX",
@@ -144,11 +148,117 @@ class Grant:
 
 
 def _open(home: Path) -> sqlite3.Connection:
-    home.mkdir(parents=True, exist_ok=True)
-    conn = sqlitefile.connect(home / "slots.sqlite", "create", timeout=10.0)
-    for statement in _SCHEMA:
-        conn.execute(statement)
+    """The slots file, ready; a broken one is moved aside and started again (``_rebuild``); a home that
+    cannot take it (a full or read-only disk, no permission) is that problem, naming the file."""
+    path = home / FILE
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        return _connect(path)
+    except OSError as exc:
+        raise CroftError(
+            disk.os_problem(exc, "opening the scheduler's slots", str(path)) or _bug(exc, path)
+        ) from exc
+    except sqlite3.Error as exc:
+        if not _rebuildable(exc, path):
+            raise CroftError(_problem(exc, path)) from exc
+        return _rebuild(home, path, exc)
+
+
+FILE = "slots.sqlite"
+
+
+class _Damaged(sqlite3.DatabaseError):
+    """The file opened, but SQLite's own check of its pages (``quick_check``: the file is a few pages) failed."""
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlitefile.connect(path, "create", timeout=10.0)
+    try:
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        checked = conn.execute("PRAGMA quick_check").fetchone()
+        if not checked or checked[0] != "ok":
+            raise _Damaged(f"quick_check: {checked[0] if checked else 'no answer'}")
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _translated(work: Any) -> Any:
+    """Any SQLite error of the slots file becomes its problem, naming the file (never a bare traceback)."""
+
+    @functools.wraps(work)
+    def run(home: Path, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return work(home, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise CroftError(_problem(exc, Path(home) / FILE)) from exc
+
+    return run
+
+
+def _rebuildable(exc: sqlite3.Error, path: Path) -> bool:
+    """Whether the file itself is what is broken (not a database, corrupt, unreadable or read-only as a
+    file) while its folder can take a new one: then it is state croft can rebuild."""
+    code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+    broken = (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY)
+    if code not in broken and not isinstance(exc, _Damaged):
+        return False
+    return os.path.lexists(path) and disk.folder_problem(path.parent) is None
+
+
+def _rebuild(home: Path, path: Path, why: sqlite3.Error) -> sqlite3.Connection:
+    """Slots are state croft can rebuild: move the broken file aside (``slots.sqlite.broken``), say so in
+    the tick log once (the tick that moved it), and start a new one. Under a lock, so two ticks finding it
+    broken together move it once; the runs going now hold no slot in the new file until they end, so for
+    that while the cap may be passed."""
+    import fcntl  # lazy: only a broken slots file pays
+
+    aside = path.with_name(FILE + ".broken")
+    fd = os.open(home / (FILE + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            return _connect(path)  # another tick rebuilt it meanwhile
+        except sqlite3.Error as again:
+            if not _rebuildable(again, path):
+                raise CroftError(_problem(again, path)) from again
+        try:
+            os.replace(path, aside)
+            for suffix in ("-wal", "-shm", "-journal"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            conn = _connect(path)
+        except OSError as exc:
+            raise CroftError(
+                disk.os_problem(exc, "rebuilding the scheduler's slots", str(path)) or _bug(exc, path)
+            ) from exc
+        except sqlite3.Error as exc:
+            raise CroftError(_problem(exc, path)) from exc
+        TickLog.of(home).write(
+            to_iso(clock.now()),
+            f"{path} could not be used ({why}); moved it to {aside.name} and started a new one (scheduled runs"
+            " going now hold no slot in it until they end)",
+        )
+        return conn
+    finally:
+        os.close(fd)
+
+
+def _problem(exc: sqlite3.Error, path: Path) -> Any:
+    """The problem of a slots file croft cannot use or rebuild, naming it."""
+    return sqlitefile.machine_problem(exc, "opening the scheduler's slots", path) or _bug(exc, path)
+
+
+def _bug(exc: BaseException, path: Path) -> Any:
+    from croft.core.problems import problem
+
+    return problem(
+        "INTERNAL_ERROR",
+        f"the scheduler's slots file {path} failed with {type(exc).__name__}: {exc}",
+        f"Move {path} aside (croft starts a new one) and report this if it comes back.",
+        details={"file": str(path)},
+    )
 
 
 def _live(conn: sqlite3.Connection) -> list[tuple[str, str]]:
@@ -173,6 +283,7 @@ def _put_meta(conn: sqlite3.Connection, key: str, value: Any) -> None:
     )
 
 
+@_translated
 def take(
     home: Path,
     root: str,
@@ -249,6 +360,7 @@ def take(
     return grant
 
 
+@_translated
 def attach(home: Path, slot_id: str, child: ProcessIdentity) -> None:
     """Hand a reserved slot to the run that was spawned for it (its liveness now holds the slot)."""
     conn = _open(home)
@@ -261,6 +373,7 @@ def attach(home: Path, slot_id: str, child: ProcessIdentity) -> None:
         conn.close()
 
 
+@_translated
 def release(home: Path, slot_id: str) -> None:
     """Give back a slot whose run could not be started."""
     conn = _open(home)

@@ -15,7 +15,7 @@ from typing import Any
 from croft.core import clock
 from croft.core.clock import parse_instant
 from croft.core.problems import CroftError, Problem, problem
-from croft.history.db import open_readonly
+from croft.history.db import history_path, open_readonly, problem_for_sqlite_error
 from croft.project.config import Project
 from croft.schedule import cron
 from croft.scheduler.due import View, due_work
@@ -55,7 +55,8 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
                 failed_starts=settled.failed_starts if settled else (),
                 rollbacks=settled.rollback_view() if settled else None,
             )
-        except (sqlite3.Error, CroftError):  # a history this croft cannot read yet: as if nothing happened
+        except (sqlite3.Error, CroftError) as exc:
+            _unless_broken(exc, project)  # a broken file is its problem; one not migrated yet reads as new
             setting = Scheduling()
             infos, _ = load_facts(None, project, store=False)
             given = due_input(None, infos, now=now, tz=tz, setting=setting)
@@ -85,11 +86,27 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
         "scheduling": {
             **setting.to_json(),
             "effective": state,
-            "heartbeatAt": last_heartbeat(project.config.state_dir),
+            "heartbeatAt": last_heartbeat(project.config.state_dir, now),
             "timezone": tz,
         },
         "assets": assets,
     }
+
+
+_BROKEN = frozenset({"HISTORY_CORRUPT", "DISK_FULL", "PATH_UNWRITABLE"})
+
+
+def _unless_broken(exc: BaseException, project: Project) -> None:
+    """Raise the problem of a history that is broken (not a database, unreadable, a full disk); return for
+    one this croft cannot read yet (an older schema status has not migrated): as if nothing happened."""
+    if isinstance(exc, CroftError):
+        if exc.code in _BROKEN:
+            raise exc
+        return
+    if ((getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF) == sqlite3.SQLITE_ERROR:
+        return  # no such table or column: a schema from before this croft's migrations
+    path = history_path(project.config.state_dir)
+    raise CroftError(problem_for_sqlite_error(exc, "reading the run history", path)) from exc
 
 
 def with_schedule(result: Any, project: Project) -> Any:

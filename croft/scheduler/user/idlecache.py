@@ -52,7 +52,7 @@ def _stamp(root: str, state_dir: str, deps: list[str]) -> tuple[str, bool] | Non
         *(f"{root}/{rel}" for rel in sorted(set(deps))),
     ]
     racy = time.time_ns() - RACY_NS
-    stats: list[tuple[int, int, int] | None] = []
+    stats: list[tuple[int, int, int, int] | None] = []
     safe = True
     for path in paths:
         try:
@@ -62,7 +62,7 @@ def _stamp(root: str, state_dir: str, deps: list[str]) -> tuple[str, bool] | Non
             continue
         except OSError:
             return None
-        stats.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode))  # mode: a chmod is a change too
         if st.st_mtime_ns > racy:
             safe = False
     text = repr((paths, stats))

@@ -21,12 +21,16 @@ from croft.core.children import croft_env
 from croft.core.identity import ProcessIdentity, current, is_alive
 from croft.core.jsonfile import read_object, write_atomic
 from croft.core.paths import croft_home
+from croft.core.problems import CroftError
 from croft.scheduler.setting import effective_state, read_scheduling_file
 from croft.scheduler.ticklog import TickLog
 from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Registry, presence, project_state_dir
+from croft.scheduler.user.watch import folder_trouble, troubled, untroubled
 
 __all__ = ["Server", "interval_s", "serve", "serve_alive", "serve_path", "write_serve"]
+
+SOURCE = "serve"  # whose incidents these are (scheduler.incidents)
 
 Spawn = Callable[[str, IO[bytes], dict[str, str]], "subprocess.Popen[bytes]"]
 
@@ -53,9 +57,13 @@ class Server:
         self.ticks += 1
         events: list[dict[str, Any]] = []
         try:
+            self._keep_note()
             self.log.rotate()
             now = clock.now()
-            entries = [e for e in Registry(self.home).entries() if e.via == "serve"]
+            registry = Registry(self.home)
+            entries = [e for e in registry.entries() if e.via == "serve"]
+            for message in registry.notes:  # a registry restored from its last good copy
+                self.say(message)
             env = croft_env(croft_home=str(self.home))
             with self.log.open() as handle:
                 for entry in entries:
@@ -73,7 +81,18 @@ class Server:
         state, _why = presence(root)
         if state != "present":
             return state
-        setting = read_scheduling_file(project_state_dir(root))
+        state_dir = str(project_state_dir(root))
+        trouble = folder_trouble(state_dir)
+        if trouble is None:
+            try:
+                setting = read_scheduling_file(Path(state_dir))
+            except CroftError as exc:  # its runs.sqlite cannot be read: not "off", a problem with its fix
+                trouble = exc.problem
+        if trouble is not None:
+            if troubled(root, trouble, now, SOURCE):  # logged and told once per incident
+                self.say(f"{root}: not ticked: {trouble.code}: {trouble.message}")
+            return "troubled"
+        untroubled(root, SOURCE)
         current = effective_state(setting, now)
         if current != "on" or setting.via != "serve":
             return "off" if current == "on" else current
@@ -86,6 +105,12 @@ class Server:
         self.started += 1
         self.say(f"{root}: tick started (pid {child.pid})")
         return "started"
+
+    def _keep_note(self) -> None:
+        """serve.json says which croft serve is alive (doctor reads it): put it back if it is lost or
+        garbled while this one runs."""
+        if read_object(serve_path(self.home)) != current().to_dict():
+            write_serve(self.home)
 
     def run(self, stop: threading.Event, interval: float) -> None:
         while not stop.is_set():

@@ -24,12 +24,13 @@ def _stamp(state_dir: Path) -> list[int] | None:
         try:
             st = os.stat(state_dir / name)
         except FileNotFoundError:
-            out += [0, 0]
+            out += [0, 0, 0]
             continue
         except OSError:
             return None
-        # an empty WAL holds nothing (a reader may create one): the same as none
-        out += [st.st_mtime_ns, st.st_size] if st.st_size or name == "runs.sqlite" else [0, 0]
+        # an empty WAL holds nothing (a reader may create one): the same as none; the mode is in the key
+        # so a chmod that makes the file unreadable is looked at, not answered from the cache
+        out += [st.st_mtime_ns, st.st_size, st.st_mode] if st.st_size or name == "runs.sqlite" else [0, 0, 0]
     return out
 
 

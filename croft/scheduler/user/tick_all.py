@@ -25,10 +25,12 @@ from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
 from croft.scheduler.user.settingcache import SettingCache
+from croft.scheduler.user.watch import folder_trouble, troubled, untroubled
 
 __all__ = ["tick_all"]
 
 PRUNE_LOCK_S = 2.0
+SOURCE = "tick-all"  # whose incidents these are (scheduler.incidents)
 
 
 def tick_all(home: Path | None = None) -> dict[str, Any]:
@@ -39,7 +41,14 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     log = TickLog.of(home)
     log.rotate()
     registry = Registry(home)
-    out: dict[str, Any] = {"at": stamp, "started": [], "beat": [], "skipped": [], "notes": []}
+    out: dict[str, Any] = {
+        "at": stamp,
+        "started": [],
+        "beat": [],
+        "skipped": [],
+        "notes": [],
+        "problems": [],  # Problem objects: what stops a project from ticking (the CLI puts them in the envelope)
+    }
 
     def note(message: str) -> None:
         out["notes"].append(message)
@@ -50,6 +59,8 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     except CroftError as exc:
         note(f"tick failed: {exc.problem.message}; {exc.problem.hint}")
         raise
+    for message in registry.notes:  # a registry restored from its last good copy
+        note(message)
     if not entries:
         return out
     try:
@@ -88,14 +99,32 @@ def _one(
     note: Any,
 ) -> None:
     stamp = out["at"]
-    if entry.via == "os-job" and idle.still(entry.root, stamp):  # see _beat
+    if entry.via != "os-job":
+        out["skipped"].append({"root": entry.root, "reason": "ticks from croft serve"})
+        return
+    trouble = folder_trouble(f"{entry.root}/.croft")  # before the idle beat, which a full disk still takes
+    if trouble is None and idle.still(entry.root, stamp):  # see _beat
+        untroubled(entry.root, SOURCE)
         return _beat(entry, stamp, out)
-    reason = _skip_reason(entry, now, cache)
+    reason = None
+    if trouble is None:
+        try:
+            reason = _skip_reason(entry, now, cache)
+        except CroftError as exc:  # its runs.sqlite cannot be read: not "off", a problem with its fix
+            trouble = exc.problem
+    if trouble is not None:
+        said = f"{trouble.code}: {trouble.message}"
+        out["skipped"].append({"root": entry.root, "reason": said})
+        out["problems"].append(trouble.with_(details={**(trouble.details or {}), "root": entry.root}))
+        if troubled(entry.root, trouble, now, SOURCE):  # logged and told once per incident
+            note(f"{entry.root}: not ticked: {said}")
+        return
     if reason:
         out["skipped"].append({"root": entry.root, "reason": reason})
         if reason.startswith("cannot check"):
             note(f"{entry.root}: {reason}")
         return
+    untroubled(entry.root, SOURCE)
     if idle.check(entry.root, stamp):
         return _beat(entry, stamp, out)
     try:
@@ -125,12 +154,17 @@ def _forget(child: Any) -> None:
 
 
 def _skip_reason(entry: Entry, now: Any, cache: SettingCache) -> str | None:
-    if entry.via != "os-job":
-        return "ticks from croft serve"
+    """Why a present-or-not os-job project is not ticked this minute, or None; CroftError (with its fix)
+    when its state folder (a relocated one) cannot take a write or its setting cannot be read."""
     state, why = presence(entry.root)
     if state != "present":
         return why if state == "unknown" else f"{state}: {why}"
-    setting = cache.read(project_state_dir(entry.root))
+    state_dir = project_state_dir(entry.root)
+    if str(state_dir) != f"{entry.root}/.croft":
+        trouble = folder_trouble(str(state_dir))
+        if trouble is not None:
+            raise CroftError(trouble)
+    setting = cache.read(state_dir)
     if setting.via == "serve":
         return "ticks from croft serve"
     current = effective_state(setting, now)
