@@ -19,6 +19,7 @@ import re
 import sys
 from dataclasses import dataclass
 
+from croft.core.problems import Problem
 from croft.scheduler.jobs.base import SERVE_FALLBACK, JobState
 from croft.scheduler.jobs.health import Link
 
@@ -62,6 +63,7 @@ class Place:
     presence: str = "present"  # registry.presence: present / gone / missing / unknown
     presence_why: str = ""
     ahead: str | None = None  # its last mark, when that is far ahead of the clock (heartbeat.ahead_of)
+    troubles: tuple[Problem, ...] = ()  # what stops it, first things first (control.troubles.look)
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,10 @@ class Chain:
     registry: str = "projects.json"  # the registry file
     entries: int = 0
     registry_error: tuple[str, str | None] | None = None  # (message, fix) when it cannot be read
+    registry_notes: tuple[str, ...] = ()  # what reading it repaired (restored from its last good copy)
+    home: str = "~/.croft"  # croft's per-user folder
+    home_trouble: Problem | None = None  # why it cannot take a write (core.disk.folder_problem)
+    job_note: str | None = None  # what reading the job record repaired (jobs.record.installed_job)
     job: JobState | None = None  # what the recorded backend says; None when no job is recorded
     backend_links: tuple[Link, ...] = ()  # Backend.health() of the installed job
     interpreter: Interpreter | None = None
@@ -98,7 +104,7 @@ def links(chain: Chain) -> list[Link]:
     jobs = _job_links(chain) if any(p.via == "os-job" for p in chain.places) else [_NO_JOB_NEEDED]
     serve = [_serve_link(chain)] if any(p.via == "serve" for p in chain.places) else []
     projects = [_project_link(chain, p, _upstream(chain, p, jobs, serve)) for p in chain.places]
-    return [_registry_link(chain), *jobs, *serve, *projects]
+    return [_registry_link(chain), _home_link(chain), *jobs, *serve, *projects]
 
 
 def diagnose(chain: Chain) -> Link:
@@ -130,17 +136,24 @@ def privacy_words(folder: str | None, python: str | None) -> str:
 def _registry_link(chain: Chain) -> Link:
     if chain.registry_error is not None:
         message, fix = chain.registry_error
-        return Link.broken("registry", message, "registry_unreadable", fix)
+        return Link.broken("registry", message, "registry_unreadable", fix, code="CONFIG_INVALID")
     for place in chain.places:
         wrong = _registration(chain, place)
         if wrong is not None:
             return wrong
-    return Link.holds("registry", f"{chain.registry}: {chain.entries} project(s)")
+    said = "".join(f"; {note}" for note in chain.registry_notes)
+    return Link.holds("registry", f"{chain.registry}: {chain.entries} project(s){said}")
 
 
 def _registration(chain: Chain, place: Place) -> Link | None:
-    """Broken when the project should tick but the one who ticks it does not list it that way."""
-    if place.state == "off" or place.via not in _TICKERS or place.registered_via == place.via:
+    """Broken when the project should tick but the one who ticks it does not list it that way, or when the
+    registry lists it to tick but its own setting says off (both directions agree, or doctor says so)."""
+    if place.state == "off":
+        lost = _trouble(place, "setting_lost")
+        if lost is None:
+            return None
+        return Link.broken("registry", lost.message, "setting_lost", (lost.fix or {}).get("command"))
+    if place.via not in _TICKERS or place.registered_via == place.via:
         return None
     if place.registered_via is None:
         where = f"is not in the per-user registry {chain.registry}"
@@ -154,6 +167,22 @@ def _registration(chain: Chain, place: Place) -> Link | None:
     )
 
 
+def _trouble(place: Place, cause: str) -> Problem | None:
+    return next((t for t in place.troubles if (t.details or {}).get("cause") == cause), None)
+
+
+# -- croft's home ------------------------------------------------------------------------------------
+
+
+def _home_link(chain: Chain) -> Link:
+    """Croft's per-user folder holds the registry, the tick log and the slots every tick takes."""
+    found = chain.home_trouble
+    if found is None:
+        return Link.holds("croft home", f"{chain.home} can take writes")
+    cause = "home_full" if found.code == "DISK_FULL" else "home_unwritable"
+    return Link.broken("croft home", found.message, cause, (found.fix or {}).get("command"), code=found.code)
+
+
 # -- the OS job ------------------------------------------------------------------------------------
 
 _NO_JOB_NEEDED = Link.holds("OS job", "no registered project ticks through an OS job, so none is needed")
@@ -162,12 +191,10 @@ _NO_JOB_NEEDED = Link.holds("OS job", "no registered project ticks through an OS
 def _job_links(chain: Chain) -> list[Link]:
     job = chain.job
     if job is None:
+        why = chain.job_note or "croft has no record of one"
         return [
             Link.broken(
-                "OS job",
-                "the per-user scheduler job is not installed: croft has no record of one",
-                "job_missing",
-                REINSTALL,
+                "OS job", f"the per-user scheduler job is not installed: {why}", "job_missing", REINSTALL
             )
         ]
     if not job.installed:
@@ -177,7 +204,8 @@ def _job_links(chain: Chain) -> list[Link]:
                 "OS job", f"the {job.backend} job {job.label} is missing{notes}", "job_missing", REINSTALL
             )
         ]
-    out = [Link.holds("OS job", f"{job.backend} job {job.label} at {job.location}")]
+    noted = f" ({chain.job_note})" if chain.job_note else ""
+    out = [Link.holds("OS job", f"{job.backend} job {job.label} at {job.location}{noted}")]
     if job.loaded is False:
         out.append(
             Link.broken(
@@ -260,6 +288,11 @@ def _project_link(chain: Chain, place: Place, upstream: Link | None) -> Link:
     folder = protected_folder(place.root + "/")
     if place.via == "os-job" and place.state != "off" and chain.platform == "darwin" and folder:
         return Link.broken(name, privacy_words(folder, _python(chain)), "privacy")
+    if place.troubles:  # its folder, its history, its failing tick, its lost setting: said before "quiet"
+        first = place.troubles[0]
+        cause = str((first.details or {}).get("cause") or "unknown")
+        code = None if first.code == "SCHEDULER_BROKEN" else first.code
+        return Link.broken(name, first.message, cause, (first.fix or {}).get("command"), code=code)
     if not place.quiet:
         return Link.holds(
             name, f"{place.state} via {place.via or '-'}, last tick {place.last_tick or 'never'}"

@@ -27,7 +27,7 @@ from croft.project.config import Project
 from croft.project.rules import BOUNDS, bound_problem
 from croft.scheduler import heartbeat
 from croft.scheduler.control.catchup import catch_up
-from croft.scheduler.control.diagnosis import no_tick_problem, stale_warning
+from croft.scheduler.control.diagnosis import no_tick_problem, project_troubles, stale_warning
 from croft.scheduler.jobs import backends as jobs
 from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.jobs.base import SERVE_FALLBACK
@@ -324,6 +324,7 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
     job = installed_job(runner)  # read once: the status shows it, and the stale warning checks it
     data = _data("status", project, setting, registry, job, now)
     problems: list[Problem] = []
+    problems += project_troubles(project, now)  # its folder, its history, a failing tick, a lost setting
     warning = stale_warning(project, runner, now, job=job)
     if warning:
         problems.append(warning)

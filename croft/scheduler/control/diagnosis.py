@@ -17,18 +17,20 @@ from zoneinfo import ZoneInfo
 from croft.core import clock
 from croft.core.clock import from_iso, to_iso
 from croft.core.duration import words
-from croft.core.problems import Problem, problem
+from croft.core.problems import CroftError, Problem, problem
 from croft.project.config import Project
 from croft.scheduler import heartbeat
 from croft.scheduler.control.chain import diagnose
 from croft.scheduler.control.gather import project_chain
+from croft.scheduler.control.troubles import look
 from croft.scheduler.heartbeat import ahead_of, quiet_since
 from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Runner
 from croft.scheduler.jobs.record import InstalledJob
 from croft.scheduler.setting import Scheduling, read_scheduling_file
+from croft.scheduler.user.registry import Registry
 
-__all__ = ["no_tick_problem", "stale_problem", "stale_warning"]
+__all__ = ["no_tick_problem", "project_troubles", "stale_problem", "stale_warning"]
 
 
 def stale_problem(
@@ -125,6 +127,17 @@ def stale_warning(
     if not heartbeat.is_stale(setting, beat, now):
         return None
     return _problem(project, setting, beat, now, runner, job)
+
+
+def project_troubles(project: Project, now: datetime | None = None) -> list[Problem]:
+    """What stops this project's scheduling (``control.troubles.look``: its state folder, its history, a
+    failing tick, a registry entry its setting has lost), for ``croft status`` and ``schedule status``."""
+    try:
+        entry = Registry().find(project.root)
+    except CroftError:
+        entry = None  # an unreadable registry is doctor's link (and the stale warning's first cause)
+    seen = look(str(project.root), project.config.state_dir, now or clock.now(), entry.via if entry else None)
+    return seen.problems
 
 
 def no_tick_problem(

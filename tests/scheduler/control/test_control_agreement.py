@@ -216,6 +216,7 @@ def test_registry_unreadable(proj: Project, monkeypatch: pytest.MonkeyPatch, _cr
     fake = FakeOS()
     on_with_crontab(proj, fake)
     (_croft_home / "projects.json").write_text("[{")
+    (_croft_home / "projects.json.bak").unlink()  # no last good copy to restore from
     failing = agree(said(proj, fake, monkeypatch), "registry", "registry_unreadable")
     assert failing["detail"].startswith(
         f"{_croft_home / 'projects.json'} is not a croft registry: invalid JSON"
