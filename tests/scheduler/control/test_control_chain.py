@@ -245,7 +245,7 @@ def test_croft_home_that_cannot_take_a_write_is_a_link_and_a_registry_repair_is_
     chain = healthy(osjob(), home="/h", home_trouble=ro)
     detail, cause, _fix = broken(chain, "croft home")
     assert cause == "home_unwritable" and "read-only" in detail
-    assert [x for x in links(chain) if x.check == "croft home"][0].code == "PATH_UNWRITABLE"
+    assert next(x for x in links(chain) if x.check == "croft home").code == "PATH_UNWRITABLE"
     assert by_name(healthy(osjob(), home="/h"))["croft home"][:2] == (True, "/h can take writes")
     noted = healthy(osjob(), registry_notes=("restored 1 project(s) from its last good copy",))
     ok, detail, _, _ = by_name(noted)["registry"]
