@@ -24,7 +24,7 @@ def read_object(path: Path) -> dict[str, Any] | None:
     try:
         with open(path, encoding="utf-8") as handle:
             value = json.load(handle)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep to read
         return None
     return value if isinstance(value, dict) else None
 

@@ -8,7 +8,7 @@ cuts any message past ``MESSAGE_LIMIT`` as a last resort (``cut``), keeping both
 
 from __future__ import annotations
 
-__all__ = ["ECHO_LIMIT", "MESSAGE_LIMIT", "clip", "cut"]
+__all__ = ["ECHO_LIMIT", "MESSAGE_LIMIT", "clip", "cut", "quoted"]
 
 ECHO_LIMIT = 200  # characters of a value a message repeats
 MESSAGE_LIMIT = 4000  # characters of a whole message
@@ -19,6 +19,15 @@ def clip(text: str, limit: int = ECHO_LIMIT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def quoted(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` as a JSON string (how messages quote a schedule or a key), its start only when long."""
+    import json
+
+    if len(text) <= limit:
+        return json.dumps(text, ensure_ascii=False)
+    return f"{json.dumps(text[:limit], ensure_ascii=False)}… ({len(text) - limit} more characters)"
 
 
 def cut(text: str, limit: int = MESSAGE_LIMIT) -> str:

@@ -378,9 +378,7 @@ class _Run:
 
     # -- a scheduled run (croft run --due): the scheduler's rules, from croft.scheduler.tick.duerules ------------
     def _due_plan(self) -> _Plan:
-        known = self.rules.selectors(self.options.selectors)
-        if not known:
-            return _Plan([], [], set())
+        known = self.rules.selectors(self.options.selectors, self.options.run_id)
         the_plan = plan(self.facts, RunOptions(selectors=known))
         the_plan.requested = self.rules.requested(the_plan.requested)
         return the_plan

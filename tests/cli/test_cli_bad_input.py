@@ -124,7 +124,21 @@ CASES = [
         for cmd in (["run"], ["status"], ["logs"])
     ),
     Case("run-database-is-a-folder", ["run"], database_folder, {"PATH_UNWRITABLE"}),
-    Case("validate-nested-config", ["validate"], with_config(b"[" * 100_000), {"CONFIG_INVALID"}),
+    *(  # a 100k-deep croft.json once ended the (idle) tick in a RecursionError
+        Case(f"{'-'.join(cmd)}-nested-config", cmd, with_config(b"[" * 100_000), {"CONFIG_INVALID"})
+        for cmd in (["validate"], ["tick"], ["status"], ["schedule", "status"], ["run"], ["logs"])
+    ),
+    # every knob is read by one rule: a bad one is an error naming it, the same from every command
+    *(
+        Case(f"{cmd[0]}-bad-retry-delays", cmd, project, {"KNOB_INVALID"}, env={"CROFT_RETRY_DELAYS": "soon"})
+        for cmd in (["run"], ["tick"], ["tick", "--all"])
+    ),
+    Case("tick-interval-zero", ["tick"], project, {"KNOB_INVALID"}, env={"CROFT_SERVE_INTERVAL_MS": "0"}),
+    Case("run-lease-wait-huge", ["run"], project, {"KNOB_INVALID"}, env={"CROFT_LEASE_WAIT_MS": "1e99"}),
+    Case("tick-all-croft-now-bad", ["tick", "--all"], plain, {"CLOCK_INVALID"}, env={"CROFT_NOW": "soonish"}),
+    Case("tick-croft-now-bad", ["tick"], project, {"CLOCK_INVALID"}, env={"CROFT_NOW": "soonish"}),
+    Case("doctor-croft-home-relative", ["doctor"], plain, {"KNOB_INVALID"}, env={"CROFT_HOME": "rel/home"}),
+    Case("run-due-unknown-asset", ["run", "--due", "nosuch"], project, {"UNKNOWN_ASSET"}),
     Case("run-non-utf8-env", ["run"], lambda t: project(t, **{".env": b"KEY=\xff\xfe\n"}), {"ENV_INVALID"}),
     Case("run-env-is-a-folder", ["run"], env_folder, {"ENV_INVALID"}),
     Case("logs-env-is-a-folder", ["logs"], env_folder, {"ENV_INVALID"}),
@@ -350,3 +364,25 @@ def test_a_crash_file_never_holds_a_secret_from_env(
     assert secret not in out and "[redacted:API_KEY]" in out
     [crash] = (root / ".croft" / "crashes").iterdir()
     assert secret not in crash.read_text() and "[redacted:API_KEY]" in crash.read_text()
+
+
+def test_an_input_echoed_in_a_message_is_cut_to_its_start(tmp_path: Path) -> None:
+    """A 1 MB schedule once came back whole in its error; every message quotes input by its start (at most
+    a few hundred characters) and says how much it left out, from validate, croft.json and the CLI alike."""
+    huge = "every " + "x" * 1_000_000
+    root = project(
+        tmp_path, **{"assets/odd.py": GOOD_INGEST.replace('key="id"', f'key="id", schedule="{huge}"')}
+    )
+    (root / "croft.json").write_text(json.dumps({"timezone": "Mars/" + "y" * 100_000}))
+    done = croft(root, ["validate", "--json"], {})
+    problems = json.loads(done.stdout)["problems"]
+    assert done.returncode == 2 and {p["code"] for p in problems} == {"CONFIG_INVALID"}
+    assert all(len(p["message"]) < 1000 for p in problems) and "more characters" in problems[0]["message"]
+    (root / "croft.json").write_text('{"timezone": "UTC"}\n')
+    done = croft(root, ["validate", "--json"], {})
+    [bad] = [p for p in json.loads(done.stdout)["problems"] if p["code"] == "SCHEDULE_INVALID"]
+    assert len(bad["message"]) < 1000 and "more characters" in bad["message"], bad["message"][:300]
+    done = croft(root, ["run", "x" * 100_000, "--json"], {})
+    [unknown] = json.loads(done.stdout)["problems"]
+    assert unknown["code"] == "UNKNOWN_ASSET" and len(unknown["message"]) < 1000
+    assert len(done.stdout) < 10_000

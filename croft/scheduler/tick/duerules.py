@@ -27,6 +27,7 @@ from croft.core import knobs
 from croft.core.clock import now as clock_now
 from croft.core.clock import to_iso
 from croft.core.problems import CroftError
+from croft.core.suggest import unknown_asset
 from croft.engine.runner import RunOptions, run_assets
 from croft.history import state
 from croft.project.asset import AssetFacts
@@ -52,9 +53,21 @@ class DueRules:
         self.held: dict[str, str] = {}
 
     # -- 1. planning ---------------------------------------------------------------------------------------
-    def selectors(self, names: list[str]) -> list[str]:
-        """The named assets that still exist (a file removed since the tick is left out, not an error)."""
-        return [n for n in dict.fromkeys(names) if n in self.facts]
+    def selectors(self, names: list[str], run_id: str | None = None) -> list[str]:
+        """The named assets that still exist. Started by the tick (``run_id``), a file removed since is left
+        out; by a person, a name that is no asset is UNKNOWN_ASSET, as for ``croft run``. Nothing left to
+        run is UNKNOWN_ASSET too, never an empty run that "succeeded"."""
+        known = [n for n in dict.fromkeys(names) if n in self.facts]
+        unknown = [n for n in dict.fromkeys(names) if n not in self.facts]
+        if unknown and (run_id is None or not known):
+            raise unknown_asset(unknown[0], self.facts, "run --due")
+        if not known:
+            raise CroftError(
+                "USAGE",
+                "croft run --due needs the assets to run, as the scheduler names them",
+                "croft run --due ASSET... runs the named assets as the scheduler does.",
+            )
+        return known
 
     def requested(self, names: list[str]) -> list[str]:
         """Only ingests run whatever their state; a named transform runs if it is still stale."""

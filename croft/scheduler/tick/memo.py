@@ -103,8 +103,8 @@ def idle_tick(start: str, now_iso: str) -> dict[str, Any] | None:
     """
     try:
         found = _idle(start, now_iso, beat=True)
-    except (OSError, ValueError, KeyError, TypeError, sqlite3.Error):
-        return None
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, sqlite3.Error):
+        return None  # anything odd (a croft.json nested too deep, say): the full tick says what
     if found is None:
         return None
     data, root, config = found
@@ -138,7 +138,7 @@ def memo_holds(root: str, now_iso: str) -> dict[str, Any] | None:
     None: a full tick must decide. For the per-user tick, which beats idle projects itself."""
     try:
         found = _idle(root, now_iso, beat=False)
-    except (OSError, ValueError, KeyError, TypeError, sqlite3.Error):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, sqlite3.Error):
         return None
     return found[0] if found else None
 

@@ -238,8 +238,8 @@ class Registry:
         """Make the copy match the registry again (after a write that could not update it); whether it
         had to be rewritten."""
         current = self.entries()
-        if self.backup() == current and self.backup_path.exists():
-            return False
+        if not self.path.exists() or (self.backup() == current and self.backup_path.exists()):
+            return False  # no registry yet: nothing to keep a copy of
         write_atomic(self.backup_path, [e.to_json() for e in current], durable=True)
         return True
 

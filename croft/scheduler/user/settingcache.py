@@ -45,7 +45,7 @@ class HintFile:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
             self.entries: dict[str, dict[str, object]] = raw if isinstance(raw, dict) else {}
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             self.entries = {}
         self.seen: set[str] = set()
 
