@@ -4,19 +4,37 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from croft.core import knobs
 
-__all__ = ["croft_home", "data_path", "job_label", "project_state_dir", "require_utf8_path", "state_dir"]
+TYPE_CHECKING = False  # pathlib is imported where a Path is made: the idle tick asks only for home_text()
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = [
+    "croft_home",
+    "data_path",
+    "home_text",
+    "job_label",
+    "project_state_dir",
+    "require_utf8_path",
+    "state_dir",
+]
 
 DEFAULT_LABEL = knobs.KNOBS["CROFT_JOB_LABEL"].default
 
 
 def croft_home() -> Path:
     """``CROFT_HOME`` or ``~/.croft``: the registry and the per-user tick log live here."""
+    from pathlib import Path
+
+    return Path(home_text())
+
+
+def home_text() -> str:
+    """``croft_home()`` as text, without loading pathlib (the idle tick looks for an incident there)."""
     override: str | None = knobs.value("CROFT_HOME")
-    return Path(override) if override else Path.home() / ".croft"
+    return override or os.path.join(os.path.expanduser("~"), ".croft")
 
 
 def job_label() -> str:
@@ -27,6 +45,8 @@ def job_label() -> str:
 
 def state_dir(root: Path, configured: str | None = None) -> Path:
     """The project's state folder (``.croft`` unless croft.json's ``stateDir`` moves it)."""
+    from pathlib import Path
+
     if not configured:
         return root / ".croft"
     path = Path(configured).expanduser()
@@ -45,11 +65,15 @@ def project_state_dir(root: str | os.PathLike[str]) -> Path:
             configured = raw["stateDir"]
     except (OSError, ValueError, RecursionError):  # RecursionError: a croft.json nested too deep
         pass
+    from pathlib import Path
+
     return state_dir(Path(root), configured)
 
 
 def data_path(*parts: str) -> Path:
     """A file shipped with croft (docs/, launchd/, systemd/): inside the wheel, or the source checkout."""
+    from pathlib import Path
+
     packaged = Path(__file__).resolve().parent.parent / "_data"
     if packaged.is_dir():
         return packaged.joinpath(*parts)

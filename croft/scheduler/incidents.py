@@ -12,23 +12,22 @@ file per project, so project ticks running side by side never rewrite each other
 when croft cannot even record it (the disk holding its home is full too) it tells at most once an hour
 rather than every minute.
 
-Only ``os``, ``json`` and ``hashlib`` are imported (and croft's JSON file writer): the per-user tick checks
+Only ``os``, ``json`` and ``zlib`` are imported (and croft's JSON file writer): the per-user tick checks
 for an incident every minute.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from pathlib import Path
+import zlib
 
-from croft.core.jsonfile import write_atomic
-from croft.core.paths import croft_home
+from croft.core.paths import home_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
+    from pathlib import Path
     from typing import Any
 
     from croft.core.problems import Problem
@@ -39,9 +38,11 @@ FOLDER = "incidents"
 
 
 def incident_path(root: str, home: Path | None = None) -> str:
-    """The incident file of the project at ``root`` (its real path, as the registry keeps it)."""
-    key = hashlib.sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:20]
-    return os.path.join(home or croft_home(), FOLDER, f"{key}.json")
+    """The incident file of the project at ``root`` (its real path, as the registry keeps it). Named by two
+    checksums of the path (zlib: hashlib would cost the idle tick more than the rest of its imports); the
+    file names its root, and one that names another is not this project's."""
+    raw = root.encode("utf-8", "surrogateescape")
+    return os.path.join(home or home_text(), FOLDER, f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}.json")
 
 
 def read(root: str, home: Path | None = None) -> dict[str, Any] | None:
@@ -52,7 +53,7 @@ def read(root: str, home: Path | None = None) -> dict[str, Any] | None:
             value = json.load(handle)
     except (OSError, ValueError, RecursionError):
         return None
-    if not isinstance(value, dict) or not isinstance(value.get("problem"), dict):
+    if not isinstance(value, dict) or not isinstance(value.get("problem"), dict) or value.get("root") != root:
         return None
     return value
 
@@ -60,7 +61,10 @@ def read(root: str, home: Path | None = None) -> dict[str, Any] | None:
 def record(root: str, problem: Problem, now: datetime, source: str, home: Path | None = None) -> bool:
     """Remember ``problem`` as the project's incident; whether it should be told now (a new one, or one
     that could not be recorded and whose hourly reminder is due)."""
+    from pathlib import Path  # lazy: a new incident only, which the idle tick never records
+
     from croft.core.clock import to_iso
+    from croft.core.jsonfile import write_atomic
 
     stamp = to_iso(now)
     before = read(root, home)

@@ -291,7 +291,8 @@ def _project_link(chain: Chain, place: Place, upstream: Link | None) -> Link:
     if place.troubles:  # its folder, its history, its failing tick, its lost setting: said before "quiet"
         first = place.troubles[0]
         cause = str((first.details or {}).get("cause") or "unknown")
-        code = None if first.code == "SCHEDULER_BROKEN" else first.code
+        inner = (first.details or {}).get("problem") or {}  # a failing tick's own problem, if that is it
+        code = first.code if first.code != "SCHEDULER_BROKEN" else inner.get("code")
         return Link.broken(name, first.message, cause, (first.fix or {}).get("command"), code=code)
     if not place.quiet:
         return Link.holds(

@@ -54,6 +54,13 @@ def stale_problem(
             f"the scheduler was last heard of at {when(from_iso(quiet))},"
             f" {words(-(quiet_ms or 0) / 1000)} ahead of the clock"
         )
+    elif heartbeat and ahead_of(heartbeat, now):
+        quiet_for = f"for {words((quiet_ms or 0) / 1000)}" if quiet is not None else "at all"
+        head = (
+            f"the scheduler has not ticked {quiet_for}: its last tick is stamped {when(from_iso(heartbeat))},"
+            " ahead of the clock (the clock moved backwards, or CROFT_NOW was set ahead), which counts for"
+            " nothing"
+        )
     elif heartbeat:
         head = f"the scheduler has not ticked for {words((quiet_ms or 0) / 1000)} (last tick {when(from_iso(heartbeat))})"
     elif quiet is not None:

@@ -3,6 +3,8 @@ status`` and ``croft doctor`` (through ``gather``) share, so none of them calls 
 
 In order of what to fix first:
 
+- croft's home cannot take a write (a full or read-only disk, no permission): the tick log, the slots
+  and the incidents live there, so no project ticks well (``home_full`` / ``home_unwritable``);
 - its state folder cannot take a write (a full or read-only disk, no permission): DISK_FULL or
   PATH_UNWRITABLE naming the folder (``core.disk``, the check the per-user tick makes);
 - its runs.sqlite cannot be read: HISTORY_CORRUPT, PATH_UNWRITABLE or DISK_FULL with the fix
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from croft.core import disk
+from croft.core.paths import croft_home
 from croft.core.problems import CroftError, Problem, problem
 from croft.scheduler import incidents
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
@@ -46,6 +49,11 @@ class Look:
 def look(root: str, state_dir: Path, now: datetime, registered_via: str | None) -> Look:
     """The look at one project (``registered_via``: its registry entry's via, None when not registered)."""
     found: list[Problem] = []
+    home = croft_home()
+    if home.is_dir():
+        trouble = disk.folder_problem(home, f"croft's home {home}")
+        if trouble is not None:
+            found.append(_cause(trouble, "home_full" if trouble.code == "DISK_FULL" else "home_unwritable"))
     folder = state_dir if state_dir.is_dir() else None
     if folder is not None:
         trouble = disk.folder_problem(folder, f"the scheduler's state folder {folder}")

@@ -19,6 +19,7 @@ import sqlite3
 import zlib
 
 from croft.core import sqlitefile
+from croft.scheduler.incidents import incident_path
 from croft.scheduler.tick.filekeys import files_fingerprint
 from croft.scheduler.tick.report import tick_data
 
@@ -156,6 +157,8 @@ def _idle(start: str, now_iso: str, beat: bool) -> tuple[dict[str, Any], str, di
     path = os.path.join(root, ".croft", "runs.sqlite")
     if not os.path.isfile(path):
         return None
+    if os.path.exists(incident_path(root)):
+        return None  # a tick failed since: only a full tick that succeeds may say all is well again
     conn = sqlitefile.connect(path, "write", timeout=5.0)
     try:
         raw = _raw_settings(conn)

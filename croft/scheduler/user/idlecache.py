@@ -26,6 +26,7 @@ import json
 import os
 import time
 
+from croft.scheduler.incidents import incident_path
 from croft.scheduler.user.settingcache import HintFile
 
 TYPE_CHECKING = False
@@ -47,6 +48,7 @@ def _stamp(root: str, state_dir: str, deps: list[str]) -> tuple[str, bool] | Non
     paths = [
         f"{state_dir}/runs.sqlite",
         f"{state_dir}/runs.sqlite-wal",
+        incident_path(root),  # a failed tick since: the idle check must run again (it will not hold)
         f"{root}/croft.json",
         *asset_paths(f"{root}/assets"),
         *(f"{root}/{rel}" for rel in sorted(set(deps))),

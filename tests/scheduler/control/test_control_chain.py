@@ -212,10 +212,10 @@ def test_what_stops_a_project_comes_before_whether_it_is_quiet() -> None:
         "SCHEDULER_BROKEN",
         "the scheduler's tick of /p fails since X: INTERNAL_ERROR: boom",
         "report it",
-        details={"cause": "tick_failing"},
+        details={"cause": "tick_failing", "problem": {"code": "HISTORY_CORRUPT"}},
     )
     [link] = [x for x in links(healthy(osjob(troubles=(failing,)))) if x.check == "project /p"]
-    assert (link.ok, link.cause, link.code) == (False, "tick_failing", None)  # None: SCHEDULER_BROKEN
+    assert (link.ok, link.cause, link.code) == (False, "tick_failing", "HISTORY_CORRUPT")  # the tick's own
 
 
 def test_the_registry_is_checked_in_both_directions() -> None:
