@@ -121,15 +121,28 @@ def problem_for_sqlite_error(exc: BaseException, what: str, path: Path | None = 
 
 
 @contextmanager
-def translate_sqlite_errors(what: str, *, path: Path | None = None) -> Iterator[None]:
-    """Turn any sqlite3 exception raised inside into a CroftError (raised ``from`` the original).
+def translate_sqlite_errors(
+    what: str, *, path: Path | None = None, conn: sqlite3.Connection | None = None
+) -> Iterator[None]:
+    """Turn any sqlite3 exception raised inside into a CroftError (raised ``from`` the original), naming
+    ``path`` (or the file ``conn`` has open, asked only when something failed).
 
     Also usable as a decorator: ``@translate_sqlite_errors("reading runs")``.
     """
     try:
         yield
     except (sqlite3.Error, sqlite3.Warning) as exc:
-        raise CroftError(problem_for_sqlite_error(exc, what, path)) from exc
+        where = path if path is not None or conn is None else _file_of(conn)
+        raise CroftError(problem_for_sqlite_error(exc, what, where)) from exc
+
+
+def _file_of(conn: sqlite3.Connection) -> Path | None:
+    """The file a connection has open (no page is read: it works on a full disk too), or None."""
+    try:
+        row = conn.execute("PRAGMA database_list").fetchone()
+    except sqlite3.Error:
+        return None
+    return Path(row[2]) if row and row[2] else None
 
 
 def connect(target: Path | str) -> sqlite3.Connection:
@@ -176,10 +189,10 @@ def immediate(
     """
     if conn.in_transaction:
         name = f"croft_{next(_savepoints)}"
-        with translate_sqlite_errors(what):
+        with translate_sqlite_errors(what, conn=conn):
             conn.execute(f"SAVEPOINT {name}")
         try:
-            with translate_sqlite_errors(what):
+            with translate_sqlite_errors(what, conn=conn):
                 yield conn
         except BaseException:
             if conn.in_transaction:
@@ -187,13 +200,13 @@ def immediate(
                     conn.execute(f"ROLLBACK TO {name}")
                     conn.execute(f"RELEASE {name}")
             raise
-        with translate_sqlite_errors(what):
+        with translate_sqlite_errors(what, conn=conn):
             conn.execute(f"RELEASE {name}")
         return
-    with translate_sqlite_errors(what):
+    with translate_sqlite_errors(what, conn=conn):
         conn.execute("BEGIN IMMEDIATE")
     try:
-        with translate_sqlite_errors(what):
+        with translate_sqlite_errors(what, conn=conn):
             yield conn
             conn.execute("COMMIT")
     except BaseException:

@@ -40,6 +40,8 @@ from croft.history.db import open_history
 from croft.history.state import release_tick, write_tick
 from croft.scheduler import incidents
 from croft.scheduler.heartbeat import last_heartbeat, write_beat
+from croft.scheduler.setting import write_scheduling
+from croft.scheduler.user.registry import Registry
 
 YEARLY = """
 from croft import ingest
@@ -241,3 +243,103 @@ def test_a_croft_json_that_no_longer_loads_is_named_by_the_tick_too(make_project
         before = _last_tick(root)
         config.write_text(good)
         _resumes(root, before)
+
+
+# -- croft tick --all: an unreadable history is a problem with its fix, told once per incident ------------
+
+
+def test_tick_all_names_an_unreadable_history_and_tells_it_once(make_project, _croft_home, server):
+    server.route("POST", "/hook", server.reply(204))
+    root = make_project({"assets/orders.py": YEARLY}, notify={"webhook": server.url("/hook")})
+    assert croft(root, "run")[0] == 0
+    conn = open_history(root / ".croft")
+    write_scheduling(conn, "on", datetime.now(UTC), via="os-job")
+    conn.close()
+    Registry().add(root, "os-job", datetime.now(UTC))
+    history = root / ".croft" / "runs.sqlite"
+    good = history.read_bytes()
+    history.write_bytes(os.urandom(8192))  # garbage: once "scheduling is off", ok: true
+    for _ in range(3):  # three minutes of the OS job
+        code, envelope = croft(root, "tick", "--all")
+        assert code == 2 and not envelope["ok"]
+        [bad] = envelope["problems"]
+        assert bad["code"] == "HISTORY_CORRUPT" and bad["details"]["root"] == str(root.resolve())
+        assert bad["fix"]["command"].startswith("mv ") and envelope["data"]["started"] == []
+    [told] = server.requests_to("/hook")  # once per incident, desktop and webhook as for a failed run
+    assert told.json()["event"] == "scheduler" and told.json()["problems"][0]["code"] == "HISTORY_CORRUPT"
+    desktop = [
+        json.loads(line)
+        for line in (root / ".croft" / "logs" / "notifications.ndjson").read_text().splitlines()
+        if '"kind": "desktop"' in line and '"event": "scheduler"' in line
+    ]
+    assert len(desktop) == 1 and "HISTORY_CORRUPT" in desktop[0]["body"]
+    log = (_croft_home / "logs" / "tick.log").read_text()
+    assert log.count("not ticked: HISTORY_CORRUPT") == 1
+    history.write_bytes(good)  # the cause goes (a backup put back): the next minute ticks it again
+    code, envelope = croft(root, "tick", "--all")
+    assert code == 0 and [s["root"] for s in envelope["data"]["started"]] == [str(root.resolve())]
+    assert incidents.read(str(root.resolve())) is None
+
+
+# -- every command on a full or read-only disk: the machine's problem, named, never "a bug in croft" -------
+
+COMMANDS = [
+    ["validate"],
+    ["run"],
+    ["run", "orders"],
+    ["preview", "orders"],
+    ["status"],
+    ["logs"],
+    ["logs", "orders"],
+    ["schedule", "status"],
+    ["schedule", "pause", "--for", "1h"],
+    ["schedule", "on", "--no-os-job"],
+    ["schedule", "off"],
+    ["tick"],
+    ["tick", "--all"],
+    ["doctor"],
+    ["init", "fresh"],
+]
+
+
+@pytest.mark.parametrize("home_too", [False, True], ids=["project-disk", "home-on-it-too"])
+@pytest.mark.parametrize("damage", ["full", "read-only"])
+def test_every_command_on_a_full_or_read_only_disk_names_it_without_a_crash_file(
+    make_project, tmp_path, monkeypatch, damage, home_too
+):
+    with small_disk(tmp_path / "disk", "2m") as disk:
+        if home_too:
+            monkeypatch.setenv("CROFT_HOME", str(disk / "home"))
+        root = _project(make_project, root=disk / "proj")
+        cache = tmp_path / "cache"
+        monkeypatch.setenv("XDG_CACHE_HOME", str(cache))  # where a crash file outside a project would go
+        if damage == "full":
+            fill(disk)
+        else:
+            remount(disk, "ro")
+        try:
+            said = {}
+            for argv in COMMANDS:
+                code, envelope = croft(root, *argv)  # no traceback, no INTERNAL_ERROR (brokenkit.croft)
+                codes = {p["code"] for p in envelope["problems"] if p["severity"] == "error"}
+                said[" ".join(argv)] = (code, sorted(codes))
+                allowed = {"DISK_FULL", "PATH_UNWRITABLE"} | (
+                    {"SCHEDULER_BROKEN"} if argv == ["doctor"] else set()
+                )
+                assert codes <= allowed, (argv, envelope["problems"])  # doctor: no serve runs here, too
+                for p in envelope["problems"]:
+                    if p["code"] in ("DISK_FULL", "PATH_UNWRITABLE"):
+                        assert str(disk) in p["message"], (argv, p["message"])
+            writes = [k for k in said if k.split()[0] in ("run", "preview") or k == "tick"]
+            if home_too:
+                writes.append("tick --all")  # its own home cannot take its log, its slots: it says so
+            assert all(said[k][0] != 0 for k in writes), [(k, said[k]) for k in writes]  # each said why
+            crashes = [
+                *cache.rglob("crash-*"),
+                *disk.rglob("crash-*"),
+                *Path("/tmp/croft-crashes").glob(f"*-{os.getpid()}*"),
+            ]
+            assert crashes == [], crashes
+        finally:
+            if damage == "read-only":
+                remount(disk, "rw")

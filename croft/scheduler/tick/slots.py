@@ -246,8 +246,13 @@ def _rebuild(home: Path, path: Path, why: sqlite3.Error) -> sqlite3.Connection:
 
 
 def _problem(exc: sqlite3.Error, path: Path) -> Any:
-    """The problem of a slots file croft cannot use or rebuild, naming it."""
-    return sqlitefile.machine_problem(exc, "opening the scheduler's slots", path) or _bug(exc, path)
+    """The problem of a slots file croft cannot use or rebuild, naming it: the machine's (a full or
+    read-only disk, no permission) when that is why, even when the file itself is broken too (it could
+    not be moved aside), else a bug's."""
+    machine = sqlitefile.machine_problem(exc, "opening the scheduler's slots", path)
+    if machine is None:
+        machine = disk.folder_problem(path.parent, f"moving the broken {path} ({exc}) aside")
+    return machine or _bug(exc, path)
 
 
 def _bug(exc: BaseException, path: Path) -> Any:

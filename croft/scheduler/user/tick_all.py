@@ -16,6 +16,7 @@ from typing import Any
 
 from croft.core import clock
 from croft.core.children import croft_env
+from croft.core.disk import folder_problem
 from croft.core.paths import croft_home
 from croft.core.problems import CroftError
 from croft.scheduler.heartbeat import write_beat
@@ -53,6 +54,10 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     def note(message: str) -> None:
         out["notes"].append(message)
         log.write(stamp, message)
+
+    home_trouble = folder_problem(home, f"croft's home {home}") if home.is_dir() else None
+    if home_trouble is not None:  # the tick log, the slots and the incidents live there: say so, go on
+        out["problems"].append(home_trouble)
 
     try:
         entries = registry.entries()
