@@ -156,3 +156,16 @@ def test_doctor_interpreter_check_runs_it(tmp_path: Path) -> None:
     assert not ok and "cannot import croft" in why
     ok, why = interpreter_imports_croft(str(tmp_path / "gone"))
     assert not ok and "does not run" in why
+
+
+@pytest.mark.parametrize("damage", [b"", b"\x00garbage"], ids=["empty", "garbage"])
+def test_a_running_serve_puts_back_its_note_when_it_is_lost(_croft_home: Path, damage: bytes) -> None:
+    """serve.json says which croft serve is alive (doctor reads it): lost or garbled while serve runs, the
+    next round writes it again, so doctor never says "none is running" about a serve that is."""
+    from croft.scheduler.user.serve import Server, serve_alive, serve_path
+
+    server = Server(_croft_home, spawn=lambda *a: (_ for _ in ()).throw(AssertionError("no project to tick")))
+    serve_path(_croft_home).write_bytes(damage)
+    assert not serve_alive(_croft_home)
+    server.tick_once()
+    assert serve_alive(_croft_home)
