@@ -207,3 +207,22 @@ def test_the_environment_table_is_the_knobs_table():
     assert [name for name, _ in rows] == list(KNOBS)
     for name, values in rows:
         assert values == KNOBS[name].rule(), name
+
+
+def test_every_range_croft_enforces_is_in_the_docs_as_it_enforces_it():
+    """rules.BOUNDS is the one table of the numbers croft reads; each range is written in the page that
+    documents its option, in the words the error uses."""
+    from croft.project.rules import BOUNDS
+
+    pages = {
+        "history.keepDays": "configuration",
+        "maxRuntime": "configuration",
+        "max_runtime": "assets",
+        "timeout": "assets",
+        "retries": "assets",
+        "lookback": "assets",
+        "pause": "commands",
+    }
+    assert set(pages) == set(BOUNDS)
+    for option, page in pages.items():
+        assert BOUNDS[option].words() in topics()[page].read_text(), (option, page)
