@@ -37,7 +37,7 @@ __all__ = ["FOLDER", "clear", "incident_path", "read", "record"]
 FOLDER = "incidents"
 
 
-def incident_path(root: str, home: Path | None = None) -> str:
+def incident_path(root: str, home: str | Path | None = None) -> str:
     """The incident file of the project at ``root`` (its real path, as the registry keeps it). Named by two
     checksums of the path (zlib: hashlib would cost the idle tick more than the rest of its imports); the
     file names its root, and one that names another is not this project's."""

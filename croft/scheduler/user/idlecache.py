@@ -38,7 +38,7 @@ __all__ = ["IdleCache"]
 RACY_NS = 50_000_000  # 50 ms: well above any filesystem clock tick
 
 
-def _stamp(root: str, state_dir: str, deps: list[str]) -> tuple[str, bool] | None:
+def _stamp(root: str, state_dir: str, deps: list[str], home: str) -> tuple[str, bool] | None:
     """(one value for the stats of what the idle check reads, whether it is safe to compare later);
     None: something could not be read."""
     from zlib import crc32
@@ -48,7 +48,7 @@ def _stamp(root: str, state_dir: str, deps: list[str]) -> tuple[str, bool] | Non
     paths = [
         f"{state_dir}/runs.sqlite",
         f"{state_dir}/runs.sqlite-wal",
-        incident_path(root),  # a failed tick since: the idle check must run again (it will not hold)
+        incident_path(root, home),  # a failed tick since: the idle check must run again (it will not hold)
         f"{root}/croft.json",
         *asset_paths(f"{root}/assets"),
         *(f"{root}/{rel}" for rel in sorted(set(deps))),
@@ -87,6 +87,7 @@ class IdleCache(HintFile):
     def __init__(self, path: Path):
         super().__init__(path)
         self._before: dict[str, tuple[str, bool] | None] = {}
+        self._home = str(path.parent)  # the cache lives in croft's home, beside the incidents
 
     def still(self, root: str, now_iso: str) -> bool:
         """Whether nothing the idle check read moved since it last held, and the clock is inside its
@@ -95,7 +96,7 @@ class IdleCache(HintFile):
         entry = self.entries.get(root)
         if not isinstance(entry, dict):
             return False
-        before = self._before[root] = _stamp(root, f"{root}/.croft", entry["deps"])  # type: ignore[arg-type]
+        before = self._before[root] = _stamp(root, f"{root}/.croft", entry["deps"], self._home)  # type: ignore[arg-type]
         return bool(
             entry["safe"]
             and before is not None
@@ -111,12 +112,14 @@ class IdleCache(HintFile):
         self.seen.add(root)
         self.changed = True
         state_dir = f"{root}/.croft"
-        before = self._before.pop(root, None) if root in self.entries else _stamp(root, state_dir, [])
+        before = (
+            self._before.pop(root, None) if root in self.entries else _stamp(root, state_dir, [], self._home)
+        )
         memo = memo_holds(root, now_iso)
         if memo is None or _pings(memo["config"]):
             self.entries.pop(root, None)
             return False
-        after = _stamp(root, state_dir, memo["deps"])
+        after = _stamp(root, state_dir, memo["deps"], self._home)
         # Trusted next minute only when nothing moved while the check read (its own closing may have
         # checkpointed the WAL; then the next minute's check, which writes nothing, gives a steady stamp).
         steady = before is not None and after is not None and before[0] == after[0]

@@ -108,8 +108,7 @@ def _one(
         out["skipped"].append({"root": entry.root, "reason": "ticks from croft serve"})
         return
     trouble = folder_trouble(f"{entry.root}/.croft")  # before the idle beat, which a full disk still takes
-    if trouble is None and idle.still(entry.root, stamp):  # see _beat
-        untroubled(entry.root, SOURCE)
+    if trouble is None and idle.still(entry.root, stamp):  # see _beat; it held, so no incident is there
         return _beat(entry, stamp, out)
     reason = None
     if trouble is None:
