@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 
+from croft.core.private import make_dirs
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -31,7 +33,7 @@ def read_object(path: Path) -> dict[str, Any] | None:
 
 def write_atomic(path: Path, value: Any, *, indent: int | None = 2, durable: bool = False) -> None:
     """Write ``value`` as JSON to ``path`` (its folder made 0700 when missing), replacing it in one rename."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_dirs(path.parent)
     text = json.dumps(value, indent=indent, ensure_ascii=False) + ("\n" if indent is not None else "")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -19,6 +19,7 @@ from croft.core import clock
 from croft.core.clock import from_iso, to_iso
 from croft.core.duration import parse_seconds
 from croft.core.paths import croft_home, job_label
+from croft.core.private import make_dirs
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.result import Next, Result
 from croft.history.db import open_history
@@ -209,7 +210,7 @@ def schedule_on(
             spec = job_spec()
             _check_interpreter(spec.python)
             # The job's shell opens the log before croft runs: a missing folder would fail it silently.
-            Path(spec.log).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_dirs(Path(spec.log).parent)
             backend = jobs.backend(backend_name, runner)
             previous = installed_backend(runner)
             job_changed = backend.install(spec)

@@ -7,6 +7,7 @@ their spacing and drop what it does not understand. MAILTO and every other setti
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,8 +50,13 @@ def cron_quote(word: str) -> str:
     of the path: ``\\\\%`` still cuts), and python-crontab ends the command at whitespace followed by
     ``#``. Each of those is therefore written ``'"%"'`` / ``'"#"'`` (out of the single quotes, inside
     double quotes), so a backslash or a space never stands right before it."""
+    if word and _PLAIN.fullmatch(word):
+        return word
     inner = word.replace("'", "'\"'\"'").replace("%", "'\"%\"'").replace("#", "'\"#\"'")
     return f"'{inner}'"
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9@+=:,./_-]+")  # shlex's safe characters, less % (cron's)
 
 
 def tick_command(spec: JobSpec) -> str:

@@ -15,7 +15,6 @@ they never approve code.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -25,6 +24,7 @@ from typing import Any
 
 from croft.core.clock import now as clock_now
 from croft.core.clock import to_iso
+from croft.core.jsonfile import write_atomic
 from croft.core.problems import CroftError
 from croft.engine.runner import RunOptions, run_assets
 from croft.history import state
@@ -175,8 +175,7 @@ def due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv
                 except CroftError:
                     state_dir = root / ".croft"
                 target = not_started_path(state_dir, run_id)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(json.dumps(exc.problem.to_dict()), encoding="utf-8")
+                write_atomic(target, exc.problem.to_dict(), indent=None)
             except (OSError, CroftError):
                 pass
         raise

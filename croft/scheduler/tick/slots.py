@@ -33,6 +33,7 @@ from croft.core.clock import parse_instant, to_iso
 from croft.core.duration import words
 from croft.core.identity import ProcessIdentity, is_alive
 from croft.core.paths import croft_home
+from croft.core.private import create_file, make_dirs
 
 __all__ = [
     "DEFAULT_MAX",
@@ -143,7 +144,8 @@ class Grant:
 
 
 def _open(home: Path) -> sqlite3.Connection:
-    home.mkdir(parents=True, exist_ok=True)
+    make_dirs(home)
+    create_file(home / "slots.sqlite")  # 0600 whatever the umask (see core.private)
     conn = sqlitefile.connect(home / "slots.sqlite", "create", timeout=10.0)
     for statement in _SCHEMA:
         conn.execute(statement)
