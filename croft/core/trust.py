@@ -17,13 +17,15 @@ from collections import namedtuple
 __all__ = ["Unsafe", "check", "untrusted"]
 
 
-class Unsafe(namedtuple("Unsafe", ["path", "why", "fix"])):
+class Unsafe(namedtuple("Unsafe", ["path", "why", "fix", "theirs"])):
     """One path croft refuses to act on: ``why`` in words, ``fix`` a command (None: none is safe to
-    suggest). A plain named tuple: the per-minute tick loads no dataclass machinery."""
+    suggest), ``theirs`` when it belongs to another user (no mode of it is this user's to mend). A plain
+    named tuple: the per-minute tick loads no dataclass machinery."""
 
     path: str
     why: str
     fix: str | None
+    theirs: bool
 
 
 def untrusted(st: os.stat_result, *, group_may_write: bool, uid: int | None = None) -> str | None:
@@ -47,13 +49,13 @@ def check(path: str, *, group_may_write: bool = False) -> Unsafe | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return Unsafe(path, f"croft cannot look at it ({exc.strerror or exc})", None)
+        return Unsafe(path, f"croft cannot look at it ({exc.strerror or exc})", None, False)
     why = untrusted(st, group_may_write=group_may_write)
     if why is None:
         return None
     if st.st_uid not in (os.geteuid(), 0):
-        return Unsafe(path, why, None)
+        return Unsafe(path, why, None, True)
     import shlex  # only for a path found unsafe: the per-minute tick's usual answer needs none
 
     bits = "o-w" if group_may_write else "go-w"
-    return Unsafe(path, why, f"chmod {bits} {shlex.quote(path)}")
+    return Unsafe(path, why, f"chmod {bits} {shlex.quote(path)}", False)

@@ -27,7 +27,7 @@ from croft.history.state import put_setting
 from croft.project.config import Project
 from croft.scheduler import heartbeat
 from croft.scheduler.control.catchup import catch_up
-from croft.scheduler.control.diagnosis import no_tick_problem, stale_warning
+from croft.scheduler.control.diagnosis import no_tick_problem, stale_warning, unsafe_warning
 from croft.scheduler.jobs import backends as jobs
 from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.jobs.base import SERVE_FALLBACK
@@ -45,6 +45,7 @@ from croft.scheduler.setting import (
 from croft.scheduler.tick.slots import queue_json
 from croft.scheduler.tick.view import asset_rows
 from croft.scheduler.user.registry import Registry, Via
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error
 
 __all__ = [
     "parse_pause_length",
@@ -196,6 +197,13 @@ def schedule_on(
 
     now = clock.now()
     root = project.root
+    # the scheduler would refuse these every minute: say so now, having written nothing
+    unsafe = home_unsafe(croft_home())
+    if unsafe is not None:
+        raise unsafe_error(unsafe)
+    unsafe = project_unsafe(str(root), project.config.state_dir)
+    if unsafe is not None:
+        raise unsafe_error(unsafe, project=str(root))
     registry = Registry()
     wait_ms = _env_ms("CROFT_HEARTBEAT_WAIT_MS", DEFAULT_WAIT_MS)
     before = read_scheduling_file(project.config.state_dir)
@@ -299,7 +307,11 @@ def schedule_off(project: Project, *, runner: Runner | None = None) -> Result:
     now = clock.now()
     registry = Registry()
     before_entry = registry.find(project.root)
-    setting = _write(project, "off", now)
+    unsafe = project_unsafe(str(project.root), project.config.state_dir)
+    if unsafe is not None and unsafe.theirs:
+        setting = read_scheduling_file(project.config.state_dir)  # another user's: nothing is written into it
+    else:
+        setting = _write(project, "off", now)
     registry.remove(project.root)
     registry.prune(now)
     problems = _remove_job_if_unused(
@@ -331,6 +343,9 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
     job = installed_job(runner)  # read once: the status shows it, and the stale warning checks it
     data = _data("status", project, setting, registry, job, now)
     problems: list[Problem] = []
+    unsafe = unsafe_warning(project, now)
+    if unsafe:
+        problems.append(unsafe)
     warning = stale_warning(project, runner, now, job=job)
     if warning:
         problems.append(warning)

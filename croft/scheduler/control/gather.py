@@ -28,8 +28,9 @@ from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
 from croft.scheduler.ticklog import log_tail, tick_log_path
 from croft.scheduler.user.registry import Entry, Registry, canonical, presence, project_state_dir
 from croft.scheduler.user.serve import serve_alive
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe
 
-__all__ = ["project_chain", "user_chain"]
+__all__ = ["permissions_chain", "project_chain", "user_chain"]
 
 
 def project_chain(
@@ -45,6 +46,13 @@ def project_chain(
     entry = _find(entries, str(project.root))
     place = _project_place(project, setting, entry, now, quiet=True)
     return _chain([place], registry, len(entries), error, runner, job)
+
+
+def permissions_chain(project: Project, setting: Scheduling, now: datetime) -> Chain:
+    """Only the facts the permission links are decided from (a few ``stat`` calls, no process), for
+    ``croft status``: CROFT_HOME's files and this project's parts."""
+    place = _project_place(project, setting, None, now, quiet=False)
+    return Chain(places=(place,), home_unsafe=home_unsafe(croft_home()))
 
 
 def user_chain(project: Project | None, now: datetime, *, runner: Runner | None = None) -> Chain:
@@ -72,6 +80,7 @@ def _project_place(
         state=state,
         quiet=heartbeat.is_stale(setting, beat, now) if quiet is None else quiet,
         last_tick=beat,
+        unsafe=project_unsafe(str(project.root), project.config.state_dir),
     )
 
 
@@ -93,6 +102,10 @@ def _entry_place(entry: Entry, now: datetime) -> Place:
     if state != "present":
         return Place(entry.root, entry.via, entry.via, presence=state, presence_why=why)
     state_dir = project_state_dir(entry.root)
+    unsafe = project_unsafe(entry.root, state_dir)
+    if unsafe is not None and unsafe.theirs:
+        # another user's project: croft reads nothing of it (its setting and heartbeat are hers to say)
+        return Place(entry.root, entry.via, entry.via, unsafe=unsafe)
     setting = read_scheduling_file(state_dir)
     beat = heartbeat.last_heartbeat(state_dir)
     return Place(
@@ -102,6 +115,7 @@ def _entry_place(entry: Entry, now: datetime) -> Place:
         state=effective_state(setting, now),
         quiet=heartbeat.is_stale(setting, beat, now),
         last_tick=beat,
+        unsafe=unsafe,
     )
 
 
@@ -128,6 +142,7 @@ def _chain(
         registry=str(registry.path),
         entries=entries,
         registry_error=error,
+        home_unsafe=home_unsafe(croft_home()),
         job=state,
         backend_links=health,
         interpreter=interpreter,

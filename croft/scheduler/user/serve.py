@@ -26,6 +26,7 @@ from croft.scheduler.setting import effective_state, read_scheduling_file
 from croft.scheduler.ticklog import TickLog
 from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Registry, presence, project_state_dir
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error, words
 
 __all__ = ["Server", "interval_s", "serve", "serve_alive", "serve_path", "write_serve"]
 
@@ -62,6 +63,9 @@ class Server:
         """One round; returns ``[{root, action}]`` (started / skipped and why). Never raises."""
         self.ticks += 1
         events: list[dict[str, Any]] = []
+        unsafe = home_unsafe(self.home)
+        if unsafe is not None:  # nothing is written into a CROFT_HOME someone else could change
+            return [{"root": None, "action": f"refused: {words(unsafe)}"}]
         try:
             self.log.rotate()
             now = clock.now()
@@ -83,7 +87,12 @@ class Server:
         state, _why = presence(root)
         if state != "present":
             return state
-        setting = read_scheduling_file(project_state_dir(root))
+        state_dir = project_state_dir(root)
+        unsafe = project_unsafe(root, state_dir)
+        if unsafe is not None:
+            self.say(f"{root}: not ticked, croft does not trust {words(unsafe)}")
+            return "unsafe_permissions"
+        setting = read_scheduling_file(state_dir)
         current = effective_state(setting, now)
         if current != "on" or setting.via != "serve":
             return "off" if current == "on" else current
@@ -107,6 +116,9 @@ def serve(on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run until SIGTERM or Ctrl-C; returns counts for the envelope."""
     interval = interval_s()
     server = Server()
+    unsafe = home_unsafe(server.home)
+    if unsafe is not None:  # refused before serve.json or a log line is written there
+        raise unsafe_error(unsafe)
     stop = threading.Event()
 
     def ask_stop(signum: int, _frame: Any) -> None:

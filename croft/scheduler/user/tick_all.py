@@ -25,6 +25,7 @@ from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
 from croft.scheduler.user.settingcache import SettingCache
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error, words
 
 __all__ = ["tick_all"]
 
@@ -32,8 +33,13 @@ PRUNE_LOCK_S = 2.0
 
 
 def tick_all(home: Path | None = None) -> dict[str, Any]:
-    """One minute's work; returns what it did. Raises CroftError only for an unreadable registry."""
+    """One minute's work; returns what it did. Raises CroftError for an unreadable registry, and
+    UNSAFE_PERMISSIONS, having written nothing, when CROFT_HOME or one of its files is not this user's
+    alone (``user.trusted``): the OS job's own output redirect keeps the reason in the tick log."""
     home = home or croft_home()
+    unsafe = home_unsafe(home)
+    if unsafe is not None:
+        raise unsafe_error(unsafe)
     now = clock.now()
     stamp = clock.to_iso(now)
     log = TickLog.of(home)
@@ -88,8 +94,16 @@ def _one(
     note: Any,
 ) -> None:
     stamp = out["at"]
-    if entry.via == "os-job" and idle.still(entry.root, stamp):  # see _beat
-        return _beat(entry, stamp, out)
+    if entry.via == "os-job":  # trusted first: even a heartbeat is a write into the project's folder
+        unsafe = project_unsafe(entry.root)
+        if unsafe is None and idle.still(entry.root, stamp):  # see _beat
+            return _beat(entry, stamp, out)
+        if unsafe is None:
+            unsafe = project_unsafe(entry.root, project_state_dir(entry.root))  # a relocated state folder
+        if unsafe is not None:
+            note(f"{entry.root}: not ticked, croft does not trust {words(unsafe)}")
+            out["skipped"].append({"root": entry.root, "reason": "unsafe permissions", "path": unsafe.path})
+            return None
     reason = _skip_reason(entry, now, cache)
     if reason:
         out["skipped"].append({"root": entry.root, "reason": reason})

@@ -57,6 +57,7 @@ def test_doctor_shows_every_link_in_the_order_a_person_checks_them() -> None:
     chain = healthy(osjob(last_tick="2026-03-01T11:59:00.000Z"), serve())
     assert [x.check for x in links(chain)] == [
         "registry",
+        "permissions",
         "OS job",
         "job loaded",
         "interpreter",
@@ -75,7 +76,13 @@ def test_doctor_shows_every_link_in_the_order_a_person_checks_them() -> None:
 
 def test_links_of_the_job_are_shown_only_when_a_project_ticks_through_it() -> None:
     chain = healthy(serve(), job=None, interpreter=None)
-    assert [x.check for x in links(chain)] == ["registry", "OS job", "croft serve", "project /s"]
+    assert [x.check for x in links(chain)] == [
+        "registry",
+        "permissions",
+        "OS job",
+        "croft serve",
+        "project /s",
+    ]
     assert by_name(chain)["OS job"][:2] == (
         True,
         "no registered project ticks through an OS job, so none is needed",
