@@ -38,6 +38,7 @@ from croft.schedule.phrase import Schedule, parse_schedule
 from croft.scheduler.due import AssetInfo, approval_hold
 from croft.scheduler.setting import effective_state, read_scheduling
 from croft.scheduler.tick.gather import live_leases
+from croft.scheduler.tick.rungroup import end_own_group
 from croft.scheduler.tick.settle import SPAWNED_KEY, not_started_path
 
 __all__ = ["DueRules"]
@@ -160,6 +161,13 @@ def due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv
     is recorded is left in the run's log folder for the next tick to read."""
 
     _fault_before_run()
+    try:
+        return _due_run(project_dir, assets, run_id, argv)
+    finally:
+        end_own_group()  # the run is over: so is whatever its asset code left running in its group
+
+
+def _due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv: list[str]) -> Any:
     try:
         project = load_project(Path(project_dir) if project_dir else None)
         options = RunOptions(
