@@ -125,19 +125,24 @@ def _project_root(args: Sequence[str]) -> Path | None:
 
 
 def _crash_file(exc: BaseException, args: Sequence[str], text: str) -> Path | None:
-    """Write the traceback; on failure try this user's own temporary folder; None when nothing could be
+    """Write the traceback; on failure try this user's own temporary folder, and if that is taken (another
+    user made it first, or a link stands there) a new one of a unique name; None when nothing could be
     written. Each file is new, 0600, in a folder of this user's that no one else can write, and no link is
     followed on the way (``core.private.write_new``): a crash of root's must not land where another user
     pointed it."""
+    import tempfile
     import time
+    from pathlib import Path
 
     from croft.core.private import write_new
 
     name = f"crash-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}.txt"
     header = f"croft {' '.join(args)}\n{type(exc).__name__}\n\n"
     data = (header + text).encode("utf-8", "backslashreplace")
-    for folder in (crash_folder(args), temp_crash_folder()):
+    for folder in (crash_folder(args), temp_crash_folder(), None):
         try:
+            if folder is None:  # made here, 0700, under a name no one could have prepared
+                folder = Path(tempfile.mkdtemp(prefix=f"{temp_crash_folder().name}-"))
             write_new(folder, name, data)
             return folder / name
         except OSError:
