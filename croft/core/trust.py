@@ -16,6 +16,9 @@ from collections import namedtuple
 
 __all__ = ["Unsafe", "check", "untrusted"]
 
+_OTHERS = stat.S_IWOTH
+_GROUP_OR_OTHERS = stat.S_IWOTH | stat.S_IWGRP
+
 
 class Unsafe(namedtuple("Unsafe", ["path", "why", "fix", "theirs"])):
     """One path croft refuses to act on: ``why`` in words, ``fix`` a command (None: none is safe to
@@ -50,6 +53,8 @@ def check(path: str, *, group_may_write: bool = False) -> Unsafe | None:
         return None
     except OSError as exc:
         return Unsafe(path, f"croft cannot look at it ({exc.strerror or exc})", None, False)
+    if st.st_uid == os.geteuid() and not st.st_mode & (_OTHERS if group_may_write else _GROUP_OR_OTHERS):
+        return None  # the usual answer, without the words (the per-minute tick asks for every project)
     why = untrusted(st, group_may_write=group_may_write)
     if why is None:
         return None

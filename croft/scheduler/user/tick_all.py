@@ -25,7 +25,7 @@ from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
 from croft.scheduler.user.settingcache import SettingCache
-from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error, words
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe, state_dir_unsafe, unsafe_error, words
 
 __all__ = ["tick_all"]
 
@@ -94,17 +94,19 @@ def _one(
     note: Any,
 ) -> None:
     stamp = out["at"]
+    state_dir: Path | None = None
     if entry.via == "os-job":  # trusted first: even a heartbeat is a write into the project's folder
         unsafe = project_unsafe(entry.root)
         if unsafe is None and idle.still(entry.root, stamp):  # see _beat
             return _beat(entry, stamp, out)
+        state_dir = project_state_dir(entry.root)
         if unsafe is None:
-            unsafe = project_unsafe(entry.root, project_state_dir(entry.root))  # a relocated state folder
+            unsafe = state_dir_unsafe(entry.root, state_dir)  # a relocated state folder
         if unsafe is not None:
             note(f"{entry.root}: not ticked, croft does not trust {words(unsafe)}")
             out["skipped"].append({"root": entry.root, "reason": "unsafe permissions", "path": unsafe.path})
             return None
-    reason = _skip_reason(entry, now, cache)
+    reason = _skip_reason(entry, now, cache, state_dir)
     if reason:
         out["skipped"].append({"root": entry.root, "reason": reason})
         if reason.startswith("cannot check"):
@@ -138,13 +140,13 @@ def _forget(child: Any) -> None:
     child.returncode = 0
 
 
-def _skip_reason(entry: Entry, now: Any, cache: SettingCache) -> str | None:
+def _skip_reason(entry: Entry, now: Any, cache: SettingCache, state_dir: Path | None) -> str | None:
     if entry.via != "os-job":
         return "ticks from croft serve"
     state, why = presence(entry.root)
     if state != "present":
         return why if state == "unknown" else f"{state}: {why}"
-    setting = cache.read(project_state_dir(entry.root))
+    setting = cache.read(state_dir or project_state_dir(entry.root))
     if setting.via == "serve":
         return "ticks from croft serve"
     current = effective_state(setting, now)

@@ -31,6 +31,7 @@ __all__ = [
     "PROJECT_PARTS",
     "home_unsafe",
     "project_unsafe",
+    "state_dir_unsafe",
     "unsafe_error",
     "unsafe_problem",
     "words",
@@ -53,14 +54,21 @@ def home_unsafe(home: str | os.PathLike[str]) -> Unsafe | None:
 def project_unsafe(root: str, state_dir: str | os.PathLike[str] | None = None) -> Unsafe | None:
     """The first part of a registered project croft must not trust, or None: the folder, croft.json,
     assets/, lib/, ``.croft/`` and the configured state folder when it is elsewhere."""
-    paths = [root, *(os.path.join(root, name) for name in PROJECT_PARTS), os.path.join(root, ".croft")]
-    if state_dir is not None and os.fspath(state_dir) not in paths:
-        paths.append(os.fspath(state_dir))
-    for path in paths:
+    for path in (root, *(os.path.join(root, name) for name in PROJECT_PARTS), os.path.join(root, ".croft")):
         found = check(path, group_may_write=True)
         if found is not None:
             return found._replace(fix=_off(root)) if found.theirs else found
-    return None
+    return None if state_dir is None else state_dir_unsafe(root, state_dir)
+
+
+def state_dir_unsafe(root: str, state_dir: str | os.PathLike[str]) -> Unsafe | None:
+    """The project's state folder when croft.json's ``stateDir`` moves it away from ``.croft`` (which
+    ``project_unsafe`` checks anyway), or None."""
+    path = os.fspath(state_dir)
+    if path == os.path.join(root, ".croft"):
+        return None
+    found = check(path, group_may_write=True)
+    return found._replace(fix=_off(root)) if found is not None and found.theirs else found
 
 
 def _aside(found: Unsafe) -> Unsafe:
