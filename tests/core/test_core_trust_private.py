@@ -120,3 +120,15 @@ def test_write_new_makes_a_private_file_and_never_follows_a_link(tmp_path: Path,
     with pytest.raises(PermissionError, match="anyone on this machine can write it"):
         write_new(shared, "four.txt", b"x")
     assert list(shared.iterdir()) == []
+
+
+def test_an_atomic_json_write_never_writes_through_a_link_at_its_temporary_name(tmp_path: Path) -> None:
+    from croft.core.jsonfile import write_atomic
+
+    target = tmp_path / "elsewhere"
+    target.write_text("theirs")
+    (tmp_path / f".job.json.{os.getpid()}.tmp").symlink_to(target)
+    write_atomic(tmp_path / "job.json", {"backend": "crontab"})
+    assert target.read_text() == "theirs"
+    assert (tmp_path / "job.json").read_text() == '{\n  "backend": "crontab"\n}\n'
+    assert mode(tmp_path / "job.json") == 0o600

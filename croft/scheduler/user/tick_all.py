@@ -35,7 +35,7 @@ PRUNE_LOCK_S = 2.0
 def tick_all(home: Path | None = None) -> dict[str, Any]:
     """One minute's work; returns what it did. Raises CroftError for an unreadable registry, and
     UNSAFE_PERMISSIONS, having written nothing, when CROFT_HOME or one of its files is not this user's
-    alone (``user.trusted``): the OS job's own output redirect keeps the reason in the tick log."""
+    alone (``user.trusted``); ``croft status`` and ``croft doctor`` show why."""
     home = home or croft_home()
     unsafe = home_unsafe(home)
     if unsafe is not None:

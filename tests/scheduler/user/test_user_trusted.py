@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -258,3 +259,31 @@ def test_serve_skips_an_unsafe_project_and_refuses_an_unsafe_home(
     with pytest.raises(CroftError) as err:
         userserve.serve()
     assert err.value.code == "UNSAFE_PERMISSIONS" and not (_croft_home / "serve.json").exists()
+
+
+@pytest.mark.processes
+def test_the_os_jobs_own_log_redirect_gets_no_byte_of_the_refusal(_croft_home: Path, tmp_path: Path) -> None:
+    """The job appends croft's output to the tick log in CROFT_HOME; one others can write may have that log
+    pointing at any file, which root's job would append to. So the refusal goes only to a person."""
+    target = tmp_path / "someone else's file"
+    target.write_text("precious\n")
+    (_croft_home / "logs").mkdir(mode=0o700)
+    (_croft_home / "logs" / "tick.log").symlink_to(target)
+    _croft_home.chmod(0o777)
+    log = shlex.quote(str(_croft_home / "logs" / "tick.log"))
+    done = subprocess.run(
+        ["sh", "-c", f"{shlex.quote(sys.executable)} -m croft tick --all >> {log} 2>&1"],
+        env={**os.environ, "CROFT_NOW": NOW},
+    )
+    assert done.returncode == 1 and target.read_text() == "precious\n"
+    by_hand = subprocess.run(
+        [sys.executable, "-m", "croft", "tick", "--all"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CROFT_NOW": NOW},
+    )
+    assert (
+        by_hand.returncode == 1
+        and "UNSAFE_PERMISSIONS" in by_hand.stderr
+        and str(_croft_home) in by_hand.stderr
+    )
