@@ -123,13 +123,8 @@ def stale_warning(
 
 
 def no_tick_problem(
-    project: Project,
-    setting: Scheduling,
-    started: datetime,
-    waited_ms: int,
-    runner: Runner | None = None,
-    *,
-    job: InstalledJob | None = None,
+    project: Project, setting: Scheduling, started: datetime, waited_ms: int, job: InstalledJob
 ) -> Problem:
-    """SCHEDULER_STALE for ``croft schedule on`` when no tick came within its wait."""
-    return _problem(project, setting, None, started, runner, job, waited_ms=waited_ms)
+    """SCHEDULER_STALE for ``croft schedule on`` when no tick came within its wait (``job``: what the
+    command installed, read back once)."""
+    return _problem(project, setting, None, started, None, job, waited_ms=waited_ms)
