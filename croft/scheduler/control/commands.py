@@ -270,7 +270,7 @@ def schedule_on(
             first_tick = {"ok": waited is not None, "alreadyTicking": False, "waitedMs": waited or wait_ms}
             if waited is None:
                 job = installed_job(runner)
-                problems.append(no_tick_problem(project, setting, now, wait_ms, runner, job=job))
+                problems.append(no_tick_problem(project, setting, now, wait_ms, job))
     nexts: list[Next] = []
     data = _data("on", project, setting, registry, job or installed_job(runner), clock.now())
     if no_os_job:

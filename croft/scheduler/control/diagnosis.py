@@ -142,13 +142,8 @@ def unsafe_warning(project: Project, now: datetime | None = None) -> Problem | N
 
 
 def no_tick_problem(
-    project: Project,
-    setting: Scheduling,
-    started: datetime,
-    waited_ms: int,
-    runner: Runner | None = None,
-    *,
-    job: InstalledJob | None = None,
+    project: Project, setting: Scheduling, started: datetime, waited_ms: int, job: InstalledJob
 ) -> Problem:
-    """SCHEDULER_STALE for ``croft schedule on`` when no tick came within its wait."""
-    return _problem(project, setting, None, started, runner, job, waited_ms=waited_ms)
+    """SCHEDULER_STALE for ``croft schedule on`` when no tick came within its wait (``job``: what the
+    command installed, read back once)."""
+    return _problem(project, setting, None, started, None, job, waited_ms=waited_ms)
