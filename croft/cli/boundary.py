@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from croft.core.problems import Problem
 
-__all__ = ["crash_folder", "fail", "last_resort", "problem_lines", "wants_json"]
+__all__ = ["crash_folder", "fail", "last_resort", "problem_lines", "temp_crash_folder", "wants_json"]
 
 
 def wants_json(args: Sequence[str]) -> bool:
@@ -75,7 +75,8 @@ def _write(stream: Any, text: str) -> None:
 
 
 def crash_folder(args: Sequence[str]) -> Path:
-    """Where a crash file goes: the project's state folder when croft runs in one, else the user cache.
+    """Where a crash file goes: the project's state folder when croft runs in one, else the user cache
+    (``temp_crash_folder`` when neither can be written).
 
     The project is found cheaply (``--project`` or a ``croft.json`` at or above the working folder) and its
     ``stateDir`` is read only if croft.json still parses, since reading it may be what crashed.
@@ -117,22 +118,37 @@ def _project_root(args: Sequence[str]) -> Path | None:
 
 
 def _crash_file(exc: BaseException, args: Sequence[str], text: str) -> Path | None:
-    """Write the traceback; on failure try the temp folder; None when nothing could be written."""
+    """Write the traceback; on failure try this user's own temporary folder, and if that is taken (another
+    user made it first, or a link stands there) a new one of a unique name; None when nothing could be
+    written. Each file is new, 0600, in a folder of this user's that no one else can write, and no link is
+    followed on the way (``core.private.write_new``): a crash of root's must not land where another user
+    pointed it."""
     import tempfile
     import time
     from pathlib import Path
 
+    from croft.core.private import write_new
+
     name = f"crash-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}.txt"
     header = f"croft {' '.join(args)}\n{type(exc).__name__}\n\n"
-    for folder in (crash_folder(args), Path(tempfile.gettempdir()) / "croft-crashes"):
+    data = (header + text).encode("utf-8", "backslashreplace")
+    for folder in (crash_folder(args), temp_crash_folder(), None):
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / name
-            path.write_text(header + text, encoding="utf-8", errors="backslashreplace")
-            return path
+            if folder is None:  # made here, 0700, under a name no one could have prepared
+                folder = Path(tempfile.mkdtemp(prefix=f"{temp_crash_folder().name}-"))
+            write_new(folder, name, data)
+            return folder / name
         except OSError:
             continue
     return None
+
+
+def temp_crash_folder() -> Path:
+    """The last resort: ``$TMPDIR/croft-crashes-<uid>``, one per user, since the temporary folder is shared."""
+    import tempfile
+    from pathlib import Path
+
+    return Path(tempfile.gettempdir()) / f"croft-crashes-{os.geteuid()}"
 
 
 def _redact(args: Sequence[str]) -> Callable[[str], str]:

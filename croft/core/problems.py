@@ -7,7 +7,8 @@
     │                    CYCLE, UNKNOWN_ASSET, PROJECT_EXISTS, CLOCK_INVALID, KNOB_INVALID -> exit 2, never retried
     ├── run family       HTTP_ERROR, TIMEOUT, RUN_CRASHED, CHECK_FAILED, ASSET_CODE_ERROR, DB_BUSY,
     │                    ASSET_BUSY, INTERRUPTED, CURSOR_INVALID, ROW_INVALID   -> exit 1/3/4/130
-    └── state family     HISTORY_TOO_NEW, HISTORY_CORRUPT, INTERNAL_ERROR, DISK_FULL, SCHEDULER_BROKEN -> exit 2 / 1
+    └── state family     HISTORY_TOO_NEW, HISTORY_CORRUPT, INTERNAL_ERROR, DISK_FULL, SCHEDULER_BROKEN,
+                         UNSAFE_PERMISSIONS                                       -> exit 2 / 1
 
 A Problem is data, so the same value can be printed, stored in runs.sqlite and posted to a webhook.
 Whether it may be retried is decided where the foreign error is translated (``retryable``), never by
@@ -62,6 +63,7 @@ CODES: dict[str, tuple[str, int]] = {
     "HISTORY_CORRUPT": ("state", 2),
     "INTERNAL_ERROR": ("state", 1),
     "INSTALL_FAILED": ("state", 2),
+    "UNSAFE_PERMISSIONS": ("state", 2),
     "SCHEDULER_STALE": ("state", 1),
     "JOB_AT_RISK": ("state", 1),
     "ENV_INVALID": ("project", 2),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from croft.core.clock import now, to_iso
+from croft.core.private import open_append
 from croft.core.problems import CroftError
 from croft.core.redact import Redactor
 from croft.engine.logcap import CappedLog, cut_line
@@ -22,8 +24,7 @@ class StepLog:
     def __init__(self, path: Path, redactor: Redactor):
         self.path = path
         self._redactor = redactor
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = path.open("a", encoding="utf-8")
+        self._handle = os.fdopen(open_append(path), "a", encoding="utf-8")
         self._capped = CappedLog(self._put, lambda: to_iso(now()))
 
     def __call__(self, *parts: Any) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from croft.core import sqlitefile
 from croft.core.clock import now, to_iso
+from croft.core.private import create_file, make_dirs
 from croft.core.problems import CroftError, Problem, problem
 from croft.history.migrations import MIGRATIONS, SCHEMA_VERSION, Migration, pending, user_version
 
@@ -256,7 +257,8 @@ def open_history(state_dir: Path) -> sqlite3.Connection:
     state_dir = Path(state_dir)
     path = history_path(state_dir)
     try:
-        state_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(state_dir)  # 0700: step logs, and settings naming webhook and ping URLs
+        create_file(path)  # 0600 before SQLite makes it (its -wal and -shm then take the same mode)
     except OSError as exc:
         raise CroftError(
             "PATH_UNWRITABLE",

@@ -8,6 +8,7 @@ URL often carries a token in its path or query.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit
 
 from croft.core import knobs
 from croft.core.clock import now, to_iso
+from croft.core.private import open_append
 
 __all__ = ["DRY_ENV", "host_of", "is_dry", "log_miss", "record", "scrub_urls"]
 
@@ -76,8 +78,7 @@ def _now_iso() -> str:
 
 def _append(path: Path, line: str) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as handle:
+        with os.fdopen(open_append(path), "a", encoding="utf-8") as handle:
             handle.write(line)
     except OSError:
         pass

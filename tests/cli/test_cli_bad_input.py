@@ -296,6 +296,56 @@ def test_outside_a_project_the_crash_file_goes_to_the_user_cache(
     assert str(crash) in err
 
 
+def _crash_where_nothing_else_is_writable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> Path:  # type: ignore[no-untyped-def]
+    """Crash ``croft status`` in a project whose state folder and user cache cannot be made (each is a
+    file, which stops root too); returns the crash file the message names."""
+    import tempfile
+
+    from croft.cli.main import main
+
+    root = project(tmp_path)
+    (root / ".croft").write_text("not a folder")
+    (tmp_path / "cache").write_text("not a folder either")
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr("croft.engine.status.project_status", _explode)
+    with pytest.raises(SystemExit):
+        main(["status", "--json"])
+    [problem] = json.loads(capsys.readouterr().out)["problems"]
+    assert problem["code"] == "INTERNAL_ERROR"
+    crash = Path(problem["details"]["crashFile"])
+    assert str(crash) in problem["message"] and "a bug in croft" in crash.read_text()
+    assert crash.stat().st_mode & 0o777 == 0o600 and crash.parent.stat().st_mode & 0o777 == 0o700
+    assert crash.parent.stat().st_uid == os.geteuid()
+    return crash
+
+
+def test_the_last_resort_crash_folder_is_this_users_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "tmp").mkdir(mode=0o777)
+    (tmp_path / "tmp").chmod(0o1777)  # shared, like /tmp
+    crash = _crash_where_nothing_else_is_writable(tmp_path, monkeypatch, capsys)
+    assert crash.parent == tmp_path / "tmp" / f"croft-crashes-{os.geteuid()}"
+
+
+def test_a_crash_folder_someone_prepared_is_never_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    """A link (or a folder anyone can write) where the per-user crash folder goes: the crash file goes to a
+    new folder of a unique name instead, and nothing lands where the link points."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    lure = tmp_path / "lure"
+    lure.mkdir(mode=0o777)
+    (shared / f"croft-crashes-{os.geteuid()}").symlink_to(lure)
+    crash = _crash_where_nothing_else_is_writable(tmp_path, monkeypatch, capsys)
+    assert list(lure.iterdir()) == []
+    assert crash.parent.parent == shared and crash.parent.name.startswith(f"croft-crashes-{os.geteuid()}-")
+
+
 def test_the_recorded_argv_is_the_real_command_line(tmp_path: Path):
     root = project(tmp_path)
     done = croft(root, ["run", "items", "--only", "--json"], {})

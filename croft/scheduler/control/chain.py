@@ -6,10 +6,11 @@ the very words doctor shows for it, so the two never disagree. Nothing here look
 ``gather`` collects the facts (so each link is tested by value), and the job backend decides its own
 links (``Backend.health``: the cron daemon, linger), which arrive here ready made.
 
-registry (readable, the project in it) -> OS job (installed, loaded) -> the interpreter it runs -> the
-tick log's folder -> the backend's own links -> croft serve (for ``--no-os-job`` projects) -> each project
-(there, not in a folder macOS hides from background jobs, ticking). A project that is quiet while every
-link above it holds gets its cause from the tick log's tail.
+registry (readable, the project in it) -> permissions (CROFT_HOME and its files this user's alone) -> OS
+job (installed, loaded) -> the interpreter it runs -> the tick log's folder -> the backend's own links ->
+croft serve (for ``--no-os-job`` projects) -> each project (there, trusted, not in a folder macOS hides
+from background jobs, ticking). A project that is quiet while every link above it holds gets its cause
+from the tick log's tail.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 from dataclasses import dataclass
 
 from croft.core.problems import Problem
+from croft.core.trust import Unsafe
 from croft.scheduler.jobs.base import SERVE_FALLBACK, JobState
 from croft.scheduler.jobs.health import Link
 
@@ -27,6 +29,7 @@ __all__ = [
     "PROTECTED_FOLDERS",
     "REINSTALL",
     "SERVE",
+    "UNSAFE",
     "Chain",
     "Interpreter",
     "Place",
@@ -62,6 +65,7 @@ class Place:
     last_tick: str | None = None
     presence: str = "present"  # registry.presence: present / gone / missing / unknown
     presence_why: str = ""
+    unsafe: Unsafe | None = None  # user.trusted.project_unsafe: the part croft does not trust
     ahead: str | None = None  # its last mark, when that is far ahead of the clock (heartbeat.ahead_of)
     troubles: tuple[Problem, ...] = ()  # what stops it, first things first (control.troubles.look)
 
@@ -85,6 +89,7 @@ class Chain:
     entries: int = 0
     registry_error: tuple[str, str | None] | None = None  # (message, fix) when it cannot be read
     registry_notes: tuple[str, ...] = ()  # what reading it repaired (restored from its last good copy)
+    home_unsafe: Unsafe | None = None  # user.trusted.home_unsafe: CROFT_HOME's part croft does not trust
     home: str = "~/.croft"  # croft's per-user folder
     home_trouble: Problem | None = None  # why it cannot take a write (core.disk.folder_problem)
     job_note: str | None = None  # what reading the job record repaired (jobs.record.installed_job)
@@ -104,7 +109,7 @@ def links(chain: Chain) -> list[Link]:
     jobs = _job_links(chain) if any(p.via == "os-job" for p in chain.places) else [_NO_JOB_NEEDED]
     serve = [_serve_link(chain)] if any(p.via == "serve" for p in chain.places) else []
     projects = [_project_link(chain, p, _upstream(chain, p, jobs, serve)) for p in chain.places]
-    return [_registry_link(chain), _home_link(chain), *jobs, *serve, *projects]
+    return [_registry_link(chain), _permissions_link(chain), _home_link(chain), *jobs, *serve, *projects]
 
 
 def diagnose(chain: Chain) -> Link:
@@ -181,6 +186,24 @@ def _home_link(chain: Chain) -> Link:
         return Link.holds("croft home", f"{chain.home} can take writes")
     cause = "home_full" if found.code == "DISK_FULL" else "home_unwritable"
     return Link.broken("croft home", found.message, cause, (found.fix or {}).get("command"), code=found.code)
+
+
+# -- permissions -----------------------------------------------------------------------------------
+
+UNSAFE = "unsafe_permissions"
+
+
+def _permissions_link(chain: Chain) -> Link:
+    found = chain.home_unsafe
+    if found is None:
+        return Link.holds("permissions", "CROFT_HOME and its files are yours, and no one else can write them")
+    return Link.broken(
+        "permissions",
+        f"croft does not trust {found.path}: {found.why}, so the scheduler does nothing for this user",
+        UNSAFE,
+        found.fix,
+        code="UNSAFE_PERMISSIONS",
+    )
 
 
 # -- the OS job ------------------------------------------------------------------------------------
@@ -266,6 +289,8 @@ def _upstream(chain: Chain, place: Place, jobs: list[Link], serve: list[Link]) -
     """The first broken link above this project that stops it ticking, or None."""
     if chain.registry_error is not None:
         return _registry_link(chain)
+    if chain.home_unsafe is not None:
+        return _permissions_link(chain)
     wrong = _registration(chain, place)
     if wrong is not None:
         return wrong
@@ -285,6 +310,15 @@ def _project_link(chain: Chain, place: Place, upstream: Link | None) -> Link:
         return Link.holds(name, f"unknown: {place.presence_why}")  # never pruned; croft cannot look
     if place.presence != "present":
         return Link.broken(name, f"{place.presence}: {place.presence_why}", "project_missing")
+    if place.unsafe is not None and place.state != "off":
+        found = place.unsafe
+        return Link.broken(
+            name,
+            f"not ticked: croft does not trust {found.path}: {found.why}",
+            UNSAFE,
+            found.fix,
+            code="UNSAFE_PERMISSIONS",
+        )
     folder = protected_folder(place.root + "/")
     if place.via == "os-job" and place.state != "off" and chain.platform == "darwin" and folder:
         return Link.broken(name, privacy_words(folder, _python(chain)), "privacy")

@@ -18,6 +18,7 @@ from croft.core import clock, knobs
 from croft.core.clock import from_iso, to_iso
 from croft.core.duration import parse_seconds
 from croft.core.paths import croft_home, job_label
+from croft.core.private import make_dirs
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.result import Next, Result
 from croft.core.text import clip
@@ -27,7 +28,7 @@ from croft.project.config import Project
 from croft.project.rules import BOUNDS, bound_problem
 from croft.scheduler import heartbeat
 from croft.scheduler.control.catchup import catch_up
-from croft.scheduler.control.diagnosis import no_tick_problem, project_troubles, stale_warning
+from croft.scheduler.control.diagnosis import no_tick_problem, project_troubles, stale_warning, unsafe_warning
 from croft.scheduler.jobs import backends as jobs
 from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.jobs.base import SERVE_FALLBACK
@@ -45,6 +46,7 @@ from croft.scheduler.setting import (
 from croft.scheduler.tick.slots import queue_json
 from croft.scheduler.tick.view import asset_rows
 from croft.scheduler.user.registry import Registry, Via
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error
 
 __all__ = [
     "parse_pause_length",
@@ -186,6 +188,13 @@ def schedule_on(
 
     now = clock.now()
     root = project.root
+    # the scheduler would refuse these every minute: say so now, having written nothing
+    unsafe = home_unsafe(croft_home())
+    if unsafe is not None:
+        raise unsafe_error(unsafe)
+    unsafe = project_unsafe(str(root), project.config.state_dir)
+    if unsafe is not None:
+        raise unsafe_error(unsafe, project=str(root))
     registry = Registry()
     wait_ms: int = knobs.value("CROFT_HEARTBEAT_WAIT_MS")
     before = read_scheduling_file(project.config.state_dir)
@@ -200,7 +209,7 @@ def schedule_on(
             spec = job_spec()
             _check_interpreter(spec.python)
             # The job's shell opens the log before croft runs: a missing folder would fail it silently.
-            Path(spec.log).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_dirs(Path(spec.log).parent)
             backend = jobs.backend(backend_name, runner)
             previous = installed_backend(runner)
             job_changed = backend.install(spec)
@@ -254,7 +263,7 @@ def schedule_on(
             first_tick = {"ok": waited is not None, "alreadyTicking": False, "waitedMs": waited or wait_ms}
             if waited is None:
                 job = installed_job(runner)
-                problems.append(no_tick_problem(project, setting, now, wait_ms, runner, job=job))
+                problems.append(no_tick_problem(project, setting, now, wait_ms, job))
     nexts: list[Next] = []
     data = _data("on", project, setting, registry, job or installed_job(runner), clock.now())
     if no_os_job:
@@ -292,7 +301,11 @@ def schedule_off(project: Project, *, runner: Runner | None = None) -> Result:
     now = clock.now()
     registry = Registry()
     before_entry = registry.find(project.root)
-    setting = _write(project, "off", now)
+    unsafe = project_unsafe(str(project.root), project.config.state_dir)
+    if unsafe is not None and unsafe.theirs:
+        setting = read_scheduling_file(project.config.state_dir)  # another user's: nothing is written into it
+    else:
+        setting = _write(project, "off", now)
     registry.remove(project.root)
     registry.prune(now)
     problems = _remove_job_if_unused(
@@ -324,6 +337,9 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
     job = installed_job(runner)  # read once: the status shows it, and the stale warning checks it
     data = _data("status", project, setting, registry, job, now)
     problems: list[Problem] = []
+    unsafe = unsafe_warning(project, now)
+    if unsafe:
+        problems.append(unsafe)
     problems += project_troubles(project, now)  # its folder, its history, a failing tick, a lost setting
     warning = stale_warning(project, runner, now, job=job)
     if warning:

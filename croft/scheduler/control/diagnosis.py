@@ -20,17 +20,18 @@ from croft.core.duration import words
 from croft.core.problems import CroftError, Problem, problem
 from croft.project.config import Project
 from croft.scheduler import heartbeat
-from croft.scheduler.control.chain import diagnose
-from croft.scheduler.control.gather import project_chain
+from croft.scheduler.control.chain import UNSAFE, diagnose, links
+from croft.scheduler.control.gather import permissions_chain, project_chain
 from croft.scheduler.control.troubles import look
 from croft.scheduler.heartbeat import ahead_of, quiet_since
 from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Runner
 from croft.scheduler.jobs.record import InstalledJob
-from croft.scheduler.setting import Scheduling, read_scheduling_file
+from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
 from croft.scheduler.user.registry import Registry
+from croft.scheduler.user.trusted import unsafe_problem
 
-__all__ = ["no_tick_problem", "project_troubles", "stale_problem", "stale_warning"]
+__all__ = ["no_tick_problem", "project_troubles", "stale_problem", "stale_warning", "unsafe_warning"]
 
 
 def stale_problem(
@@ -147,14 +148,27 @@ def project_troubles(project: Project, now: datetime | None = None) -> list[Prob
     return seen.problems
 
 
+def unsafe_warning(project: Project, now: datetime | None = None) -> Problem | None:
+    """UNSAFE_PERMISSIONS for ``croft status`` / ``schedule status`` when the scheduler would skip this
+    project (or do nothing at all) because of whom its files or CROFT_HOME's belong to and who may write
+    them: the broken permission link of doctor's chain, in its words, with its fix. Costs a few ``stat``
+    calls, so it is asked every time scheduling is on, stale or not."""
+    now = now or clock.now()
+    setting = read_scheduling_file(project.config.state_dir)
+    if effective_state(setting, now) == "off":
+        return None
+    chain = permissions_chain(project, setting, now)
+    broken = next((link for link in links(chain) if not link.ok and link.cause == UNSAFE), None)
+    unsafe = chain.home_unsafe or chain.places[0].unsafe
+    if broken is None or unsafe is None:
+        return None
+    where = None if chain.home_unsafe else str(project.root)
+    return unsafe_problem(unsafe, severity="warning", project=where).with_(message=broken.detail)
+
+
 def no_tick_problem(
-    project: Project,
-    setting: Scheduling,
-    started: datetime,
-    waited_ms: int,
-    runner: Runner | None = None,
-    *,
-    job: InstalledJob | None = None,
+    project: Project, setting: Scheduling, started: datetime, waited_ms: int, job: InstalledJob
 ) -> Problem:
-    """SCHEDULER_STALE for ``croft schedule on`` when no tick came within its wait."""
-    return _problem(project, setting, None, started, runner, job, waited_ms=waited_ms)
+    """SCHEDULER_STALE for ``croft schedule on`` when no tick came within its wait (``job``: what the
+    command installed, read back once)."""
+    return _problem(project, setting, None, started, None, job, waited_ms=waited_ms)

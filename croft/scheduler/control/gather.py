@@ -31,8 +31,9 @@ from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
 from croft.scheduler.ticklog import log_tail, tick_log_path
 from croft.scheduler.user.registry import Entry, Registry, canonical, presence, project_state_dir
 from croft.scheduler.user.serve import serve_alive
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe
 
-__all__ = ["project_chain", "user_chain"]
+__all__ = ["permissions_chain", "project_chain", "user_chain"]
 
 
 def project_chain(
@@ -48,6 +49,13 @@ def project_chain(
     entry = _find(entries, str(project.root))
     place = _project_place(project, setting, entry, now, quiet=True)
     return _chain([place], registry, len(entries), error, runner, job)
+
+
+def permissions_chain(project: Project, setting: Scheduling, now: datetime) -> Chain:
+    """Only the facts the permission links are decided from (a few ``stat`` calls, no process), for
+    ``croft status``: CROFT_HOME's files and this project's parts."""
+    place = _project_place(project, setting, None, now, quiet=False)
+    return Chain(places=(place,), home_unsafe=home_unsafe(croft_home()))
 
 
 def user_chain(project: Project | None, now: datetime, *, runner: Runner | None = None) -> Chain:
@@ -100,6 +108,7 @@ def _project_place(
         last_tick=beat,
         ahead=_ahead(setting, beat, now),
         troubles=tuple(seen.problems),
+        unsafe=project_unsafe(str(project.root), project.config.state_dir),
     )
 
 
@@ -133,6 +142,10 @@ def _entry_place(entry: Entry, now: datetime) -> Place:
     if state != "present":
         return Place(entry.root, entry.via, entry.via, presence=state, presence_why=why)
     state_dir = project_state_dir(entry.root)
+    unsafe = project_unsafe(entry.root, state_dir)
+    if unsafe is not None and unsafe.theirs:
+        # another user's project: croft reads nothing of it (its setting and heartbeat are hers to say)
+        return Place(entry.root, entry.via, entry.via, unsafe=unsafe)
     seen = look(entry.root, state_dir, now, entry.via)
     setting = seen.setting or Scheduling(state="on", via=entry.via)  # unreadable: as the registry says
     beat = heartbeat.last_heartbeat(state_dir, now)
@@ -145,6 +158,7 @@ def _entry_place(entry: Entry, now: datetime) -> Place:
         last_tick=beat,
         ahead=_ahead(setting, beat, now),
         troubles=tuple(seen.problems),
+        unsafe=unsafe,
     )
 
 
@@ -165,6 +179,9 @@ def _lost_place(root: str, now: datetime) -> Place | None:
     if presence(root)[0] != "present":
         return None
     state_dir = project_state_dir(root)
+    unsafe = project_unsafe(root, state_dir)
+    if unsafe is not None and unsafe.theirs:
+        return None  # another user's: not croft's to read
     seen = look(root, state_dir, now, None)
     if seen.setting is None or effective_state(seen.setting, now) == "off":
         return None
@@ -178,6 +195,7 @@ def _lost_place(root: str, now: datetime) -> Place | None:
         last_tick=beat,
         ahead=_ahead(seen.setting, beat, now),
         troubles=tuple(seen.problems),
+        unsafe=unsafe,
     )
 
 
@@ -206,6 +224,7 @@ def _chain(
         entries=entries,
         registry_error=error,
         registry_notes=tuple(registry.notes),
+        home_unsafe=home_unsafe(croft_home()),
         home=str(home),
         home_trouble=folder_problem(home, f"croft's home {home}") if home.is_dir() else None,
         job_note=job.note if job is not None else None,

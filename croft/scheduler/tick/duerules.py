@@ -15,7 +15,6 @@ they never approve code.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -26,6 +25,7 @@ from typing import Any
 from croft.core import knobs
 from croft.core.clock import now as clock_now
 from croft.core.clock import to_iso
+from croft.core.jsonfile import write_atomic
 from croft.core.problems import CroftError
 from croft.core.suggest import unknown_asset
 from croft.engine.runner import RunOptions, run_assets
@@ -40,6 +40,7 @@ from croft.schedule.phrase import Schedule, parse_schedule
 from croft.scheduler.due import AssetInfo, approval_hold
 from croft.scheduler.setting import effective_state, read_scheduling
 from croft.scheduler.tick.gather import live_leases
+from croft.scheduler.tick.rungroup import end_own_group
 from croft.scheduler.tick.settle import SPAWNED_KEY, not_started_path
 
 __all__ = ["DueRules"]
@@ -175,6 +176,13 @@ def due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv
 
     _fault_before_run()
     try:
+        return _due_run(project_dir, assets, run_id, argv)
+    finally:
+        end_own_group()  # the run is over: so is whatever its asset code left running in its group
+
+
+def _due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv: list[str]) -> Any:
+    try:
         project = load_project(Path(project_dir) if project_dir else None)
         options = RunOptions(
             selectors=assets, trigger="schedule", human=False, argv=argv, run_id=run_id, due_rules=DueRules
@@ -189,8 +197,7 @@ def due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv
                 except CroftError:
                     state_dir = root / ".croft"
                 target = not_started_path(state_dir, run_id)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(json.dumps(exc.problem.to_dict()), encoding="utf-8")
+                write_atomic(target, exc.problem.to_dict(), indent=None)
             except (OSError, CroftError):
                 pass
         raise

@@ -18,6 +18,11 @@ import os
 import sqlite3
 import zlib
 
+try:  # the C module itself: hashlib would first load OpenSSL's, ~4 ms of every idle minute
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - an interpreter without it
+    from hashlib import blake2b
+
 from croft.core import sqlitefile
 from croft.scheduler.incidents import incident_path
 from croft.scheduler.tick.filekeys import files_fingerprint
@@ -27,7 +32,7 @@ TYPE_CHECKING = False  # typing itself is not loaded on this path: it is what th
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["MEMO_KEY", "history_fingerprint", "idle_tick", "make_memo", "memo_holds"]
+__all__ = ["MEMO_KEY", "config_digest", "history_fingerprint", "idle_tick", "make_memo", "memo_holds"]
 
 MEMO_KEY = "schedule.idle"
 _NOT_SETTLED = ("schedule.spawned", "schedule.failedStarts")
@@ -71,18 +76,32 @@ def make_memo(
     deps: list[str],
     never: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The memo a full tick that found nothing to do leaves for the next one; ``never``: the tick's
-    SCHEDULE_INVALID entries, which the idle ticks report as it did (nothing they read has changed)."""
+    """The memo a full tick that found nothing to do leaves for the next one. croft.json is kept as a
+    digest, never as text: it may hold a webhook URL's credentials and the ping token, and the memo is a
+    row of runs.sqlite, which needs neither. ``never``: the tick's SCHEDULE_INVALID entries, which the
+    idle ticks report as it did (nothing they read has changed)."""
     return {
         "never": list(never or []),
         "at": at,
         "until": until,
         "setting": _raw_settings(conn).get("scheduling"),
-        "config": config_text,
+        "config": config_digest(config_text),
+        "pings": _pings(json.loads(config_text)),
         "history": history_fingerprint(conn),
         "deps": deps,
         "files": files_fingerprint(root, deps),
     }
+
+
+def config_digest(text: str) -> str:
+    """A digest of croft.json's text: equal texts, equal digests; the text is not in it."""
+    return "b2:" + blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def _pings(config: Any) -> bool:
+    """Whether croft.json sets ``notify.ping`` (the dead-man's switch goes out after each project tick)."""
+    notify = config.get("notify") if isinstance(config, dict) else None
+    return isinstance(notify, dict) and bool(notify.get("ping"))
 
 
 def _find_root(start: str) -> str | None:
@@ -167,7 +186,7 @@ def _idle(start: str, now_iso: str, beat: bool) -> tuple[dict[str, Any], str, di
             return None
         if any(raw.get(key) not in (None, "[]") for key in _NOT_SETTLED):
             return None
-        if memo["setting"] != raw.get("scheduling") or memo["config"] != config_text:
+        if memo["setting"] != raw.get("scheduling") or memo["config"] != config_digest(config_text):
             return None
         if not (memo["at"] <= now_iso < memo["until"]):
             return None

@@ -37,6 +37,7 @@ from croft.scheduler.tick.failure import tick_failed, tick_succeeded
 from croft.scheduler.tick.gather import due_input, landed_writes, latest_steps
 from croft.scheduler.tick.memo import MEMO_KEY, make_memo
 from croft.scheduler.tick.report import held, never_fires, tick_data
+from croft.scheduler.tick.rungroup import end_group
 from croft.scheduler.tick.settle import (
     FailedStart,
     apply_settled,
@@ -49,6 +50,8 @@ from croft.scheduler.tick.tell import tell_after_tick
 from croft.scheduler.ticklog import TickLog
 
 __all__ = ["project_tick"]
+
+LEFTOVER_GRACE_S = 1.0  # a crashed run's leftovers get SIGTERM, then SIGKILL this much later
 
 
 def _crash_warning(state_rel: str, run_id: str, assets: tuple[str, ...], why: str, again: str) -> Problem:
@@ -143,6 +146,8 @@ def _work(
         reconcile(conn, lambda assets: _refresh_catalog(project, conn, assets, infos))
     settled = settle(conn, state_dir, now)
     apply_settled(conn, settled)
+    for ended in settled.ended:  # what a run that crashed or was killed left running ends with it
+        end_group(ended, LEFTOVER_GRACE_S)
     told: list[tuple[Any, Problem]] = []
     for failure in settled.new_failures:
         again = f"it runs again after {_words(failure, now, tz)}"

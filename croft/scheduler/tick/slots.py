@@ -34,6 +34,7 @@ from croft.core.clock import parse_instant, to_iso
 from croft.core.duration import words
 from croft.core.identity import ProcessIdentity, is_alive
 from croft.core.paths import croft_home
+from croft.core.private import create_file, make_dirs
 from croft.core.problems import CroftError
 from croft.core.text import clip
 from croft.scheduler.ticklog import TickLog
@@ -152,7 +153,7 @@ def _open(home: Path) -> sqlite3.Connection:
     cannot take it (a full or read-only disk, no permission) is that problem, naming the file."""
     path = home / FILE
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        make_dirs(home)
         return _connect(path)
     except OSError as exc:
         raise CroftError(
@@ -172,6 +173,7 @@ class _Damaged(sqlite3.DatabaseError):
 
 
 def _connect(path: Path) -> sqlite3.Connection:
+    create_file(path)  # 0600 whatever the umask (see core.private)
     conn = sqlitefile.connect(path, "create", timeout=10.0)
     try:
         for statement in _SCHEMA:

@@ -17,12 +17,11 @@ creating and removing its -wal and -shm files costs ~1 ms of CPU), would make an
 - the heartbeat of such a minute goes to ``<state>/tick-beat`` (one small file), not to runs.sqlite, so
   the stamps stay still (the beat file is not part of them). ``heartbeat.last_heartbeat`` reads the later of it and the tick row.
 
-Imports only ``os`` and ``json`` (and the idle check when a stamp moved): it runs every minute.
+Imports only ``os`` (and the idle check when a stamp moved): it runs every minute.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -71,14 +70,6 @@ def _stamp(root: str, state_dir: str, deps: list[str], home: str) -> tuple[str, 
     return f"{crc32(text.encode()):08x}:{len(text)}", safe
 
 
-def _pings(config_text: str) -> bool:
-    """Whether croft.json sets ``notify.ping``: the dead-man's switch goes out after each project tick, so
-    such a project keeps its own tick process every minute."""
-    config = json.loads(config_text)
-    notify = config.get("notify") if isinstance(config, dict) else None
-    return isinstance(notify, dict) and bool(notify.get("ping"))
-
-
 class IdleCache(HintFile):
     """``<CROFT_HOME>/idle-cache.json``: per project root, the stamp and window of its last idle check
     that held. The state folder is always ``<root>/.croft``: the idle check never holds for a relocated
@@ -116,7 +107,8 @@ class IdleCache(HintFile):
             self._before.pop(root, None) if root in self.entries else _stamp(root, state_dir, [], self._home)
         )
         memo = memo_holds(root, now_iso)
-        if memo is None or _pings(memo["config"]):
+        # a project that pings keeps its own tick process every minute: the ping goes out after each one
+        if memo is None or memo.get("pings", True):
             self.entries.pop(root, None)
             return False
         after = _stamp(root, state_dir, memo["deps"], self._home)

@@ -34,6 +34,7 @@ from typing import Any, Literal
 from croft.core.clock import from_iso, to_iso
 from croft.core.jsonfile import write_atomic
 from croft.core.paths import croft_home, project_state_dir
+from croft.core.private import make_dirs
 from croft.core.problems import CroftError
 from croft.core.text import clip
 
@@ -274,7 +275,7 @@ class Registry:
         """Hold the OS lock; DB_BUSY when another croft keeps it longer than ``lock_timeout``."""
         import fcntl  # lazy: only a change takes the lock, and the per-user tick rarely makes one
 
-        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_dirs(self.home)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             deadline = time.monotonic() + self.lock_timeout

@@ -26,6 +26,7 @@ from croft.scheduler.setting import effective_state, read_scheduling_file
 from croft.scheduler.ticklog import TickLog
 from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Registry, presence, project_state_dir
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error, words
 from croft.scheduler.user.watch import folder_trouble, troubled, untroubled
 
 __all__ = ["Server", "interval_s", "serve", "serve_alive", "serve_path", "write_serve"]
@@ -48,6 +49,7 @@ class Server:
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.ticks = 0
         self.started = 0
+        self.noted = False  # serve.json is this server's once serve() has written it (a bare round writes none)
 
     def say(self, message: str) -> None:
         self.log.write(clock.to_iso(clock.now()), f"croft serve (pid {os.getpid()}): {message}")
@@ -56,6 +58,9 @@ class Server:
         """One round; returns ``[{root, action}]`` (started / skipped and why). Never raises."""
         self.ticks += 1
         events: list[dict[str, Any]] = []
+        unsafe = home_unsafe(self.home)
+        if unsafe is not None:  # nothing is written into a CROFT_HOME someone else could change
+            return [{"root": None, "action": f"refused: {words(unsafe)}"}]
         try:
             self._keep_note()
             self.log.rotate()
@@ -81,11 +86,15 @@ class Server:
         state, _why = presence(root)
         if state != "present":
             return state
-        state_dir = str(project_state_dir(root))
-        trouble = folder_trouble(state_dir)
+        state_dir = project_state_dir(root)
+        unsafe = project_unsafe(root, state_dir)
+        if unsafe is not None:
+            self.say(f"{root}: not ticked, croft does not trust {words(unsafe)}")
+            return "unsafe_permissions"
+        trouble = folder_trouble(str(state_dir))
         if trouble is None:
             try:
-                setting = read_scheduling_file(Path(state_dir))
+                setting = read_scheduling_file(state_dir)
             except CroftError as exc:  # its runs.sqlite cannot be read: not "off", a problem with its fix
                 trouble = exc.problem
         if trouble is not None:
@@ -109,7 +118,7 @@ class Server:
     def _keep_note(self) -> None:
         """serve.json says which croft serve is alive (doctor reads it): put it back if it is lost or
         garbled while this one runs."""
-        if read_object(serve_path(self.home)) != current().to_dict():
+        if self.noted and read_object(serve_path(self.home)) != current().to_dict():
             write_serve(self.home)
 
     def run(self, stop: threading.Event, interval: float) -> None:
@@ -123,6 +132,9 @@ def serve(on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
     knobs.require_all()  # every tick serve starts gets its knobs: a bad one stops serve before it starts
     interval = interval_s()
     server = Server()
+    unsafe = home_unsafe(server.home)
+    if unsafe is not None:  # refused before serve.json or a log line is written there
+        raise unsafe_error(unsafe)
     stop = threading.Event()
 
     def ask_stop(signum: int, _frame: Any) -> None:
@@ -130,6 +142,7 @@ def serve(on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
 
     old = {s: signal.signal(s, ask_stop) for s in (signal.SIGTERM, signal.SIGINT)}
     write_serve(server.home)
+    server.noted = True
     server.say(f"starts, ticking every {interval:g} s")
     if on_start:
         on_start(f"croft serve: ticking this user's serve projects every {interval:g} s; Ctrl-C stops.")

@@ -26,6 +26,7 @@ from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
 from croft.scheduler.user.settingcache import SettingCache
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe, state_dir_unsafe, unsafe_error, words
 from croft.scheduler.user.watch import folder_trouble, troubled, untroubled
 
 __all__ = ["tick_all"]
@@ -35,8 +36,13 @@ SOURCE = "tick-all"  # whose incidents these are (scheduler.incidents)
 
 
 def tick_all(home: Path | None = None) -> dict[str, Any]:
-    """One minute's work; returns what it did. Raises CroftError only for an unreadable registry."""
+    """One minute's work; returns what it did. Raises CroftError for an unreadable registry, and
+    UNSAFE_PERMISSIONS, having written nothing, when CROFT_HOME or one of its files is not this user's
+    alone (``user.trusted``); ``croft status`` and ``croft doctor`` show why."""
     home = home or croft_home()
+    unsafe = home_unsafe(home)
+    if unsafe is not None:
+        raise unsafe_error(unsafe)
     now = clock.now()
     stamp = clock.to_iso(now)
     log = TickLog.of(home)
@@ -107,13 +113,22 @@ def _one(
     if entry.via != "os-job":
         out["skipped"].append({"root": entry.root, "reason": "ticks from croft serve"})
         return
-    trouble = folder_trouble(f"{entry.root}/.croft")  # before the idle beat, which a full disk still takes
-    if trouble is None and idle.still(entry.root, stamp):  # see _beat; it held, so no incident is there
+    unsafe = project_unsafe(entry.root)  # trusted first: even a heartbeat is a write into its folder
+    # then able to take a write: before the idle beat, which a full disk still takes
+    trouble = folder_trouble(f"{entry.root}/.croft") if unsafe is None else None
+    if unsafe is None and trouble is None and idle.still(entry.root, stamp):  # see _beat; no incident there
         return _beat(entry, stamp, out)
+    state_dir = project_state_dir(entry.root)
+    if unsafe is None:
+        unsafe = state_dir_unsafe(entry.root, state_dir)  # a relocated state folder
+    if unsafe is not None:
+        note(f"{entry.root}: not ticked, croft does not trust {words(unsafe)}")
+        out["skipped"].append({"root": entry.root, "reason": "unsafe permissions", "path": unsafe.path})
+        return None
     reason = None
     if trouble is None:
         try:
-            reason = _skip_reason(entry, now, cache)
+            reason = _skip_reason(entry, now, cache, state_dir)
         except CroftError as exc:  # its runs.sqlite cannot be read: not "off", a problem with its fix
             trouble = exc.problem
     if trouble is not None:
@@ -157,13 +172,12 @@ def _forget(child: Any) -> None:
     child.returncode = 0
 
 
-def _skip_reason(entry: Entry, now: Any, cache: SettingCache) -> str | None:
+def _skip_reason(entry: Entry, now: Any, cache: SettingCache, state_dir: Path) -> str | None:
     """Why a present-or-not os-job project is not ticked this minute, or None; CroftError (with its fix)
     when its state folder (a relocated one) cannot take a write or its setting cannot be read."""
     state, why = presence(entry.root)
     if state != "present":
         return why if state == "unknown" else f"{state}: {why}"
-    state_dir = project_state_dir(entry.root)
     if str(state_dir) != f"{entry.root}/.croft":
         trouble = folder_trouble(str(state_dir))
         if trouble is not None:

@@ -57,6 +57,7 @@ def test_doctor_shows_every_link_in_the_order_a_person_checks_them() -> None:
     chain = healthy(osjob(last_tick="2026-03-01T11:59:00.000Z"), serve())
     assert [x.check for x in links(chain)] == [
         "registry",
+        "permissions",
         "croft home",
         "OS job",
         "job loaded",
@@ -78,6 +79,7 @@ def test_links_of_the_job_are_shown_only_when_a_project_ticks_through_it() -> No
     chain = healthy(serve(), job=None, interpreter=None)
     assert [x.check for x in links(chain)] == [
         "registry",
+        "permissions",
         "croft home",
         "OS job",
         "croft serve",

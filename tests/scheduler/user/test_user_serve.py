@@ -165,6 +165,7 @@ def test_a_running_serve_puts_back_its_note_when_it_is_lost(_croft_home: Path, d
     from croft.scheduler.user.serve import Server, serve_alive, serve_path
 
     server = Server(_croft_home, spawn=lambda *a: (_ for _ in ()).throw(AssertionError("no project to tick")))
+    server.noted = True  # as serve() sets it once it has written the note
     serve_path(_croft_home).write_bytes(damage)
     assert not serve_alive(_croft_home)
     server.tick_once()
