@@ -49,7 +49,7 @@ class Server:
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.ticks = 0
         self.started = 0
-        self.noted = False  # serve.json is this server's once serve() has written it (a bare round writes none)
+        self.noted = False  # the note (serve.json) is this server's once serve() wrote it
 
     def say(self, message: str) -> None:
         self.log.write(clock.to_iso(clock.now()), f"croft serve (pid {os.getpid()}): {message}")
