@@ -151,7 +151,7 @@ def test_her_registry_in_a_world_writable_croft_home_is_refused_and_mine_ticks_o
     before = sorted(p.name for p in home.iterdir())
     tick = croft(mine, home, T1, "tick", "--all", "--json")
     refused = problem_of(tick, "UNSAFE_PERMISSIONS")
-    assert tick.returncode == 1 and refused["details"]["path"] == str(home)
+    assert tick.returncode == 2 and refused["details"]["path"] == str(home)  # UNSAFE_PERMISSIONS exits 2
     assert "anyone on this machine can write it" in refused["message"]
     assert sorted(p.name for p in home.iterdir()) == before  # not a byte written into her reach
     # shown: doctor's permissions link and status's warning, in the same words, with the same fix

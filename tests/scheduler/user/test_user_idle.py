@@ -153,15 +153,15 @@ def test_a_steady_stamp_skips_even_the_idle_check_and_any_change_brings_it_back(
     assert checks[-1] == "2026-06-01T10:17:00.000Z"
 
 
-def test_a_stamp_taken_in_the_same_moment_as_a_write_is_not_trusted(make_project) -> None:  # type: ignore[no-untyped-def]
+def test_a_stamp_taken_in_the_same_moment_as_a_write_is_not_trusted(make_project, _croft_home: Path) -> None:  # type: ignore[no-untyped-def]
     root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
     old = time.time_ns() - 10_000_000_000
     for path in (root / "croft.json", root / "assets" / "issues.py"):
         os.utime(path, ns=(old, old))
-    stamp = idlebeat._stamp(str(root), str(root / ".croft"), [])
+    stamp = idlebeat._stamp(str(root), str(root / ".croft"), [], str(_croft_home))
     assert stamp is not None and stamp[1]  # everything settled: safe to compare later
     (root / "assets" / "issues.py").write_text(ISSUES.format(schedule="every hour"))
-    stamp = idlebeat._stamp(str(root), str(root / ".croft"), [])
+    stamp = idlebeat._stamp(str(root), str(root / ".croft"), [], str(_croft_home))
     assert stamp is not None and not stamp[1]  # just written: a second write could keep this mtime
 
 

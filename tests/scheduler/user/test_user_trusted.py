@@ -283,7 +283,7 @@ def test_the_os_jobs_own_log_redirect_gets_no_byte_of_the_refusal(_croft_home: P
         env={**os.environ, "CROFT_NOW": NOW},
     )
     assert (
-        by_hand.returncode == 1
+        by_hand.returncode == 2
         and "UNSAFE_PERMISSIONS" in by_hand.stderr
         and str(_croft_home) in by_hand.stderr
     )
