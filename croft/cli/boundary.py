@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from croft.core.problems import Problem
 
-__all__ = ["crash_folder", "fail", "last_resort", "problem_lines", "wants_json"]
+__all__ = ["crash_folder", "fail", "last_resort", "problem_lines", "temp_crash_folder", "wants_json"]
 
 
 def wants_json(args: Sequence[str]) -> bool:
@@ -75,25 +75,19 @@ def _write(stream: Any, text: str) -> None:
 
 
 def crash_folder(args: Sequence[str]) -> Path:
-    """Where a crash file goes: the project's state folder when croft runs in one, else the user cache.
+    """Where a crash file goes: the project's state folder when croft runs in one, else the user cache
+    (``temp_crash_folder`` when neither can be written).
 
     The project is found cheaply (``--project`` or a ``croft.json`` at or above the working folder) and its
     ``stateDir`` is read only if croft.json still parses, since reading it may be what crashed.
     """
-    import json
     from pathlib import Path
 
     root = _project_root(args)
     if root is not None:
-        configured = None
-        try:
-            raw = json.loads((root / "croft.json").read_text(encoding="utf-8"))
-            configured = raw.get("stateDir") if isinstance(raw, dict) else None
-        except Exception:
-            configured = None
-        from croft.core.paths import state_dir
+        from croft.core.paths import project_state_dir
 
-        return state_dir(root, configured if isinstance(configured, str) else None) / "crashes"
+        return project_state_dir(root) / "crashes"
     cache = os.environ.get("XDG_CACHE_HOME")
     if cache:
         base = Path(cache)
@@ -124,22 +118,37 @@ def _project_root(args: Sequence[str]) -> Path | None:
 
 
 def _crash_file(exc: BaseException, args: Sequence[str], text: str) -> Path | None:
-    """Write the traceback; on failure try the temp folder; None when nothing could be written."""
+    """Write the traceback; on failure try this user's own temporary folder, and if that is taken (another
+    user made it first, or a link stands there) a new one of a unique name; None when nothing could be
+    written. Each file is new, 0600, in a folder of this user's that no one else can write, and no link is
+    followed on the way (``core.private.write_new``): a crash of root's must not land where another user
+    pointed it."""
     import tempfile
     import time
     from pathlib import Path
 
+    from croft.core.private import write_new
+
     name = f"crash-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}.txt"
     header = f"croft {' '.join(args)}\n{type(exc).__name__}\n\n"
-    for folder in (crash_folder(args), Path(tempfile.gettempdir()) / "croft-crashes"):
+    data = (header + text).encode("utf-8", "backslashreplace")
+    for folder in (crash_folder(args), temp_crash_folder(), None):
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / name
-            path.write_text(header + text, encoding="utf-8", errors="backslashreplace")
-            return path
+            if folder is None:  # made here, 0700, under a name no one could have prepared
+                folder = Path(tempfile.mkdtemp(prefix=f"{temp_crash_folder().name}-"))
+            write_new(folder, name, data)
+            return folder / name
         except OSError:
             continue
     return None
+
+
+def temp_crash_folder() -> Path:
+    """The last resort: ``$TMPDIR/croft-crashes-<uid>``, one per user, since the temporary folder is shared."""
+    import tempfile
+    from pathlib import Path
+
+    return Path(tempfile.gettempdir()) / f"croft-crashes-{os.geteuid()}"
 
 
 def _redact(args: Sequence[str]) -> Callable[[str], str]:
@@ -166,7 +175,7 @@ def internal_error(exc: BaseException, args: Sequence[str]) -> Problem:
     redact = _redact(args)
     text = redact("".join(traceback.format_exception(exc)))
     path = _crash_file(exc, [redact(a) for a in args], text)
-    if os.environ.get("CROFT_DEBUG") == "1":
+    if _debug():
         _write(sys.stderr, text.rstrip())
     where = f"the traceback is in {path}" if path else "no crash file could be written"
     summary = redact(str(exc).splitlines()[0][:200]) if str(exc) else ""
@@ -176,6 +185,17 @@ def internal_error(exc: BaseException, args: Sequence[str]) -> Problem:
         "This is a bug in croft: please report it with that file. Set CROFT_DEBUG=1 to see the traceback here.",
         details={"exception": type(exc).__name__, **({"crashFile": str(path)} if path else {})},
     )
+
+
+def _debug() -> bool:
+    """``CROFT_DEBUG``; a bad value must not hide the error being reported, so it reads as off here."""
+    from croft.core import knobs
+    from croft.core.problems import CroftError
+
+    try:
+        return bool(knobs.value("CROFT_DEBUG"))
+    except CroftError:
+        return False
 
 
 def interrupted() -> Problem:
@@ -219,7 +239,35 @@ def _failed(exc: BaseException, args: list[str]) -> int:
         # The reader went away (``croft logs | head``): nothing left to tell it.
         _quiet_stdout()
         return 1
+    machine = machine_problem(exc, args)
+    if machine is not None:  # a full or read-only disk is the machine's, not a bug: no crash file
+        return fail([machine], as_json)
     return fail([internal_error(exc, args)], as_json)
+
+
+def machine_problem(exc: BaseException, args: Sequence[str]) -> Problem | None:
+    """DISK_FULL or PATH_UNWRITABLE for an error of the machine that no command turned into a problem
+    itself (an OSError of a full or read-only disk, or SQLite's word for one), naming the file when the
+    error does, else the folder that is full or read-only."""
+    from croft.core import disk
+
+    state = crash_folder(args).parent if _project_root(args) is not None else None
+    guess = disk.guess_folder([state] if state is not None else [])
+    found = disk.os_problem(exc, path=guess)
+    if found is not None:
+        return found
+    import sqlite3  # already loaded by whatever raised it
+
+    inner: BaseException | None = exc
+    for _ in range(10):
+        if inner is None:
+            break
+        if isinstance(inner, sqlite3.Error):
+            from croft.core.sqlitefile import machine_problem as sqlite_machine
+
+            return sqlite_machine(inner, "croft could not use a database", guess)
+        inner = inner.__cause__ or inner.__context__
+    return None
 
 
 def _quiet_stdout() -> None:

@@ -80,6 +80,9 @@ ALIASES: dict[str, str] = {
     "uninstall": "scheduler",
     "remove": "scheduler",
     "job": "scheduler",
+    "permissions": "scheduler",
+    "security": "scheduler",
+    "umask": "scheduler",
     # running on a server
     "serve": "server",
     "servers": "server",

@@ -40,11 +40,16 @@ def _human(result: Result) -> str:
 def status(project_dir: str | None) -> Result:
     """Every asset: kind, rows, last loaded, fresh or stale and why, and its last run's result."""
     from croft.engine.status import project_status
-    from croft.scheduler.control.diagnosis import stale_warning
+    from croft.scheduler.control.diagnosis import project_troubles, stale_warning, unsafe_warning
     from croft.scheduler.tick.view import with_schedule
 
     project = load(project_dir)
     result = with_schedule(project_status(project), project)
+    # what stops its scheduling, as warnings: status is about the data, which is there to read
+    result.problems += [p.with_(severity="warning") for p in project_troubles(project)]
+    unsafe = unsafe_warning(project)  # the scheduler skips this project: files others could change
+    if unsafe:
+        result.problems.append(unsafe)
     stale = stale_warning(project)  # scheduling on but nothing ticked for 3 minutes: say so, and why
     if stale:
         result.problems.append(stale)
@@ -127,7 +132,9 @@ def view_lines(view: dict[str, Any], now: datetime) -> list[str]:
     for name, a in view["assets"].items():
         if not (a["schedule"] or a["due"] or a["hold"]):
             continue
-        if a["hold"]:
+        if a.get("invalid"):
+            status = f"{a['invalid']['code']}: never fires (croft validate says why)"
+        elif a["hold"]:
             until = f" (until {words(a['hold']['until'])})" if a["hold"].get("until") else ""
             status = f"{a['hold']['code']}: {a['hold']['reason']}{until}"
         elif a["due"]:

@@ -70,10 +70,13 @@ def _idle(args: list[str]) -> dict[str, Any] | None:
     started = time.perf_counter()
     try:
         _, project_dir = _parse(args)
+        from croft.core import knobs
         from croft.core.clock import now, to_iso
 
+        if knobs.problems():
+            return None
         moment = to_iso(now())
-    except Exception:  # a usage error or a bad CROFT_NOW: the full path reports it properly
+    except Exception:  # a usage error or a bad knob (CROFT_NOW...): the full path reports it properly
         return None
     from croft.scheduler.tick.memo import idle_tick
 
@@ -138,10 +141,19 @@ def run(args: list[str]) -> int:
         as_json, project_dir = _parse(args)
         from pathlib import Path
 
+        from croft.core import knobs
+
+        knobs.require_all()  # the tick hands every knob on to the runs it starts: a bad one stops it here
         from croft.project.config import load_project
         from croft.scheduler.tick.project_tick import project_tick
 
-        project = load_project(Path(project_dir) if project_dir else None)
+        try:
+            project = load_project(Path(project_dir) if project_dir else None)
+        except CroftError as exc:  # a croft.json that no longer loads stops a project that is on: say so
+            from croft.scheduler.tick.failure import tick_failed_to_load
+
+            tick_failed_to_load(Path(project_dir) if project_dir else None, exc, clock.now())
+            raise
         data, problems = project_tick(project, clock.now())
         result = Result(data=data, problems=problems, ok=True)
     except CroftError as exc:

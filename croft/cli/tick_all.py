@@ -6,11 +6,12 @@ this module parses its one flag itself.
 
 from __future__ import annotations
 
+import os
 import sys
 
-from croft.core import clock
+from croft.core import clock, knobs
 from croft.core.paths import croft_home
-from croft.core.problems import CroftError, Problem, problem
+from croft.core.problems import CroftError, Problem, exit_code_for, problem
 from croft.scheduler.ticklog import TickLog
 from croft.scheduler.user.tick_all import tick_all
 
@@ -19,6 +20,18 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["main"]
+
+
+def _into_a_file(as_json: bool) -> bool:
+    """Whether what this would print goes to a regular file: the OS job appends its output to the tick log
+    in CROFT_HOME, and a CROFT_HOME others can write may have that log pointing anywhere (root's job would
+    append through the link). A terminal or a pipe (a person, a test) still gets the refusal."""
+    import stat
+
+    try:
+        return stat.S_ISREG(os.fstat((sys.stdout if as_json else sys.stderr).fileno()).st_mode)
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def main(args: list[str]) -> int:
@@ -34,10 +47,13 @@ def main(args: list[str]) -> int:
         code = 2
     else:
         try:
+            knobs.require_all()  # the knobs go on to every tick and run it starts: a bad one stops it here
             data = tick_all()
+            problems += data.pop("problems", [])
+            code = exit_code_for(problems)
         except CroftError as exc:
-            problems.append(exc.problem)
-            code = 1
+            problems += [exc.problem, *exc.extra]
+            code = exit_code_for(problems) or 1
         except Exception as exc:  # the job must log and end, never hang or lose the reason
             import traceback
 
@@ -49,6 +65,8 @@ def main(args: list[str]) -> int:
                 problem("INTERNAL_ERROR", message, "The traceback is in the tick log; please report it.")
             )
             code = 1
+    if any(p.code == "UNSAFE_PERMISSIONS" for p in problems) and _into_a_file(as_json):
+        return code  # the job's output goes to a file in that CROFT_HOME: not a byte more into it
     if as_json:  # the OS job asks for none: the envelope's code loads only for a person
         from croft.core.envelope import dumps, envelope
 

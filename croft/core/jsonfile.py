@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 
+from croft.core.private import make_dirs
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -24,17 +26,17 @@ def read_object(path: Path) -> dict[str, Any] | None:
     try:
         with open(path, encoding="utf-8") as handle:
             value = json.load(handle)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep to read
         return None
     return value if isinstance(value, dict) else None
 
 
 def write_atomic(path: Path, value: Any, *, indent: int | None = 2, durable: bool = False) -> None:
     """Write ``value`` as JSON to ``path`` (its folder made 0700 when missing), replacing it in one rename."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_dirs(path.parent)
     text = json.dumps(value, indent=indent, ensure_ascii=False) + ("\n" if indent is not None else "")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = _create(tmp)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
@@ -43,11 +45,27 @@ def write_atomic(path: Path, value: Any, *, indent: int | None = 2, durable: boo
                 os.fsync(out.fileno())
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None:  # a write or fsync: say which file, so the error names it
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     if durable:
         _sync_folder(path.parent)
+
+
+def _create(tmp: Path) -> int:
+    """The temporary file, made new (0600) and never through a link: a stale one (a crash between create
+    and rename) is removed first, so a link standing at its predictable name is never written through."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(tmp, flags, 0o600)
+    except FileExistsError:
+        tmp.unlink()
+        return os.open(tmp, flags, 0o600)
 
 
 def _sync_folder(folder: Path) -> None:

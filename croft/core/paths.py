@@ -2,35 +2,78 @@
 
 from __future__ import annotations
 
+import json
 import os
-from pathlib import Path
 
-__all__ = ["croft_home", "data_path", "job_label", "require_utf8_path", "state_dir"]
+from croft.core import knobs
 
-DEFAULT_LABEL = "dev.croft.tick"
+TYPE_CHECKING = False  # pathlib is imported where a Path is made: the idle tick asks only for home_text()
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = [
+    "croft_home",
+    "data_path",
+    "home_text",
+    "job_label",
+    "project_state_dir",
+    "require_utf8_path",
+    "state_dir",
+]
+
+DEFAULT_LABEL = knobs.KNOBS["CROFT_JOB_LABEL"].default
 
 
 def croft_home() -> Path:
     """``CROFT_HOME`` or ``~/.croft``: the registry and the per-user tick log live here."""
-    override = os.environ.get("CROFT_HOME")
-    return Path(override).expanduser() if override else Path.home() / ".croft"
+    from pathlib import Path
+
+    return Path(home_text())
+
+
+def home_text() -> str:
+    """``croft_home()`` as text, without loading pathlib (the idle tick looks for an incident there)."""
+    override: str | None = knobs.value("CROFT_HOME")
+    return override or os.path.join(os.path.expanduser("~"), ".croft")
 
 
 def job_label() -> str:
     """The OS job's label; tests set CROFT_JOB_LABEL so they never touch a real user's job."""
-    return os.environ.get("CROFT_JOB_LABEL") or DEFAULT_LABEL
+    label: str = knobs.value("CROFT_JOB_LABEL")
+    return label
 
 
 def state_dir(root: Path, configured: str | None = None) -> Path:
     """The project's state folder (``.croft`` unless croft.json's ``stateDir`` moves it)."""
+    from pathlib import Path
+
     if not configured:
         return root / ".croft"
     path = Path(configured).expanduser()
     return path if path.is_absolute() else root / path
 
 
+def project_state_dir(root: str | os.PathLike[str]) -> Path:
+    """The state folder croft.json's ``stateDir`` names, read leniently (as plain JSON, nothing validated):
+    for the callers that must find it whatever shape croft.json is in (the per-user tick, a crash file, the
+    incident of a project whose croft.json no longer loads). Anything unreadable means ``.croft``."""
+    configured = None
+    try:
+        with open(os.path.join(root, "croft.json"), encoding="utf-8") as f:
+            raw = json.load(f)
+        if isinstance(raw, dict) and isinstance(raw.get("stateDir"), str) and raw["stateDir"].strip():
+            configured = raw["stateDir"]
+    except (OSError, ValueError, RecursionError):  # RecursionError: a croft.json nested too deep
+        pass
+    from pathlib import Path
+
+    return state_dir(Path(root), configured)
+
+
 def data_path(*parts: str) -> Path:
     """A file shipped with croft (docs/, launchd/, systemd/): inside the wheel, or the source checkout."""
+    from pathlib import Path
+
     packaged = Path(__file__).resolve().parent.parent / "_data"
     if packaged.is_dir():
         return packaged.joinpath(*parts)

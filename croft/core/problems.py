@@ -4,10 +4,11 @@
     ├── project family   CONFIG_INVALID, ASSET_INVALID, NAME_CONFLICT, NAME_INVALID, SCHEDULE_INVALID,
     │                    SQL_NOT_SELECT, SQL_NOT_ONE_STATEMENT, SQL_ERROR, SECRET_MISSING, NOT_A_PROJECT,
     │                    INCREMENTAL_WITHOUT_KEY, HEADER_UNKNOWN_KEY,
-    │                    CYCLE, UNKNOWN_ASSET, PROJECT_EXISTS, CLOCK_INVALID        -> exit 2, never retried
+    │                    CYCLE, UNKNOWN_ASSET, PROJECT_EXISTS, CLOCK_INVALID, KNOB_INVALID -> exit 2, never retried
     ├── run family       HTTP_ERROR, TIMEOUT, RUN_CRASHED, CHECK_FAILED, ASSET_CODE_ERROR, DB_BUSY,
     │                    ASSET_BUSY, INTERRUPTED, CURSOR_INVALID, ROW_INVALID   -> exit 1/3/4/130
-    └── state family     HISTORY_TOO_NEW, HISTORY_CORRUPT, INTERNAL_ERROR           -> exit 2 / 1
+    └── state family     HISTORY_TOO_NEW, HISTORY_CORRUPT, INTERNAL_ERROR, DISK_FULL, SCHEDULER_BROKEN,
+                         UNSAFE_PERMISSIONS                                       -> exit 2 / 1
 
 A Problem is data, so the same value can be printed, stored in runs.sqlite and posted to a webhook.
 Whether it may be retried is decided where the foreign error is translated (``retryable``), never by
@@ -15,6 +16,8 @@ reading message text later.
 """
 
 from __future__ import annotations
+
+from croft.core.text import MESSAGE_LIMIT, cut
 
 TYPE_CHECKING = False  # every command imports this, the per-user tick's minute included: no typing,
 if TYPE_CHECKING:  # and no dataclasses (it imports inspect and ast: more than the minute's own work)
@@ -61,6 +64,7 @@ CODES: dict[str, tuple[str, int]] = {
     "HISTORY_CORRUPT": ("state", 2),
     "INTERNAL_ERROR": ("state", 1),
     "INSTALL_FAILED": ("state", 2),
+    "UNSAFE_PERMISSIONS": ("state", 2),
     "SCHEDULER_STALE": ("state", 1),
     "JOB_AT_RISK": ("state", 1),
     "ENV_INVALID": ("project", 2),
@@ -69,6 +73,8 @@ CODES: dict[str, tuple[str, int]] = {
     "SCHEDULE_PAUSED": ("run", 4),
     "SCHEDULE_BACKOFF": ("run", 4),
     "LARGE_REPROCESS": ("run", 4),
+    "KNOB_INVALID": ("project", 2),
+    "SCHEDULER_BROKEN": ("state", 1),
 }
 
 
@@ -145,6 +151,13 @@ class Problem:
 
     def __reduce__(self) -> tuple[Any, ...]:  # copy and pickle rebuild it through __init__
         return (Problem, self._values())
+
+    def __post_init__(self) -> None:
+        # The last resort of ``core.text``'s rule: a message quoting a huge input never grows with it.
+        if len(self.message) > MESSAGE_LIMIT:
+            object.__setattr__(self, "message", cut(self.message))
+        if len(self.hint) > MESSAGE_LIMIT:
+            object.__setattr__(self, "hint", cut(self.hint))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

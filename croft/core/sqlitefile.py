@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     import os
     from typing import Literal
 
-__all__ = ["connect", "uri"]
+    from croft.core.problems import Problem
+
+__all__ = ["connect", "machine_problem", "uri"]
 
 _MODES = {"create": "rwc", "write": "rw", "read": "ro"}
 _ESCAPES = str.maketrans({"%": "%25", "?": "%3f", "#": "%23"})
@@ -47,3 +49,44 @@ def connect(
     )
     conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     return conn
+
+
+# SQLite's primary result codes that mean the machine refused (space, permission, the disk itself).
+_MACHINE = (
+    sqlite3.SQLITE_FULL,
+    sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_PERM,
+    sqlite3.SQLITE_IOERR,
+)
+
+
+def machine_problem(exc: BaseException, what: str, path: str | os.PathLike[str] | None) -> Problem | None:
+    """DISK_FULL or PATH_UNWRITABLE when SQLite's error is the machine's (a full or read-only disk, no
+    permission, an I/O error), naming ``path``; None for any other error. By result code, never by
+    message; an I/O error (SQLite says "disk I/O error" when a full disk will not even take a reader's
+    shared-memory file) is told apart by looking at the disk."""
+    from croft.core import disk
+
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if code not in _MACHINE:
+        return None
+    where = str(path) if path is not None else "a croft database"
+    folder = _folder(path)
+    if code == sqlite3.SQLITE_FULL:
+        return disk.disk_full(what, where, str(exc))
+    looked = disk.folder_problem(folder, what) if folder is not None else None
+    if looked is not None:
+        return looked.with_(details={**(looked.details or {}), "sqlite": str(exc), "file": where})
+    if code == sqlite3.SQLITE_CANTOPEN:
+        return disk.cannot_open(what, where, str(exc))
+    return disk.unwritable(what, where, str(exc), read_only=code == sqlite3.SQLITE_READONLY)
+
+
+def _folder(path: str | os.PathLike[str] | None) -> str | None:
+    import os
+
+    if path is None or str(path) in ("", ":memory:"):
+        return None
+    full = os.path.abspath(path)
+    return full if os.path.isdir(full) else os.path.dirname(full)

@@ -10,8 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from croft.core.problems import CroftError
+from croft.core.text import clip
 
-__all__ = ["closest", "nearest", "unknown_asset"]
+__all__ = ["NEAREST_CHARS", "closest", "nearest", "unknown_asset"]
+
+NEAREST_CHARS = 200
 
 
 def nearest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
@@ -21,6 +24,8 @@ def nearest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | Non
     """
     import difflib
 
+    if len(word) > NEAREST_CHARS:  # no name is that long, and difflib's cost grows with it
+        return None
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
     return close[0] if close else None
 
@@ -34,7 +39,7 @@ def unknown_asset(name: str, known: Iterable[str], command: str = "run") -> Crof
     close = nearest(name, sorted(known))
     return CroftError(
         "UNKNOWN_ASSET",
-        f"there is no asset named {name!r}",
+        f"there is no asset named {clip(repr(name))}",
         f"Did you mean {close!r}?" if close else "`croft validate` lists every asset.",
         suggestion=close,
         fix={

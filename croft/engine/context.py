@@ -2,35 +2,45 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from croft.core.clock import now, to_iso
+from croft.core.private import open_append
 from croft.core.problems import CroftError
 from croft.core.redact import Redactor
+from croft.engine.logcap import CappedLog, cut_line
 
 __all__ = ["IngestContext", "LazyHttp", "StepLog", "TransformContext"]
 
 
 class StepLog:
-    """The step's log file; every line is redacted before it is written."""
+    """The step's log file; every line is redacted before it is written, and the log keeps the head and the
+    tail of what the step says (``engine.logcap``): output without bound never fills the disk."""
 
     def __init__(self, path: Path, redactor: Redactor):
         self.path = path
         self._redactor = redactor
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = path.open("a", encoding="utf-8")
+        self._handle = os.fdopen(open_append(path), "a", encoding="utf-8")
+        self._capped = CappedLog(self._put, lambda: to_iso(now()))
 
     def __call__(self, *parts: Any) -> None:
         text = " ".join(str(p) for p in parts)
         for line in text.splitlines() or [""]:
-            self._handle.write(f"{to_iso(now())} {self._redactor.text(line)}\n")
+            self._capped.add(f"{to_iso(now())} {self._redactor.text(cut_line(line))}\n")
+
+    def _put(self, line: str) -> None:
+        self._handle.write(line)
         self._handle.flush()
 
     def close(self) -> None:
-        self._handle.close()
+        try:
+            self._capped.close()
+        finally:
+            self._handle.close()
 
 
 class LazyHttp:

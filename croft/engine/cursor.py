@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from croft.core.duration import parse_seconds
 from croft.core.problems import CroftError
+from croft.core.text import clip
+from croft.project.rules import lookback_problem
 
 __all__ = [
     "Cursor",
@@ -227,17 +229,17 @@ def parse_lookback(text: str | int | float | timedelta | None) -> timedelta:
         return timedelta(0)
     if isinstance(text, timedelta):
         return text
-    if isinstance(text, int | float) and not isinstance(text, bool):
-        return timedelta(seconds=text)
-    seconds = parse_seconds(text, bare_text=False)
-    if seconds is None:
+    why = lookback_problem(text)  # the static rule validate applies, range included
+    if why is not None:
         raise CroftError(
             "ASSET_INVALID",
-            f"The lookback {text!r} is not a duration.",
+            f"The {why}.",
             'Write a lookback as a number and a unit, such as "30 days", "2h", "90 min" or "1s".',
-            details={"lookback": text},
+            details={"lookback": clip(str(text))},
         )
-    return timedelta(seconds=seconds)
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return timedelta(seconds=text)
+    return timedelta(seconds=parse_seconds(text, bare_text=False) or 0.0)
 
 
 def default_lookback(cursor: Cursor, *, keyed: bool) -> timedelta:

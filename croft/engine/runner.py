@@ -96,6 +96,9 @@ class _Run:
 
         self.project = project
         self.options = options
+        # The knobs first: a bad one refuses the run before anything is opened or recorded.
+        self.delays = settings.retry_delays()
+        self.lease_wait = settings.lease_wait_seconds()
         self.redactor = project.redactor
         self.conn = open_history(project.config.state_dir)
         self.warehouse = Warehouse(project.config.database)
@@ -111,7 +114,7 @@ class _Run:
 
     # -- leases -------------------------------------------------------------------------------------
     def _take_leases(self, run_id: str, assets: list[str]) -> list[Any]:
-        deadline = time.monotonic() + settings.lease_wait_seconds()
+        deadline = time.monotonic() + self.lease_wait
         who = current()
         while True:
             held = leases.acquire(self.conn, assets, run_id, who)
@@ -159,7 +162,7 @@ class _Run:
     def _step(self, name: str, reason: str) -> None:
         """Run one asset, attempt after attempt while its failures are retryable; record each attempt."""
         facts = self.facts[name]
-        delays = settings.retry_delays()
+        delays = self.delays
         max_attempts = 1 + (0 if _errors(facts) or self.options.preview else max(0, facts.retries))
         for attempt in range(1, max_attempts + 1):
             outcome, wait = self._attempt(facts, reason, attempt, max_attempts, delays)
@@ -375,9 +378,7 @@ class _Run:
 
     # -- a scheduled run (croft run --due): the scheduler's rules, from croft.scheduler.tick.duerules ------------
     def _due_plan(self) -> _Plan:
-        known = self.rules.selectors(self.options.selectors)
-        if not known:
-            return _Plan([], [], set())
+        known = self.rules.selectors(self.options.selectors, self.options.run_id)
         the_plan = plan(self.facts, RunOptions(selectors=known))
         the_plan.requested = self.rules.requested(the_plan.requested)
         return the_plan
@@ -486,17 +487,13 @@ def _stop_at_once() -> None:
 
 
 def _os_error(exc: OSError, asset: str) -> CroftError:
-    """An OS error while a step wrote (its log, the warehouse): DISK_FULL, or the OS's own words."""
-    import errno
+    """An OS error while a step wrote (its log, the warehouse): DISK_FULL or PATH_UNWRITABLE naming the
+    path (``core.disk``), or the OS's own words."""
+    from croft.core import disk
 
-    if exc.errno == errno.ENOSPC:
-        return CroftError(
-            "DISK_FULL",
-            f"the disk filled up while {asset} was written ({exc.filename or 'no file named'})",
-            "Free some space on that disk, then run again; nothing half-written was kept.",
-            asset=asset,
-            details={"errno": exc.errno, "file": exc.filename},
-        )
+    machine = disk.os_problem(exc, f"writing {asset}")
+    if machine is not None:
+        return CroftError(machine.with_(asset=asset))
     return CroftError(
         "INTERNAL_ERROR",
         f"the OS refused a write while {asset} ran: {exc.strerror or exc} ({exc.filename or 'no file named'})",

@@ -27,6 +27,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from croft.engine.logcap import LINE_CHARS
+
 __all__ = ["AssetExit", "output_routing", "step_guard"]
 
 
@@ -54,6 +56,9 @@ class _LogStream(io.TextIOBase):
         with self._lock:
             self._pending += str(text)
             *lines, self._pending = self._pending.split("\n")
+            if len(self._pending) > LINE_CHARS:  # a line that never ends is still a bounded one
+                lines.append(self._pending)
+                self._pending = ""
         for line in lines:
             self._log(f"{self._label}: {line}")
         return len(text)
@@ -135,8 +140,11 @@ def _descriptors(log: Callable[[str], None]) -> Iterator[None]:
             os.close(saved[0])
             os.close(saved[1])
             spill.seek(0)
-            for line in spill.read().decode("utf-8", "replace").splitlines():
-                log(f"output: {line}")
+            while True:  # line by line, each at most LINE_CHARS: a huge spill never sits in memory
+                raw = spill.readline(LINE_CHARS)
+                if not raw:
+                    break
+                log(f"output: {raw.decode('utf-8', 'replace').rstrip(chr(13) + chr(10))}")
 
 
 @contextlib.contextmanager

@@ -1,30 +1,19 @@
-"""The engine's environment knobs, read in one place so their meaning is written down once."""
+"""The engine's environment knobs, each read through the one table (``core.knobs``) so its meaning and its
+bounds are written down once; a bad value is KNOB_INVALID naming the variable."""
 
 from __future__ import annotations
 
-import os
+from croft.core import knobs
 
 __all__ = ["lease_wait_seconds", "retry_delays"]
-
-DEFAULT_RETRY_DELAYS = (30.0, 120.0)
 
 
 def retry_delays() -> tuple[float, ...]:
     """``CROFT_RETRY_DELAYS`` (seconds, comma-separated, e.g. ``0,0``) replaces the 30 s / 2 min waits."""
-    raw = os.environ.get("CROFT_RETRY_DELAYS", "").strip()
-    if not raw:
-        return DEFAULT_RETRY_DELAYS
-    try:
-        values = tuple(max(0.0, float(part)) for part in raw.split(",") if part.strip())
-    except ValueError:
-        return DEFAULT_RETRY_DELAYS
-    return values or DEFAULT_RETRY_DELAYS
+    delays: tuple[float, ...] = knobs.value("CROFT_RETRY_DELAYS")
+    return delays
 
 
 def lease_wait_seconds() -> float:
     """How long a run started by hand waits for another run's lease before ASSET_BUSY (``CROFT_LEASE_WAIT_MS``)."""
-    raw = os.environ.get("CROFT_LEASE_WAIT_MS", "").strip()
-    try:
-        return max(0.0, int(raw) / 1000) if raw else 10.0
-    except ValueError:
-        return 10.0
+    return float(knobs.value("CROFT_LEASE_WAIT_MS")) / 1000

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from croft.core import sqlitefile
 from croft.core.problems import CroftError
-from croft.history.db import BUSY_TIMEOUT_MS, cannot_open, disk_full
+from croft.history.db import BUSY_TIMEOUT_MS
 
 __all__ = ["BUSY_TIMEOUT_MS", "problem_for", "translating"]
 
@@ -46,10 +47,9 @@ def problem_for(
             details=details,
             **where,
         )
-    if code == sqlite3.SQLITE_FULL:
-        return CroftError(disk_full(what, str(path), str(exc)).with_(**where))
-    if code == sqlite3.SQLITE_CANTOPEN:
-        return CroftError(cannot_open(what, str(path), str(exc)).with_(**where))
+    machine = sqlitefile.machine_problem(exc, what, path)
+    if machine is not None:
+        return CroftError(machine.with_(**where))
     if code == sqlite3.SQLITE_AUTH:
         return CroftError(
             "SQL_NOT_SELECT",

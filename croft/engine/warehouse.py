@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from croft.core import sqlitefile
+from croft.core import knobs, sqlitefile
 from croft.core.clock import now as clock_now
 from croft.core.problems import CroftError
 from croft.engine.checks import (
@@ -114,8 +114,7 @@ class WriteResult:
 
 def _fault(point: str) -> None:
     """Self-kill at a named point when CROFT_FAULT lists it: how crash tests reach the middle of a write."""
-    wanted = os.environ.get("CROFT_FAULT", "")
-    if point in {part.strip() for part in wanted.split(",")}:
+    if point in knobs.value("CROFT_FAULT"):
         os.kill(os.getpid(), signal.SIGKILL)
 
 

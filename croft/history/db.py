@@ -18,6 +18,7 @@ from pathlib import Path
 
 from croft.core import sqlitefile
 from croft.core.clock import now, to_iso
+from croft.core.private import create_file, make_dirs
 from croft.core.problems import CroftError, Problem, problem
 from croft.history.migrations import MIGRATIONS, SCHEMA_VERSION, Migration, pending, user_version
 
@@ -62,8 +63,6 @@ SQLITE_RESULT_CODES: dict[int, tuple[str, bool]] = {
     sqlite3.SQLITE_LOCKED: ("DB_BUSY", True),
     sqlite3.SQLITE_CORRUPT: ("HISTORY_CORRUPT", False),
     sqlite3.SQLITE_NOTADB: ("HISTORY_CORRUPT", False),
-    sqlite3.SQLITE_FULL: ("DISK_FULL", False),
-    sqlite3.SQLITE_CANTOPEN: ("PATH_UNWRITABLE", False),
 }
 
 _savepoints = itertools.count(1)
@@ -83,7 +82,11 @@ def _move_aside_fix(path: Path) -> dict[str, object]:
 
 
 def problem_for_sqlite_error(exc: BaseException, what: str, path: Path | None = None) -> Problem:
-    """The Problem for one sqlite3 exception met while doing ``what`` (pure: no I/O, no message sniffing)."""
+    """The Problem for one sqlite3 exception met while doing ``what`` (by class and result code, never by
+    message; the machine's refusals, a full or read-only disk, are ``sqlitefile.machine_problem``'s)."""
+    machine = sqlitefile.machine_problem(exc, what, path)
+    if machine is not None:
+        return machine
     classes = [k for k in type(exc).__mro__ if k in SQLITE_CLASS_CODES]
     code = SQLITE_CLASS_CODES[classes[0]] if classes else "INTERNAL_ERROR"
     retryable = False
@@ -109,10 +112,6 @@ def problem_for_sqlite_error(exc: BaseException, what: str, path: Path | None = 
             fix=_move_aside_fix(path) if path else None,
             details={"sqlite": str(exc)} | ({"file": str(path)} if path else {}),
         )
-    if code == "DISK_FULL":
-        return disk_full(what, where, str(exc))
-    if code == "PATH_UNWRITABLE":
-        return cannot_open(what, where, str(exc))
     return problem(
         "INTERNAL_ERROR",
         f"{what}: the run history failed with {type(exc).__name__}: {exc}",
@@ -122,37 +121,29 @@ def problem_for_sqlite_error(exc: BaseException, what: str, path: Path | None = 
     )
 
 
-def disk_full(what: str, where: str, cause: str) -> Problem:
-    """DISK_FULL for a write that found no space, in the history or the warehouse alike."""
-    return problem(
-        "DISK_FULL",
-        f"{what}: the disk holding {where} is full ({cause})",
-        "Free some space on that disk, then run again; nothing half-written was kept.",
-        details={"sqlite": cause, "file": where},
-    )
-
-
-def cannot_open(what: str, where: str, cause: str) -> Problem:
-    """PATH_UNWRITABLE for a SQLite file that cannot be opened or created (a folder, no permission)."""
-    return problem(
-        "PATH_UNWRITABLE",
-        f"{what}: SQLite cannot open or create {where} ({cause})",
-        "Make sure that path is a file (not a folder) in a folder this user can write; croft.json's"
-        " database and stateDir choose where these files live.",
-        details={"sqlite": cause, "file": where},
-    )
-
-
 @contextmanager
-def translate_sqlite_errors(what: str, *, path: Path | None = None) -> Iterator[None]:
-    """Turn any sqlite3 exception raised inside into a CroftError (raised ``from`` the original).
+def translate_sqlite_errors(
+    what: str, *, path: Path | None = None, conn: sqlite3.Connection | None = None
+) -> Iterator[None]:
+    """Turn any sqlite3 exception raised inside into a CroftError (raised ``from`` the original), naming
+    ``path`` (or the file ``conn`` has open, asked only when something failed).
 
     Also usable as a decorator: ``@translate_sqlite_errors("reading runs")``.
     """
     try:
         yield
     except (sqlite3.Error, sqlite3.Warning) as exc:
-        raise CroftError(problem_for_sqlite_error(exc, what, path)) from exc
+        where = path if path is not None or conn is None else _file_of(conn)
+        raise CroftError(problem_for_sqlite_error(exc, what, where)) from exc
+
+
+def _file_of(conn: sqlite3.Connection) -> Path | None:
+    """The file a connection has open (no page is read: it works on a full disk too), or None."""
+    try:
+        row = conn.execute("PRAGMA database_list").fetchone()
+    except sqlite3.Error:
+        return None
+    return Path(row[2]) if row and row[2] else None
 
 
 def connect(target: Path | str) -> sqlite3.Connection:
@@ -199,10 +190,10 @@ def immediate(
     """
     if conn.in_transaction:
         name = f"croft_{next(_savepoints)}"
-        with translate_sqlite_errors(what):
+        with translate_sqlite_errors(what, conn=conn):
             conn.execute(f"SAVEPOINT {name}")
         try:
-            with translate_sqlite_errors(what):
+            with translate_sqlite_errors(what, conn=conn):
                 yield conn
         except BaseException:
             if conn.in_transaction:
@@ -210,13 +201,13 @@ def immediate(
                     conn.execute(f"ROLLBACK TO {name}")
                     conn.execute(f"RELEASE {name}")
             raise
-        with translate_sqlite_errors(what):
+        with translate_sqlite_errors(what, conn=conn):
             conn.execute(f"RELEASE {name}")
         return
-    with translate_sqlite_errors(what):
+    with translate_sqlite_errors(what, conn=conn):
         conn.execute("BEGIN IMMEDIATE")
     try:
-        with translate_sqlite_errors(what):
+        with translate_sqlite_errors(what, conn=conn):
             yield conn
             conn.execute("COMMIT")
     except BaseException:
@@ -266,7 +257,8 @@ def open_history(state_dir: Path) -> sqlite3.Connection:
     state_dir = Path(state_dir)
     path = history_path(state_dir)
     try:
-        state_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(state_dir)  # 0700: step logs, and settings naming webhook and ping URLs
+        create_file(path)  # 0600 before SQLite makes it (its -wal and -shm then take the same mode)
     except OSError as exc:
         raise CroftError(
             "PATH_UNWRITABLE",

@@ -6,6 +6,7 @@ Only sqlite3 is imported, so the per-user tick can use it every minute.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 from croft.core import sqlitefile
@@ -19,9 +20,16 @@ __all__ = ["peek"]
 
 
 def peek(
-    path: Path, sql: str, params: tuple[Any, ...] = (), timeout: float = 1.0
+    path: Path, sql: str, params: tuple[Any, ...] = (), timeout: float = 1.0, *, strict: bool = False
 ) -> list[tuple[Any, ...]] | None:
-    """The rows of ``sql``; None when the file is missing or sqlite cannot read it (no table, not a database)."""
+    """The rows of ``sql``; None when the file is missing or sqlite cannot read it (no table, not a database).
+
+    ``strict``: only a missing file (or an empty database, which has no table yet) is None; a file that
+    is there but cannot be read (no permission, not a database, a full or read-only disk) raises its
+    OSError or sqlite3.Error, for the callers that must never mistake a broken file for an empty one.
+    """
+    if strict:
+        return _strict(path, sql, params, timeout)
     if not path.is_file():
         return None
     try:
@@ -32,3 +40,26 @@ def peek(
             conn.close()
     except sqlite3.Error:
         return None
+
+
+def _strict(path: Path, sql: str, params: tuple[Any, ...], timeout: float) -> list[tuple[Any, ...]] | None:
+    try:
+        os.stat(path)  # not is_file(): a folder without permission must not read as "no file"
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    conn = sqlitefile.connect(path, "read", timeout=timeout)
+    try:
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if (getattr(exc, "sqlite_errorcode", 0) or 0) == sqlite3.SQLITE_ERROR and _empty(conn):
+            return None  # an empty database (a 0-byte file): no table yet, nothing recorded
+        raise
+    finally:
+        conn.close()
+
+
+def _empty(conn: sqlite3.Connection) -> bool:
+    try:
+        return conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+    except sqlite3.Error:
+        return False

@@ -136,5 +136,5 @@ def prune_after_run(conn: sqlite3.Connection, config: Any) -> Pruned | None:
     keep_days = getattr(config, "history_keep_days", DEFAULT_KEEP_DAYS)
     try:
         return prune_history(conn, now=clock_now(), keep_days=keep_days, logs_dir=config.state_dir / "logs")
-    except CroftError:
+    except (CroftError, ArithmeticError, ValueError):  # the run is done: its result stands
         return None

@@ -13,7 +13,9 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from croft.core import knobs
 from croft.core.clock import now, to_iso
+from croft.core.private import open_append
 
 TYPE_CHECKING = False  # loaded by the per-user tick for a failed ping: nothing of typing at run time
 if TYPE_CHECKING:
@@ -28,7 +30,7 @@ _TOKEN_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 def is_dry() -> bool:
     """``CROFT_NOTIFY_DRY=1``: desktop notifications are recorded, not shown."""
-    return os.environ.get(DRY_ENV, "").strip() not in ("", "0", "false", "no")
+    return bool(knobs.value(DRY_ENV))
 
 
 def host_of(url: str) -> str:
@@ -79,8 +81,7 @@ def _now_iso() -> str:
 
 def _append(path: Path, line: str) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as handle:
+        with os.fdopen(open_append(path), "a", encoding="utf-8") as handle:
             handle.write(line)
     except OSError:
         pass

@@ -21,6 +21,8 @@ __all__ = [
     "one_line",
     "recovered_message",
     "recovered_payload",
+    "scheduler_message",
+    "scheduler_payload",
 ]
 
 MESSAGE_CHARS = 180
@@ -88,6 +90,30 @@ def recovered_message(project: str, recovered: Sequence[tuple[str, int]]) -> tup
         f"{names} succeeded again after {longest} failed scheduled {runs}."
         f" See it with: croft logs {recovered[0][0]}",
     )
+
+
+def scheduler_message(project: str, problem: dict[str, Any], redact: Redact) -> tuple[str, str]:
+    """(title, body) when the scheduler itself cannot tick the project (its history unreadable, its disk
+    full, its tick failing): the problem, and the command that fixes it or shows the whole story."""
+    code = str(problem.get("code") or "ERROR")
+    what = _sentence(one_line(f"{code}: {problem.get('message') or ''}", redact))
+    fix = (problem.get("fix") or {}).get("command")
+    then = f" Fix: {one_line(str(fix), redact)}" if fix else " See it with: croft doctor"
+    return f"croft: {project}", f"The scheduler cannot run this project's ingests. {what}{then}"
+
+
+def scheduler_payload(project: str, title: str, body: str, problem: dict[str, Any]) -> dict[str, Any]:
+    """The webhook body when the scheduler cannot tick the project: ``event: scheduler``, no run, the
+    problem, and its fix (or ``croft doctor``) as the next step."""
+    fix = (problem.get("fix") or {}).get("command")
+    summary = {
+        "data": {"runId": None, "status": "not_ticking", "steps": []},
+        "problems": [problem],
+        "next": [{"command": fix or "croft doctor", "reason": "what stops the scheduler"}],
+        "exit": 1,
+        "ok": False,
+    }
+    return _payload(project, f"{title} — {body}", "scheduler", 1, summary)
 
 
 def failure_payload(

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from croft.core import knobs
 from croft.notify.log import host_of, log_miss
 
 TYPE_CHECKING = False  # the idle tick loads this module when a ping is configured: no typing on that path
@@ -53,11 +54,8 @@ class Pinged:
 
 def timeout_seconds(default: float) -> float:
     """``CROFT_NOTIFY_TIMEOUT_MS`` when set (webhook attempts and the ping share it), else ``default``."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    try:
-        return max(0.05, int(raw) / 1000) if raw else default
-    except ValueError:
-        return default
+    configured = knobs.value(TIMEOUT_ENV)
+    return default if configured is None else float(configured) / 1000
 
 
 def is_loopback(url: str) -> bool:

@@ -31,6 +31,8 @@ from croft.notify.message import (
     failure_payload,
     recovered_message,
     recovered_payload,
+    scheduler_message,
+    scheduler_payload,
 )
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ __all__ = [
     "notify_crashed_runs",
     "notify_failed_start",
     "notify_scheduled_failure",
+    "notify_scheduler_problem",
     "ping_after_tick",
 ]
 
@@ -153,6 +156,18 @@ def _since_ok(conn: sqlite3.Connection, asset: str, step: dict[str, Any]) -> boo
     return row is not None
 
 
+def notify_scheduler_problem(project: Project, problem: Problem) -> None:
+    """The scheduler cannot tick ``project`` (``scheduler.incidents`` decided this incident is news):
+    desktop and webhook, as for a failed scheduled run; never raises."""
+    try:
+        error = problem.to_dict()
+        title, body = scheduler_message(project.root.name, error, project.redactor.text)
+        payload = scheduler_payload(project.root.name, title, body, error)
+        _deliver(project, None, "scheduler", title, body, payload)
+    except (Exception, KeyboardInterrupt) as exc:
+        note_miss(project, None, f"notify: {type(exc).__name__}: {exc}")
+
+
 def ping_after_tick(project: Project) -> None:
     """GET ``notify.ping`` after a completed project tick, a few seconds at most; a miss is logged."""
     url = project.config.notify_ping
@@ -221,7 +236,7 @@ def _recovered(
 
 
 def _deliver(
-    project: Project, run_id: str, event: str, title: str, body: str, payload: dict[str, Any]
+    project: Project, run_id: str | None, event: str, title: str, body: str, payload: dict[str, Any]
 ) -> None:
     """Desktop, then webhook; each one's miss is logged and does not stop the other."""
 
@@ -242,7 +257,7 @@ def _deliver(
             )
 
 
-def _desktop(project: Project, run_id: str, event: str, title: str, body: str) -> None:
+def _desktop(project: Project, run_id: str | None, event: str, title: str, body: str) -> None:
 
     from croft.notify.desktop import show
 
@@ -257,7 +272,7 @@ def _desktop(project: Project, run_id: str, event: str, title: str, body: str) -
         note_miss(project, run_id, outcome.error)
 
 
-def _webhook(project: Project, run_id: str, event: str, url: str, payload: dict[str, Any]) -> None:
+def _webhook(project: Project, run_id: str | None, event: str, url: str, payload: dict[str, Any]) -> None:
 
     from croft import __version__
     from croft.notify.webhook import post, sign

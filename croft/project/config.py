@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from croft.core.paths import require_utf8_path
 from croft.core.paths import state_dir as _state_dir
 from croft.core.problems import CroftError, Problem, problem
+from croft.core.text import clip, quoted
 from croft.project.env import read_dotenv
 
 if TYPE_CHECKING:
@@ -189,9 +190,9 @@ def validate(raw: Any, path: Path) -> list[Problem]:
     problems.extend(_notify_problems(raw.get("notify"), path))
     problems.extend(_history_problems(raw.get("history"), path))
     if "maxRuntime" in raw:
-        from croft.project.rules import max_runtime_problem
+        from croft.project.rules import bound_problem
 
-        why = max_runtime_problem(raw["maxRuntime"])
+        why = bound_problem("maxRuntime", raw["maxRuntime"], as_json=True)
         if why:
             problems.append(
                 _bad(
@@ -215,13 +216,15 @@ def _history_problems(history: Any, path: Path) -> list[Problem]:
         for key in history
         if key not in HISTORY_KEYS
     ]
-    days = history.get("keepDays", DEFAULT_KEEP_DAYS)
-    if isinstance(days, bool) or not isinstance(days, int) or days < 1:
+    from croft.project.rules import bound_problem
+
+    why = bound_problem("history.keepDays", history.get("keepDays", DEFAULT_KEEP_DAYS), as_json=True)
+    if why:
         problems.append(
             _bad(
                 path,
                 "history.keepDays",
-                f'"history.keepDays" must be a whole number of days, at least 1, not {json.dumps(days)}',
+                f'"history.keepDays" (days) {why}',
                 f"the default is {DEFAULT_KEEP_DAYS}; the latest run of each asset is kept whatever its age",
             )
         )
@@ -242,7 +245,7 @@ def check_timezone(value: Any) -> tuple[str, str, str | None] | None:
 
     hint = 'use a name from the tz database, such as "Europe/London" or "America/New_York"'
     if not isinstance(value, str) or not value.strip():
-        return (f'"timezone" must be an IANA zone name, not {json.dumps(value)}', hint, None)
+        return (f'"timezone" must be an IANA zone name, not {clip(json.dumps(value))}', hint, None)
     try:
         zone_named(value)
         return None
@@ -251,7 +254,7 @@ def check_timezone(value: Any) -> tuple[str, str, str | None] | None:
     suggestion = closest_zone(value)
     if suggestion:
         hint = f'did you mean "{suggestion}"?'
-    return (f'"timezone" is "{value}", which is not an IANA time zone', hint, suggestion)
+    return (f'"timezone" is {quoted(value)}, which is not an IANA time zone', hint, suggestion)
 
 
 def _notify_problems(notify: Any, path: Path) -> list[Problem]:
@@ -303,7 +306,7 @@ def _unknown(path: Path, key: str, known: tuple[str, ...] | list[str]) -> Proble
         guess = by_fold[close] if close else None
     listed = ", ".join(k for k in sorted(known) if k != "$schema")
     hint = (f'did you mean "{guess}"? ' if guess else "") + f"known keys: {listed}"
-    return _bad(path, key, f'{CONFIG_FILE} has an unknown key "{key}"', hint, suggestion=guess)
+    return _bad(path, key, f"{CONFIG_FILE} has an unknown key {quoted(key)}", hint, suggestion=guess)
 
 
 _SAVE_AS = "save croft.json as a readable UTF-8 file holding one JSON object"

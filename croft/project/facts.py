@@ -19,7 +19,7 @@ from croft.core.duration import parse_seconds
 from croft.core.problems import Problem, problem
 from croft.core.suggest import nearest
 from croft.project.asset import DEFAULT_RETRIES, AssetFacts, Kind
-from croft.project.rules import max_runtime_problem, write_mode_problem
+from croft.project.rules import bound_problem, max_runtime_problem, write_mode_problem
 
 __all__ = [
     "NAME_PATTERN",
@@ -242,21 +242,17 @@ class _Reader:
             else:
                 self.bad("description", "must be a string", 'description="What this table holds"')
         if "retries" in v:
-            retries = v["retries"]
-            if isinstance(retries, int) and not isinstance(retries, bool) and retries >= 0:
-                out["retries"] = retries
+            why = bound_problem("retries", v["retries"])
+            if why:
+                self.bad("retries", why, f"the default is {DEFAULT_RETRIES}")
             else:
-                self.bad(
-                    "retries", "must be a whole number of at least 0", f"the default is {DEFAULT_RETRIES}"
-                )
+                out["retries"] = v["retries"]
         if "timeout" in v:
-            seconds = parse_duration(v["timeout"])
-            if seconds is None:
-                self.bad(
-                    "timeout", f"is not a duration: {v['timeout']!r}", 'e.g. timeout="10m", "90s" or 600'
-                )
+            why = bound_problem("timeout", v["timeout"])
+            if why:
+                self.bad("timeout", why, 'e.g. timeout="10m", "90s" or 600')
             else:
-                out["timeout_s"] = seconds
+                out["timeout_s"] = parse_seconds(v["timeout"])
         if "max_runtime" in v:
             why = max_runtime_problem(v["max_runtime"])
             if why:

@@ -12,20 +12,25 @@ check that validate and run both refuse it with the same code.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from croft.core.duration import parse_seconds
+from croft.core.duration import parse_seconds, words
 from croft.core.problems import CroftError, Problem, problem
+from croft.core.text import clip
 from croft.project.checkspec import is_identifier, parse_check
 
 if TYPE_CHECKING:
     from croft.project.asset import AssetFacts
 
 __all__ = [
+    "BOUNDS",
     "RULES",
+    "Bound",
     "Rule",
+    "bound_problem",
     "lookback_problem",
     "max_runtime_problem",
     "resolved_write_mode",
@@ -105,7 +110,77 @@ RULES: tuple[Rule, ...] = (
         "long_sql.sql",
         "-- max_runtime: forever\nSELECT 1 AS id\n",
     ),
+    # Out of range (BOUNDS): each once passed validate and then broke the run or the tick.
+    Rule("timeout past its range", "ASSET_INVALID", "huge_timeout.py", _ingest('key="id", timeout=1e30')),
+    Rule("timeout of zero", "ASSET_INVALID", "no_timeout.py", _ingest('key="id", timeout=0')),
+    Rule("retries past its range", "ASSET_INVALID", "retry_forever.py", _ingest('key="id", retries=10**9')),
+    Rule(
+        "max_runtime past its range", "ASSET_INVALID", "ages.py", _ingest('key="id", max_runtime="9999 days"')
+    ),
+    Rule(
+        "lookback past its range",
+        "ASSET_INVALID",
+        "deep_past.py",
+        _ingest('key="id", incremental={"field": "t", "lookback": "99999999 days"}'),
+    ),
+    Rule("SQL timeout past its range", "ASSET_INVALID", "huge_sql.sql", "-- timeout: 1e30\nSELECT 1 AS id\n"),
+    Rule(
+        "SQL max_runtime past its range",
+        "ASSET_INVALID",
+        "ages_sql.sql",
+        "-- max_runtime: 9999 days\nSELECT 1 AS id\n",
+    ),
 )
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The range of one number or duration croft reads from croft.json, a decorator or a SQL header.
+
+    A value outside it once passed ``validate`` and then broke the run (``keepDays`` 999999 overflowed
+    the prune's date arithmetic; a ``timeout`` of 1e30 seconds overflows a thread's wait), so every
+    number croft reads has its range here, checked by ``validate`` and by the run alike."""
+
+    kind: str  # "count": a whole number; "duration": seconds in a number or text ("30m", "2 days")
+    low: float
+    high: float
+    example: str
+    bare_text: bool = True  # whether a duration may be text without a unit ("600")
+
+    def words(self) -> str:
+        if self.kind == "count":
+            return f"a whole number from {int(self.low)} to {int(self.high)}"
+        return f"a duration from {words(self.low)} to {words(self.high)}"
+
+
+BOUNDS: dict[str, Bound] = {
+    "history.keepDays": Bound("count", 1, 36_500, "90"),
+    "maxRuntime": Bound("duration", 1, 7 * 86_400, '"2h"'),
+    "max_runtime": Bound("duration", 1, 7 * 86_400, '"30m"'),
+    "timeout": Bound("duration", 0.1, 7 * 86_400, '"10m"'),
+    "retries": Bound("count", 0, 20, "2"),
+    "lookback": Bound("duration", 0, 3650 * 86_400, '"30 days"', bare_text=False),
+    "pause": Bound("duration", 60, 365 * 86_400, '"90m"', bare_text=False),
+}
+
+
+def bound_problem(option: str, value: Any, *, as_json: bool = False) -> str | None:
+    """Why ``value`` is no usable ``option`` (the words after the option's name in a message), or None.
+    ``as_json``: the value is shown as croft.json spells it (``true``, ``"90"``), not as Python does."""
+    bound = BOUNDS[option]
+    shown = clip(json.dumps(value) if as_json else repr(value), 60)
+    if bound.kind == "count":
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be {bound.words()}, not {shown}"
+        number: float = value
+    else:
+        seconds = parse_seconds(value, bare_text=bound.bare_text)
+        if seconds is None:
+            return f"is not a duration: {shown}"
+        number = seconds
+    if not bound.low <= number <= bound.high:
+        return f"must be {bound.words()}, not {shown}"
+    return None
 
 
 def write_mode_problem(write: Any, key: Sequence[str], incremental: bool) -> tuple[str, str, str, str] | None:
@@ -159,19 +234,15 @@ def max_runtime_problem(value: Any) -> str | None:
     """Why a scheduled run's ceiling (an asset's ``max_runtime``, croft.json's ``maxRuntime``) is not
     usable, or None. One rule for the decorator, the SQL header and croft.json; durations are read by the
     one duration parser."""
-    seconds = parse_seconds(value)
-    if seconds is None:
-        return f"is not a duration: {value!r}"
-    if seconds < 1:
-        return f"must be at least 1 second, not {value!r}"
-    return None
+    return bound_problem("max_runtime", value)
 
 
 def lookback_problem(lookback: Any) -> str | None:
-    """Why an incremental ``lookback`` is not a duration, or None (None itself means the default)."""
-    if lookback is None or parse_seconds(lookback, bare_text=False) is not None:
+    """Why an incremental ``lookback`` is not usable, or None (None itself means the default)."""
+    if lookback is None:
         return None
-    return f"lookback {lookback!r} is not a duration"
+    why = bound_problem("lookback", lookback)
+    return f"lookback {why}" if why else None
 
 
 def static_problems(facts: AssetFacts) -> list[Problem]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from croft.core.problems import Problem, problem
 from croft.core.suggest import nearest
+from croft.core.text import clip
 from croft.project.asset import DEFAULT_TIMEOUT_S, AssetFacts
 from croft.project.checkspec import read_only_denies
 from croft.project.facts import parse_duration
@@ -218,18 +219,20 @@ def read_sql_facts(
 
 def _timeout(value: str | None, add: Any, line: int | None) -> float:
     """``-- timeout: 30s`` read by the same duration rule as a Python asset's ``timeout=``."""
+    from croft.project.rules import bound_problem
+
     if value is None:
         return DEFAULT_TIMEOUT_S
-    seconds = parse_duration(value)
-    if seconds is None:
+    why = bound_problem("timeout", value)
+    if why:
         add(
             "ASSET_INVALID",
-            f"`-- timeout: {value}` is not a duration",
+            f"`-- timeout: {clip(value)}` {why}",
             'e.g. `-- timeout: 10m`, "90s" or 600',
             line,
         )
         return DEFAULT_TIMEOUT_S
-    return seconds
+    return parse_duration(value) or DEFAULT_TIMEOUT_S
 
 
 def _max_runtime(value: str | None, add: Any, line: int | None) -> float | None:
@@ -240,7 +243,12 @@ def _max_runtime(value: str | None, add: Any, line: int | None) -> float | None:
         return None
     why = max_runtime_problem(value)
     if why:
-        add("ASSET_INVALID", f"`-- max_runtime: {value}` {why}", 'e.g. `-- max_runtime: 30m` or "2h"', line)
+        add(
+            "ASSET_INVALID",
+            f"`-- max_runtime: {clip(value)}` {why}",
+            'e.g. `-- max_runtime: 30m` or "2h"',
+            line,
+        )
         return None
     return parse_duration(value)
 

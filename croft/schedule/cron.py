@@ -16,7 +16,6 @@ cost about what an hourly one does.
 
 from __future__ import annotations
 
-import json
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from zoneinfo import ZoneInfo
 
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.suggest import closest
+from croft.core.text import quoted
 from croft.core.zones import closest_zone
 from croft.core.zones import zone_named as _zone_named
 
@@ -157,7 +157,7 @@ class _BadValue(Exception):
 
 
 def _quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+    return quoted(text)  # a 1 MB schedule is echoed by its start (core.text)
 
 
 def whole_number(digits: str) -> int:

@@ -7,12 +7,12 @@ when croft can offer one, itself parses.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from croft.core.problems import Problem, problem
+from croft.core.text import quoted
 from croft.schedule.cron import CronSpec, check_cron, closest, parse_cron, whole_number
 
 __all__ = ["PHRASES_HINT", "TIMES_HINT", "Schedule", "parse_schedule"]
@@ -102,14 +102,14 @@ def parse_schedule(text: object) -> Schedule | Problem:
     except Exception as exc:  # a bug here must not take down validate or the tick
         return problem(
             "SCHEDULE_INVALID",
-            f"schedule {_quote(str(text)[:200])} could not be read",
+            f"schedule {_quote(str(text))} could not be read",
             PHRASES_HINT,
             details={"internal": repr(exc)[:300]},
         )
 
 
 def _quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+    return quoted(text)  # a 1 MB schedule is echoed by its start (core.text)
 
 
 def _bad(message: str, hint: str, suggestion: str | None = None) -> Problem:

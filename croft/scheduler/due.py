@@ -79,6 +79,9 @@ class AssetInfo:
     zone_hash: str | None = None
     max_runtime_s: float | None = None  # the asset's own ceiling for a scheduled run (scheduler.tick.ceiling)
     spec: Any = field(default=None, compare=False)  # the parsed cron (cron.CronSpec) when known
+    # SCHEDULE_INVALID (as a problem dict) when ``schedule`` is text the schedule language refuses: the
+    # ingest never fires, and the tick, status and schedule status say so instead of staying quiet
+    schedule_problem: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,20 @@ class View:
     hold: Hold | None = None
     missed: int = 0
     primary: bool = False
+    schedule_problem: dict[str, Any] | None = None  # SCHEDULE_INVALID: this ingest never fires
+
+    def invalid(self) -> Problem | None:
+        """The SCHEDULE_INVALID warning of an ingest whose schedule never fires, or None."""
+        if not self.schedule_problem:
+            return None
+        found = Problem.from_dict(self.schedule_problem)
+        return found.with_(
+            severity="warning",
+            asset=self.asset,
+            message=f"{self.asset} never fires: {found.message}",
+            hint=f"{found.hint.rstrip('.')}. Fix the schedule in {found.file or 'its file'};"
+            " `croft validate` checks it.",
+        )
 
 
 @dataclass
@@ -483,6 +500,7 @@ class _Decider:
                 next_fire_at=None,
                 last_fire_at=last_fire,
                 last_attempt_at=row.get("last_attempt_at"),
+                schedule_problem=info.schedule_problem if info.kind == "ingest" else None,
             )
             self.views[name] = view
             if info.kind == "ingest":

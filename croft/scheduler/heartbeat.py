@@ -7,6 +7,11 @@ a minute instead of a file per project (a thousand projects made the minute pay 
 writes). ``<state>/tick-beat``, the per-project beat an earlier croft wrote, is still read. Scheduling that
 is on and quiet for more than 3 minutes (counted from the latest of the last heartbeat, turning on, and
 the end of a pause) is stale; ``control.diagnosis`` says why.
+
+A mark more than ``AHEAD_LIMIT`` ahead of the clock (a clock moved backwards, a bad ``CROFT_NOW``) would
+make a project look freshly ticked until the clock caught up, so it counts for nothing while a mark
+within the limit exists, and on its own it is itself the reason the project is stale ("the clock moved
+backwards"): it never hides a scheduler that stopped.
 """
 
 from __future__ import annotations
@@ -17,33 +22,50 @@ import os
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from croft.core import clock
 from croft.core.clock import from_iso, to_iso
 from croft.core.paths import croft_home
 from croft.history.peek import peek
 from croft.scheduler.setting import Scheduling, effective_state
 
 __all__ = [
+    "AHEAD_LIMIT",
     "BEAT_FILE",
     "STALE_AFTER",
     "USER_BEATS",
+    "ahead_of",
     "is_stale",
     "last_heartbeat",
     "quiet_since",
     "read_beat",
+    "write_beat",
     "write_user_beats",
 ]
 
 STALE_AFTER = timedelta(minutes=3)
+AHEAD_LIMIT = timedelta(minutes=5)
 BEAT_FILE = "tick-beat"
 USER_BEATS = "idle-beats.json"
 
 
-def last_heartbeat(state_dir: Path) -> str | None:
+def last_heartbeat(state_dir: Path, now: datetime | None = None) -> str | None:
     """The latest of the tick row's heartbeat (read-only: runs.sqlite is never created here), the idle
-    beat of this user's per-user tick (``write_user_beats``) and an earlier croft's ``tick-beat``; None
-    when there is none."""
+    beat of this user's per-user tick (``write_user_beats``) and a ``tick-beat`` beside it; None when
+    there is none. One far ahead of ``now`` (the clock) loses to one that is not (``_latest``)."""
     beats = [b for b in (_row_heartbeat(Path(state_dir)), read_beat(state_dir), _user_beat(state_dir)) if b]
-    return max(beats) if beats else None
+    return _latest(beats, now or clock.now())
+
+
+def _latest(marks: list[str], now: datetime) -> str | None:
+    """The latest mark not more than ``AHEAD_LIMIT`` ahead of ``now``; the latest of all when none is."""
+    limit = to_iso(now + AHEAD_LIMIT)
+    sane = [m for m in marks if m <= limit]
+    return max(sane or marks) if marks else None
+
+
+def ahead_of(mark: str | None, now: datetime) -> bool:
+    """Whether ``mark`` lies more than ``AHEAD_LIMIT`` ahead of the clock: the clock moved backwards."""
+    return mark is not None and mark > to_iso(now + AHEAD_LIMIT)
 
 
 def write_user_beats(home: str, at: str, roots: list[str]) -> None:
@@ -53,7 +75,9 @@ def write_user_beats(home: str, at: str, roots: list[str]) -> None:
     tmp = os.path.join(home, f".{USER_BEATS}.{os.getpid()}.tmp")
     data = json.dumps({"at": at, "roots": roots}).encode()
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)  # a stale one, or a link at its name: never written through
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, data)
         finally:
@@ -100,14 +124,28 @@ def quiet_since(setting: Scheduling, heartbeat: str | None, now: datetime) -> st
     marks = [m for m in (heartbeat, setting.since) if m]
     if setting.state == "paused" and setting.paused_until and setting.paused_until <= to_iso(now):
         marks.append(setting.paused_until)
-    return max(marks) if marks else None
+    return _latest(marks, now)
 
 
 def is_stale(setting: Scheduling, heartbeat: str | None, now: datetime) -> bool:
+    """On, and quiet for more than ``STALE_AFTER``, or quiet since a mark ahead of the clock."""
     if effective_state(setting, now) != "on":
         return False
     quiet = quiet_since(setting, heartbeat, now)
-    return quiet is None or now - from_iso(quiet) > STALE_AFTER
+    return quiet is None or ahead_of(quiet, now) or now - from_iso(quiet) > STALE_AFTER
+
+
+def write_beat(state_dir: str, at: str) -> None:
+    """A ``<state>/tick-beat`` heartbeat, as an earlier croft's per-user tick wrote it for each idle
+    project (this one writes ``write_user_beats``): written in place, every beat the same length."""
+    data = at.encode()
+    fd = os.open(os.path.join(state_dir, BEAT_FILE), os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.pwrite(fd, data, 0)
+        if os.fstat(fd).st_size != len(data):
+            os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
 
 
 def read_beat(state_dir: str | Path) -> str | None:

@@ -15,6 +15,7 @@ from collections import namedtuple
 from pathlib import Path
 
 from croft.core.clock import from_iso, to_iso
+from croft.core.problems import CroftError
 from croft.history.peek import peek
 
 TYPE_CHECKING = False  # the per-user tick reads the setting every minute: no typing, no dataclasses
@@ -95,14 +96,32 @@ def read_scheduling(conn: sqlite3.Connection) -> Scheduling:
 def read_scheduling_file(state_dir: Path) -> Scheduling:
     """Read the setting without creating or migrating runs.sqlite (per-user tick, status views).
 
-    No file, no table or a file sqlite cannot read all mean off.
+    No file, or an empty one (no table yet), means off; a file that cannot be read (not a database, half
+    of one, no permission, a full or read-only disk) is its problem (HISTORY_CORRUPT, PATH_UNWRITABLE,
+    DISK_FULL) raised as a CroftError with its fix, never "off": a broken history must not look like a
+    project nobody scheduled.
     """
-
-    rows = peek(Path(state_dir) / "runs.sqlite", "SELECT value FROM settings WHERE key = ?", (SETTING_KEY,))
+    path = Path(state_dir) / "runs.sqlite"
+    try:
+        rows = peek(path, "SELECT value FROM settings WHERE key = ?", (SETTING_KEY,), strict=True)
+    except (OSError, sqlite3.Error) as exc:
+        raise CroftError(_unreadable(exc, path)) from exc
     try:
         return Scheduling.from_json(json.loads(rows[0][0])) if rows else Scheduling()
-    except ValueError:
+    except (ValueError, TypeError, RecursionError):
         return Scheduling()
+
+
+def _unreadable(exc: BaseException, path: Path) -> Any:
+    """The problem of a history the setting could not be read from (lazy: only a broken file pays)."""
+    what = "reading the scheduling setting"
+    if isinstance(exc, OSError):
+        from croft.core import disk
+
+        return disk.os_problem(exc, what, str(path)) or disk.cannot_open(what, str(path), str(exc))
+    from croft.history.db import problem_for_sqlite_error
+
+    return problem_for_sqlite_error(exc, what, path)
 
 
 def write_scheduling(

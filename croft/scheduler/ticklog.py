@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from croft.core.private import open_append
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO
@@ -43,13 +45,16 @@ class TickLog:
             pass
 
     def open(self) -> IO[bytes]:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        return os.fdopen(fd, "ab", buffering=0)
+        return os.fdopen(open_append(self.path), "ab", buffering=0)
 
     def write(self, stamp: str, message: str) -> None:
-        with self.open() as out:
-            out.write(f"{stamp} {message}\n".encode())
+        try:
+            with self.open() as out:
+                out.write(f"{stamp} {message}\n".encode())
+        except OSError as exc:
+            if exc.filename is None:  # a write on a full disk: say which file
+                raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+            raise
 
 
 def log_tail(path: Path, lines: int = TAIL_LINES) -> list[str]:

@@ -124,7 +124,21 @@ CASES = [
         for cmd in (["run"], ["status"], ["logs"])
     ),
     Case("run-database-is-a-folder", ["run"], database_folder, {"PATH_UNWRITABLE"}),
-    Case("validate-nested-config", ["validate"], with_config(b"[" * 100_000), {"CONFIG_INVALID"}),
+    *(  # a 100k-deep croft.json once ended the (idle) tick in a RecursionError
+        Case(f"{'-'.join(cmd)}-nested-config", cmd, with_config(b"[" * 100_000), {"CONFIG_INVALID"})
+        for cmd in (["validate"], ["tick"], ["status"], ["schedule", "status"], ["run"], ["logs"])
+    ),
+    # every knob is read by one rule: a bad one is an error naming it, the same from every command
+    *(
+        Case(f"{cmd[0]}-bad-retry-delays", cmd, project, {"KNOB_INVALID"}, env={"CROFT_RETRY_DELAYS": "soon"})
+        for cmd in (["run"], ["tick"], ["tick", "--all"])
+    ),
+    Case("tick-interval-zero", ["tick"], project, {"KNOB_INVALID"}, env={"CROFT_SERVE_INTERVAL_MS": "0"}),
+    Case("run-lease-wait-huge", ["run"], project, {"KNOB_INVALID"}, env={"CROFT_LEASE_WAIT_MS": "1e99"}),
+    Case("tick-all-croft-now-bad", ["tick", "--all"], plain, {"CLOCK_INVALID"}, env={"CROFT_NOW": "soonish"}),
+    Case("tick-croft-now-bad", ["tick"], project, {"CLOCK_INVALID"}, env={"CROFT_NOW": "soonish"}),
+    Case("doctor-croft-home-relative", ["doctor"], plain, {"KNOB_INVALID"}, env={"CROFT_HOME": "rel/home"}),
+    Case("run-due-unknown-asset", ["run", "--due", "nosuch"], project, {"UNKNOWN_ASSET"}),
     Case("run-non-utf8-env", ["run"], lambda t: project(t, **{".env": b"KEY=\xff\xfe\n"}), {"ENV_INVALID"}),
     Case("run-env-is-a-folder", ["run"], env_folder, {"ENV_INVALID"}),
     Case("logs-env-is-a-folder", ["logs"], env_folder, {"ENV_INVALID"}),
@@ -282,6 +296,56 @@ def test_outside_a_project_the_crash_file_goes_to_the_user_cache(
     assert str(crash) in err
 
 
+def _crash_where_nothing_else_is_writable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> Path:  # type: ignore[no-untyped-def]
+    """Crash ``croft status`` in a project whose state folder and user cache cannot be made (each is a
+    file, which stops root too); returns the crash file the message names."""
+    import tempfile
+
+    from croft.cli.main import main
+
+    root = project(tmp_path)
+    (root / ".croft").write_text("not a folder")
+    (tmp_path / "cache").write_text("not a folder either")
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr("croft.engine.status.project_status", _explode)
+    with pytest.raises(SystemExit):
+        main(["status", "--json"])
+    [problem] = json.loads(capsys.readouterr().out)["problems"]
+    assert problem["code"] == "INTERNAL_ERROR"
+    crash = Path(problem["details"]["crashFile"])
+    assert str(crash) in problem["message"] and "a bug in croft" in crash.read_text()
+    assert crash.stat().st_mode & 0o777 == 0o600 and crash.parent.stat().st_mode & 0o777 == 0o700
+    assert crash.parent.stat().st_uid == os.geteuid()
+    return crash
+
+
+def test_the_last_resort_crash_folder_is_this_users_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "tmp").mkdir(mode=0o777)
+    (tmp_path / "tmp").chmod(0o1777)  # shared, like /tmp
+    crash = _crash_where_nothing_else_is_writable(tmp_path, monkeypatch, capsys)
+    assert crash.parent == tmp_path / "tmp" / f"croft-crashes-{os.geteuid()}"
+
+
+def test_a_crash_folder_someone_prepared_is_never_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    """A link (or a folder anyone can write) where the per-user crash folder goes: the crash file goes to a
+    new folder of a unique name instead, and nothing lands where the link points."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    lure = tmp_path / "lure"
+    lure.mkdir(mode=0o777)
+    (shared / f"croft-crashes-{os.geteuid()}").symlink_to(lure)
+    crash = _crash_where_nothing_else_is_writable(tmp_path, monkeypatch, capsys)
+    assert list(lure.iterdir()) == []
+    assert crash.parent.parent == shared and crash.parent.name.startswith(f"croft-crashes-{os.geteuid()}-")
+
+
 def test_the_recorded_argv_is_the_real_command_line(tmp_path: Path):
     root = project(tmp_path)
     done = croft(root, ["run", "items", "--only", "--json"], {})
@@ -316,8 +380,8 @@ def test_a_full_disk_while_writing_names_the_cause_with_the_run_id_and_steps(
 def test_a_bookkeeping_write_that_fails_keeps_the_run_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from enginekit import croft as croft_in_process
 
+    from croft.core.disk import disk_full
     from croft.core.problems import CroftError
-    from croft.history.db import disk_full
 
     def full(*args: object, **kwargs: object) -> None:
         raise CroftError(disk_full("releasing the leases", "runs.sqlite", "database or disk is full"))
@@ -350,3 +414,25 @@ def test_a_crash_file_never_holds_a_secret_from_env(
     assert secret not in out and "[redacted:API_KEY]" in out
     [crash] = (root / ".croft" / "crashes").iterdir()
     assert secret not in crash.read_text() and "[redacted:API_KEY]" in crash.read_text()
+
+
+def test_an_input_echoed_in_a_message_is_cut_to_its_start(tmp_path: Path) -> None:
+    """A 1 MB schedule once came back whole in its error; every message quotes input by its start (at most
+    a few hundred characters) and says how much it left out, from validate, croft.json and the CLI alike."""
+    huge = "every " + "x" * 1_000_000
+    root = project(
+        tmp_path, **{"assets/odd.py": GOOD_INGEST.replace('key="id"', f'key="id", schedule="{huge}"')}
+    )
+    (root / "croft.json").write_text(json.dumps({"timezone": "Mars/" + "y" * 100_000}))
+    done = croft(root, ["validate", "--json"], {})
+    problems = json.loads(done.stdout)["problems"]
+    assert done.returncode == 2 and {p["code"] for p in problems} == {"CONFIG_INVALID"}
+    assert all(len(p["message"]) < 1000 for p in problems) and "more characters" in problems[0]["message"]
+    (root / "croft.json").write_text('{"timezone": "UTC"}\n')
+    done = croft(root, ["validate", "--json"], {})
+    [bad] = [p for p in json.loads(done.stdout)["problems"] if p["code"] == "SCHEDULE_INVALID"]
+    assert len(bad["message"]) < 1000 and "more characters" in bad["message"], bad["message"][:300]
+    done = croft(root, ["run", "x" * 100_000, "--json"], {})
+    [unknown] = json.loads(done.stdout)["problems"]
+    assert unknown["code"] == "UNKNOWN_ASSET" and len(unknown["message"]) < 1000
+    assert len(done.stdout) < 10_000

@@ -195,3 +195,34 @@ def test_the_environment_page_has_every_croft_variable_the_code_reads():
     text = topics()["environment"].read_text()
     missing = sorted(n for n in names if f"`{n}`" not in text)
     assert not missing, f"docs/environment.md does not describe {missing}"
+
+
+def test_the_environment_table_is_the_knobs_table():
+    """One table of knobs in the code (``core.knobs``), one in the docs: same names, same order, and each
+    row gives the range the code enforces."""
+    from croft.core.knobs import KNOBS
+
+    text = topics()["environment"].read_text()
+    rows = re.findall(r"^\| `(CROFT_[A-Z_]+)` \| .+? \| (.+?) \| .+? \|$", text, re.M)
+    assert [name for name, _ in rows] == list(KNOBS)
+    for name, values in rows:
+        assert values == KNOBS[name].rule(), name
+
+
+def test_every_range_croft_enforces_is_in_the_docs_as_it_enforces_it():
+    """rules.BOUNDS is the one table of the numbers croft reads; each range is written in the page that
+    documents its option, in the words the error uses."""
+    from croft.project.rules import BOUNDS
+
+    pages = {
+        "history.keepDays": "configuration",
+        "maxRuntime": "configuration",
+        "max_runtime": "assets",
+        "timeout": "assets",
+        "retries": "assets",
+        "lookback": "assets",
+        "pause": "commands",
+    }
+    assert set(pages) == set(BOUNDS)
+    for option, page in pages.items():
+        assert BOUNDS[option].words() in topics()[page].read_text(), (option, page)

@@ -1,8 +1,10 @@
 """End to end against a real cron daemon: schedule on writes the line, cron runs `croft tick --all`
 within the minute, the heartbeat arrives within 70 s, the due ingest (approved by a run by hand first,
 since the scheduler never runs code nobody ran) runs as a scheduled run against a local HTTP API, and
-schedule off removes the line while an unrelated line stays byte for byte. Paths contain spaces (and a
-%, which cron would otherwise eat).
+schedule off removes the line while an unrelated line stays byte for byte. Every path (the interpreter,
+CROFT_HOME, the project) lies under a folder named ``back\\slash\\%`` with spaces: cron cuts a command at
+an unescaped ``%``, and its ``\\%`` escape fails right after a backslash, so a line that was not quoted
+for cron would run a cut command and no tick would ever come.
 
 CROFT_NOW cannot move the cron daemon's clock, so the ingest runs "every minute": due at real time at the
 first tick after the run by hand.
@@ -22,24 +24,18 @@ daemon, runs of this test (from any checkout) take turns through a lock file.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
-import pwd
-import secrets
 import shutil
-import signal
 import sqlite3
 import subprocess
-import sys
-import sysconfig
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from httpserver import TestServer, serve
+from userkit import User, add_user, cannot, python_for, remove_user
 from waiting import wait_for
 
 from croft.scheduler.jobs.crontab import cron_daemon_running
@@ -79,103 +75,12 @@ def _pid_in(path: Path) -> int | None:
         return None
 
 
-def _cannot(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run the real-cron test: {reason}")
-    pytest.skip(reason)
-
-
-@dataclass(frozen=True)
-class User:
-    """The throwaway user: runs commands as itself, with its own minimal environment."""
-
-    name: str
-    uid: int
-    gid: int
-    home: Path
-
-    def env(self, **extra: str) -> dict[str, str]:
-        base = {"HOME": str(self.home), "USER": self.name, "LOGNAME": self.name, "PATH": SYSTEM_PATH}
-        return base | {"LANG": os.environ.get("LANG", "C.UTF-8")} | extra
-
-    def run(
-        self,
-        argv: list[str],
-        cwd: Path | None = None,
-        env: dict[str, str] | None = None,
-        timeout: float = 200,
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            argv,
-            cwd=cwd or self.home,
-            env=env or self.env(),
-            user=self.uid,
-            group=self.gid,
-            extra_groups=[],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-
-    def give(self, path: Path) -> None:
-        """Make ``path`` and everything under it this user's."""
-        for folder, dirs, files in os.walk(path):
-            for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
-                os.chown(name, self.uid, self.gid, follow_symlinks=False)
-
-    def processes(self) -> list[int]:
-        """The pids of this user's live processes (a zombie is only waiting for its parent to read it)."""
-        mine = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    fields = dict(
-                        line.split(":", 1)
-                        for line in (entry / "status").read_text().splitlines()
-                        if ":" in line
-                    )
-                except OSError:
-                    continue  # ended meanwhile
-                if str(self.uid) in fields["Uid"].split() and not fields["State"].strip().startswith("Z"):
-                    mine.append(int(entry.name))
-        return mine
-
-
-def _add_user() -> User:
-    name = f"croft-e2e-{os.getpid()}-{secrets.token_hex(2)}"
-    subprocess.run(
-        ["useradd", "--create-home", "--user-group", "--shell", "/usr/sbin/nologin", name],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    entry = pwd.getpwnam(name)
-    return User(name, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir))
-
-
-def _remove_user(user: User) -> None:
-    """The user gone with all it left: no job cron could start, no process, no crontab, no home."""
-    subprocess.run(["usermod", "--expiredate", "1", user.name], capture_output=True, check=False)
-    subprocess.run(["crontab", "-u", user.name, "-r"], capture_output=True, check=False)
-
-    def ended() -> bool:
-        for pid in user.processes():  # a tick or scheduled run cron started as this user
-            with contextlib.suppress(ProcessLookupError):  # ended meanwhile
-                os.kill(pid, signal.SIGKILL)
-        return not user.processes()
-
-    wait_for(ended, f"the processes of {user.name} to end", timeout=30)
-    # --force: a zombie of the user's, not yet read by its parent, would otherwise keep the user
-    gone = subprocess.run(["userdel", "--force", "--remove", user.name], capture_output=True, text=True)
-    assert gone.returncode == 0, f"userdel {user.name}: {gone.stderr}"
-
-
 @pytest.fixture
 def cron_user() -> Iterator[User]:
     """A fresh unix user, and a cron daemon running; both undone afterwards."""
     reason = _why_not()
     if reason:
-        _cannot(reason)
+        cannot(reason)
     turns = open(TURNS, "a")  # noqa: SIM115 (held for the whole test, closed below)
     fcntl.flock(turns, fcntl.LOCK_EX)
     started = None
@@ -190,53 +95,15 @@ def cron_user() -> Iterator[User]:
                 f"cron -f (pid {daemon.pid}) to write {CRON_PIDFILE}",
             )
             assert started.poll() is None, "cron -f exited at once"
-        user = _add_user()
+        user = add_user()
         yield user
     finally:
         if user is not None:
-            _remove_user(user)
+            remove_user(user)
         if started is not None:
             started.terminate()
             started.wait(timeout=10)
         turns.close()
-
-
-def _python_for(user: User, where: Path) -> Path:
-    """An interpreter path with a space in it that ``user`` may run and that imports the croft under test."""
-    link = where / "venv link"
-    try:
-        inside = Path(sys.executable).relative_to(sys.prefix)
-    except ValueError:
-        inside = None
-    if inside is not None:
-        link.symlink_to(sys.prefix)  # the suite's own interpreter, which still finds its venv through it
-        try:
-            usable = user.run([str(link / inside), "-c", "import croft"]).returncode == 0
-        except PermissionError:  # the interpreter itself is out of the user's reach
-            usable = False
-        if usable:
-            return link / inside
-        link.unlink()
-    # The suite's interpreter is out of the user's reach (a pyenv under /root, say): a venv of the user's
-    # own on the system's python of the same version, with the suite's packages on its path.
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    base = shutil.which(version, path=SYSTEM_PATH)
-    if base is None:
-        _cannot(f"the user cannot run {sys.executable}, and there is no {version} in {SYSTEM_PATH}")
-    made = user.run([str(base), "-m", "venv", "--without-pip", str(link)])
-    if made.returncode != 0:
-        _cannot(f"{base} -m venv failed for the throwaway user: {made.stderr.strip()}")
-    python = link / "bin" / "python"
-    asked = user.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-    assert asked.returncode == 0, asked.stderr
-    ours = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
-    (Path(asked.stdout.strip()) / "croft-under-test.pth").write_text(
-        "".join(f"import site; site.addsitedir({folder!r})\n" for folder in ours)
-    )
-    imports = user.run([str(python), "-c", "import croft, crontab, httpx"])
-    if imports.returncode != 0:
-        _cannot(f"the throwaway user cannot import croft from {', '.join(ours)}: {imports.stderr.strip()}")
-    return python
 
 
 def _scheduled_runs(project: Path) -> list[tuple[str, str]]:
@@ -259,7 +126,7 @@ def _crontab(user: User) -> str:
     return listed.stdout
 
 
-def test_real_cron_ticks_the_project_runs_the_due_ingest_and_off_keeps_the_other_lines(
+def test_real_cron_ticks_a_project_under_a_backslash_percent_path_and_off_keeps_the_other_lines(
     cron_user: User,
 ) -> None:
     with serve() as server:
@@ -274,7 +141,7 @@ def _journey(http_server: TestServer, user: User) -> None:
         return 200, {}, [{"id": 1, "call": len(served)}, {"id": 2, "call": len(served)}]
 
     http_server.route("GET", "/items", items)
-    base = user.home / "e2e dir"
+    base = user.home / "e2e dir back\\slash\\%"
     base.mkdir()
     home = base / "croft home 100%"
     project = base / "my project"
@@ -283,7 +150,7 @@ def _journey(http_server: TestServer, user: User) -> None:
     (project / "assets").mkdir()
     (project / "assets" / "orders.py").write_text(INGEST.format(url=http_server.url("/items")))
     user.give(base)
-    python = _python_for(user, base)
+    python = python_for(user, base)
     label = f"dev.croft.e2e{os.getpid()}"
     env = user.env(CROFT_HOME=str(home), CROFT_JOB_LABEL=label, CROFT_NOTIFY_DRY="1")
 
@@ -303,7 +170,8 @@ def _journey(http_server: TestServer, user: User) -> None:
     assert data["job"]["backend"] == "crontab" and data["job"]["python"] == str(python)
     written = _crontab(user)
     assert written.startswith(table) and f"# croft:{label}" in written
-    assert "\\%" in written  # the % in CROFT_HOME is escaped for cron
+    ours = next(x for x in written.splitlines() if x.endswith(f"# croft:{label}"))
+    assert "\\%" in ours and "\\\\%" not in ours  # every % escaped for cron, none right after a backslash
     log = home / "logs" / "tick.log"
 
     def logged() -> str:

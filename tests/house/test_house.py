@@ -46,3 +46,39 @@ def test_only_core_sqlitefile_opens_a_sqlite_file() -> None:
                 )
                 calls.append((str(path.relative_to(CROFT)), memory))
     assert [c for c in calls if not c[1]] == [("core/sqlitefile.py", False)]
+
+
+def test_every_length_of_time_a_message_gives_is_said_by_duration_words() -> None:
+    """ctx.http's Retry-After hint and SCHEDULER_STALE say a length the one way (the ceiling's TIMEOUT,
+    the wake line and the registry's lock say it too; their own tests read the words)."""
+    from datetime import UTC, datetime, timedelta
+    from pathlib import Path
+
+    import httpx
+
+    from croft.core.clock import to_iso
+    from croft.core.duration import words
+    from croft.engine.http import status_error
+    from croft.scheduler.control.diagnosis import stale_problem
+    from croft.scheduler.jobs.health import Link
+    from croft.scheduler.setting import Scheduling
+
+    response = httpx.Response(429, request=httpx.Request("GET", "http://example.test/"))
+    hint = status_error(
+        "GET", "http://example.test/", response, attempts=3, retry_after=5400, max_retry_after=300
+    )
+    assert (
+        f"wait {words(5400)} before" in hint.problem.hint
+        and f"the {words(300)} croft waits" in hint.problem.hint
+    )
+
+    now = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+    beat = to_iso(now - timedelta(hours=7, minutes=12))
+    setting = Scheduling(state="on", via="os-job", since="2026-06-01T00:00:00.000Z")
+    link = Link.broken(
+        "OS job", "the per-user scheduler job is not installed", "job_missing", "croft schedule on"
+    )
+    stale = stale_problem(setting, beat, now, link, Path("/h/logs/tick.log"), [])
+    assert f"has not ticked for {words(7 * 3600 + 12 * 60)}" in stale.message
+    waited = stale_problem(setting, None, now, link, Path("/h/logs/tick.log"), [], waited_ms=300)
+    assert f"within {words(0.3)} of turning" in waited.message

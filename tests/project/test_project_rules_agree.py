@@ -133,3 +133,47 @@ def test_validate_reports_every_refusal_the_engine_would_make(key, write, increm
     reported = {p.code for p in (*facts.problems, *static_problems(facts)) if p.severity == "error"}
     refused = engine_refusals(key, write, incremental, checks)
     assert refused <= reported, (text, refused, reported)
+
+
+# -- numbers in croft.json: each has a range in the one table (rules.BOUNDS), checked by validate and run ----
+
+OK_INGEST = """
+from croft import ingest
+
+
+@ingest(key="id")
+def rows(ctx):
+    yield {"id": 1}
+"""
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        ({"history": {"keepDays": 999999}}, "history.keepDays"),
+        ({"history": {"keepDays": 1e30}}, "history.keepDays"),
+        ({"history": {"keepDays": 0}}, "history.keepDays"),
+        ({"maxRuntime": "9999 days"}, "maxRuntime"),
+        ({"maxRuntime": 1e30}, "maxRuntime"),
+    ],
+)
+def test_numbers_in_croft_json_outside_their_range_are_refused_by_validate_and_run(make_project, config, key):
+    """keepDays 999999 once passed validate, then every run ended INTERNAL_ERROR (OverflowError in the
+    prune); now validate and the run both refuse it as CONFIG_INVALID naming the key, and nothing runs."""
+    root = make_project({"assets/orders.py": OK_INGEST}, **config)
+    for command in ("validate", "run", "status"):
+        code, envelope = croft(root, command)
+        assert code == 2 and not envelope["ok"], (command, envelope)
+        [bad] = [p for p in envelope["problems"] if p["code"] == "CONFIG_INVALID"]
+        assert bad["details"]["key"] == key and "from" in bad["message"], bad
+    assert not (root / "warehouse.sqlite").exists()
+
+
+def test_the_largest_keep_days_still_runs_and_prunes(make_project):
+    """The top of the range is usable: the run and its prune work with it (no overflow)."""
+    from croft.project.rules import BOUNDS
+
+    top = int(BOUNDS["history.keepDays"].high)
+    root = make_project({"assets/orders.py": OK_INGEST}, history={"keepDays": top})
+    code, envelope = croft(root, "run")
+    assert code == 0 and envelope["data"]["status"] == "succeeded", envelope

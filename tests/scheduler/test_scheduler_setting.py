@@ -68,5 +68,24 @@ def test_file_reader_never_creates_the_history(tmp_path) -> None:
     write_scheduling(conn, "on", NOON, via="os-job")
     conn.close()
     assert read_scheduling_file(state).state == "on"
-    (state / "runs.sqlite").write_bytes(b"not a database at all, not even close")
+    (state / "runs.sqlite").write_bytes(b"")  # an empty database: nothing recorded, so off
     assert read_scheduling_file(state) == Scheduling()
+
+
+def test_a_history_that_cannot_be_read_is_its_problem_never_off(tmp_path) -> None:
+    """A broken runs.sqlite once read as "scheduling is off" (ok: true) everywhere but croft status."""
+    import pytest
+
+    from croft.core.problems import CroftError
+
+    state = tmp_path / ".croft"
+    conn = open_history(state)
+    write_scheduling(conn, "on", NOON, via="os-job")
+    conn.close()
+    path = state / "runs.sqlite"
+    path.write_bytes(b"not a database at all, not even close" * 200)
+    with pytest.raises(CroftError) as caught:
+        read_scheduling_file(state)
+    assert caught.value.code == "HISTORY_CORRUPT"
+    assert str(path) in caught.value.problem.message
+    assert caught.value.problem.fix["command"].startswith("mv ")

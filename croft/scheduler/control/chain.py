@@ -6,10 +6,11 @@ the very words doctor shows for it, so the two never disagree. Nothing here look
 ``gather`` collects the facts (so each link is tested by value), and the job backend decides its own
 links (``Backend.health``: the cron daemon, linger), which arrive here ready made.
 
-registry (readable, the project in it) -> OS job (installed, loaded) -> the interpreter it runs -> the
-tick log's folder -> the backend's own links -> croft serve (for ``--no-os-job`` projects) -> each project
-(there, not in a folder macOS hides from background jobs, ticking). A project that is quiet while every
-link above it holds gets its cause from the tick log's tail.
+registry (readable, the project in it) -> permissions (CROFT_HOME and its files this user's alone) -> OS
+job (installed, loaded) -> the interpreter it runs -> the tick log's folder -> the backend's own links ->
+croft serve (for ``--no-os-job`` projects) -> each project (there, trusted, not in a folder macOS hides
+from background jobs, ticking). A project that is quiet while every link above it holds gets its cause
+from the tick log's tail.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import re
 import sys
 from dataclasses import dataclass
 
+from croft.core.problems import Problem
+from croft.core.trust import Unsafe
 from croft.scheduler.jobs.base import SERVE_FALLBACK, JobState
 from croft.scheduler.jobs.health import Link
 
@@ -26,6 +29,7 @@ __all__ = [
     "PROTECTED_FOLDERS",
     "REINSTALL",
     "SERVE",
+    "UNSAFE",
     "Chain",
     "Interpreter",
     "Place",
@@ -61,6 +65,9 @@ class Place:
     last_tick: str | None = None
     presence: str = "present"  # registry.presence: present / gone / missing / unknown
     presence_why: str = ""
+    unsafe: Unsafe | None = None  # user.trusted.project_unsafe: the part croft does not trust
+    ahead: str | None = None  # its last mark, when that is far ahead of the clock (heartbeat.ahead_of)
+    troubles: tuple[Problem, ...] = ()  # what stops it, first things first (control.troubles.look)
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,11 @@ class Chain:
     registry: str = "projects.json"  # the registry file
     entries: int = 0
     registry_error: tuple[str, str | None] | None = None  # (message, fix) when it cannot be read
+    registry_notes: tuple[str, ...] = ()  # what reading it repaired (restored from its last good copy)
+    home_unsafe: Unsafe | None = None  # user.trusted.home_unsafe: CROFT_HOME's part croft does not trust
+    home: str = "~/.croft"  # croft's per-user folder
+    home_trouble: Problem | None = None  # why it cannot take a write (core.disk.folder_problem)
+    job_note: str | None = None  # what reading the job record repaired (jobs.record.installed_job)
     job: JobState | None = None  # what the recorded backend says; None when no job is recorded
     backend_links: tuple[Link, ...] = ()  # Backend.health() of the installed job
     interpreter: Interpreter | None = None
@@ -97,7 +109,7 @@ def links(chain: Chain) -> list[Link]:
     jobs = _job_links(chain) if any(p.via == "os-job" for p in chain.places) else [_NO_JOB_NEEDED]
     serve = [_serve_link(chain)] if any(p.via == "serve" for p in chain.places) else []
     projects = [_project_link(chain, p, _upstream(chain, p, jobs, serve)) for p in chain.places]
-    return [_registry_link(chain), *jobs, *serve, *projects]
+    return [_registry_link(chain), _permissions_link(chain), _home_link(chain), *jobs, *serve, *projects]
 
 
 def diagnose(chain: Chain) -> Link:
@@ -129,17 +141,24 @@ def privacy_words(folder: str | None, python: str | None) -> str:
 def _registry_link(chain: Chain) -> Link:
     if chain.registry_error is not None:
         message, fix = chain.registry_error
-        return Link.broken("registry", message, "registry_unreadable", fix)
+        return Link.broken("registry", message, "registry_unreadable", fix, code="CONFIG_INVALID")
     for place in chain.places:
         wrong = _registration(chain, place)
         if wrong is not None:
             return wrong
-    return Link.holds("registry", f"{chain.registry}: {chain.entries} project(s)")
+    said = "".join(f"; {note}" for note in chain.registry_notes)
+    return Link.holds("registry", f"{chain.registry}: {chain.entries} project(s){said}")
 
 
 def _registration(chain: Chain, place: Place) -> Link | None:
-    """Broken when the project should tick but the one who ticks it does not list it that way."""
-    if place.state == "off" or place.via not in _TICKERS or place.registered_via == place.via:
+    """Broken when the project should tick but the one who ticks it does not list it that way, or when the
+    registry lists it to tick but its own setting says off (both directions agree, or doctor says so)."""
+    if place.state == "off":
+        lost = _trouble(place, "setting_lost")
+        if lost is None:
+            return None
+        return Link.broken("registry", lost.message, "setting_lost", (lost.fix or {}).get("command"))
+    if place.via not in _TICKERS or place.registered_via == place.via:
         return None
     if place.registered_via is None:
         where = f"is not in the per-user registry {chain.registry}"
@@ -153,6 +172,40 @@ def _registration(chain: Chain, place: Place) -> Link | None:
     )
 
 
+def _trouble(place: Place, cause: str) -> Problem | None:
+    return next((t for t in place.troubles if (t.details or {}).get("cause") == cause), None)
+
+
+# -- croft's home ------------------------------------------------------------------------------------
+
+
+def _home_link(chain: Chain) -> Link:
+    """Croft's per-user folder holds the registry, the tick log and the slots every tick takes."""
+    found = chain.home_trouble
+    if found is None:
+        return Link.holds("croft home", f"{chain.home} can take writes")
+    cause = "home_full" if found.code == "DISK_FULL" else "home_unwritable"
+    return Link.broken("croft home", found.message, cause, (found.fix or {}).get("command"), code=found.code)
+
+
+# -- permissions -----------------------------------------------------------------------------------
+
+UNSAFE = "unsafe_permissions"
+
+
+def _permissions_link(chain: Chain) -> Link:
+    found = chain.home_unsafe
+    if found is None:
+        return Link.holds("permissions", "CROFT_HOME and its files are yours, and no one else can write them")
+    return Link.broken(
+        "permissions",
+        f"croft does not trust {found.path}: {found.why}, so the scheduler does nothing for this user",
+        UNSAFE,
+        found.fix,
+        code="UNSAFE_PERMISSIONS",
+    )
+
+
 # -- the OS job ------------------------------------------------------------------------------------
 
 _NO_JOB_NEEDED = Link.holds("OS job", "no registered project ticks through an OS job, so none is needed")
@@ -161,12 +214,10 @@ _NO_JOB_NEEDED = Link.holds("OS job", "no registered project ticks through an OS
 def _job_links(chain: Chain) -> list[Link]:
     job = chain.job
     if job is None:
+        why = chain.job_note or "croft has no record of one"
         return [
             Link.broken(
-                "OS job",
-                "the per-user scheduler job is not installed: croft has no record of one",
-                "job_missing",
-                REINSTALL,
+                "OS job", f"the per-user scheduler job is not installed: {why}", "job_missing", REINSTALL
             )
         ]
     if not job.installed:
@@ -176,7 +227,8 @@ def _job_links(chain: Chain) -> list[Link]:
                 "OS job", f"the {job.backend} job {job.label} is missing{notes}", "job_missing", REINSTALL
             )
         ]
-    out = [Link.holds("OS job", f"{job.backend} job {job.label} at {job.location}")]
+    noted = f" ({chain.job_note})" if chain.job_note else ""
+    out = [Link.holds("OS job", f"{job.backend} job {job.label} at {job.location}{noted}")]
     if job.loaded is False:
         out.append(
             Link.broken(
@@ -237,6 +289,8 @@ def _upstream(chain: Chain, place: Place, jobs: list[Link], serve: list[Link]) -
     """The first broken link above this project that stops it ticking, or None."""
     if chain.registry_error is not None:
         return _registry_link(chain)
+    if chain.home_unsafe is not None:
+        return _permissions_link(chain)
     wrong = _registration(chain, place)
     if wrong is not None:
         return wrong
@@ -256,9 +310,24 @@ def _project_link(chain: Chain, place: Place, upstream: Link | None) -> Link:
         return Link.holds(name, f"unknown: {place.presence_why}")  # never pruned; croft cannot look
     if place.presence != "present":
         return Link.broken(name, f"{place.presence}: {place.presence_why}", "project_missing")
+    if place.unsafe is not None and place.state != "off":
+        found = place.unsafe
+        return Link.broken(
+            name,
+            f"not ticked: croft does not trust {found.path}: {found.why}",
+            UNSAFE,
+            found.fix,
+            code="UNSAFE_PERMISSIONS",
+        )
     folder = protected_folder(place.root + "/")
     if place.via == "os-job" and place.state != "off" and chain.platform == "darwin" and folder:
         return Link.broken(name, privacy_words(folder, _python(chain)), "privacy")
+    if place.troubles:  # its folder, its history, its failing tick, its lost setting: said before "quiet"
+        first = place.troubles[0]
+        cause = str((first.details or {}).get("cause") or "unknown")
+        inner = (first.details or {}).get("problem") or {}  # a failing tick's own problem, if that is it
+        code = first.code if first.code != "SCHEDULER_BROKEN" else inner.get("code")
+        return Link.broken(name, first.message, cause, (first.fix or {}).get("command"), code=code)
     if not place.quiet:
         return Link.holds(
             name, f"{place.state} via {place.via or '-'}, last tick {place.last_tick or 'never'}"
@@ -269,6 +338,14 @@ def _project_link(chain: Chain, place: Place, upstream: Link | None) -> Link:
             f"not ticking (last tick {place.last_tick or 'never'}) because the {upstream.check} check above fails",
             upstream.cause or "unknown",
             upstream.fix,
+        )
+    if place.ahead and place.state == "on":
+        return Link.broken(
+            name,
+            f"it was last heard of at {place.ahead}, ahead of the clock: the clock moved backwards (or"
+            " CROFT_NOW was set ahead), so croft cannot tell whether it still ticks; the next tick stamps"
+            " the time again",
+            "clock_backwards",
         )
     return _evidence(chain, place, name)
 

@@ -8,25 +8,27 @@ failure users do not notice.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from croft.core import clock
+from croft.core import clock, knobs
 from croft.core.clock import from_iso, to_iso
 from croft.core.duration import parse_seconds
 from croft.core.paths import croft_home, job_label
+from croft.core.private import make_dirs
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.result import Next, Result
+from croft.core.text import clip
 from croft.history.db import open_history
 from croft.history.state import put_setting
 from croft.project.config import Project
+from croft.project.rules import BOUNDS, bound_problem
 from croft.scheduler import heartbeat
 from croft.scheduler.control.catchup import catch_up
-from croft.scheduler.control.diagnosis import no_tick_problem, stale_warning
+from croft.scheduler.control.diagnosis import no_tick_problem, project_troubles, stale_warning, unsafe_warning
 from croft.scheduler.jobs import backends as jobs
 from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.jobs.base import SERVE_FALLBACK
@@ -44,6 +46,7 @@ from croft.scheduler.setting import (
 from croft.scheduler.tick.slots import queue_json
 from croft.scheduler.tick.view import asset_rows
 from croft.scheduler.user.registry import Registry, Via
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error
 
 __all__ = [
     "parse_pause_length",
@@ -53,36 +56,20 @@ __all__ = [
     "schedule_status",
 ]
 
-DEFAULT_WAIT_MS = 70_000
 ALREADY_TICKING = timedelta(minutes=2)
 Progress = Callable[[str], None]
 
 
 def parse_pause_length(text: str) -> timedelta:
     """``90m``, ``1h30m``, ``2 days``, ``1.5h``: at least a minute, at most a year."""
-    total = parse_seconds(text, bare_text=False)
-    if total is None or total < 60 or total > 365 * 86400:
+    why = bound_problem("pause", text)
+    if why:
         raise CroftError(
             "USAGE",
-            f'--for "{text}" is not a pause length',
-            "Give a length from 1 minute to 365 days, such as 90m, 1h30m, 2h or 2 days.",
+            f'--for "{clip(text)}" is not a pause length',
+            f"It {why}. Give {BOUNDS['pause'].words()}, such as 90m, 1h30m, 2h or 2 days.",
         )
-    return timedelta(seconds=total)
-
-
-def _env_ms(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise CroftError(
-            "USAGE",
-            f"{name}={raw!r} is not a number of milliseconds",
-            f"Set {name} to a whole number, or unset it.",
-        ) from None
-    return max(0, value)
+    return timedelta(seconds=parse_seconds(text, bare_text=False) or 60.0)
 
 
 def _open(project: Project) -> Any:
@@ -125,7 +112,7 @@ def _remove_job_if_unused(registry: Registry, runner: Runner | None, used_it: bo
 
 
 def _scheduling_json(project: Project, setting: Scheduling, now: datetime) -> dict[str, Any]:
-    beat = heartbeat.last_heartbeat(project.config.state_dir)
+    beat = heartbeat.last_heartbeat(project.config.state_dir, now)
     out: dict[str, Any] = {
         "state": effective_state(setting, now),
         "via": setting.via,
@@ -151,7 +138,8 @@ def _registry_json(registry: Registry, root: Path) -> dict[str, Any]:
 
 
 def _assets(project: Project, now: datetime) -> tuple[list[dict[str, Any]], list[Next]]:
-
+    """The asset rows (``tick.view.asset_rows``, the tick's own decision) and the commands that release
+    what is held."""
     rows = asset_rows(project, now)
     releases: dict[str, str] = {}
     for r in rows:
@@ -163,6 +151,11 @@ def _assets(project: Project, now: datetime) -> tuple[list[dict[str, Any]], list
     return rows, nexts
 
 
+def _never_fires(rows: list[dict[str, Any]]) -> list[Problem]:
+    """SCHEDULE_INVALID warnings for the ingests whose schedule never fires (the rows carry the tick's own)."""
+    return [Problem.from_dict(r["invalid"]) for r in rows if r.get("invalid")]
+
+
 def _wait_for_heartbeat(
     project: Project, start: datetime, wait_ms: int, progress: Progress | None
 ) -> int | None:
@@ -172,9 +165,9 @@ def _wait_for_heartbeat(
     said = 0
     mark = to_iso(start)
     while True:
-        beat = heartbeat.last_heartbeat(project.config.state_dir)
+        beat = heartbeat.last_heartbeat(project.config.state_dir, start)
         waited = int((time.monotonic() - began) * 1000)
-        if beat is not None and beat >= mark:
+        if beat is not None and beat >= mark and not heartbeat.ahead_of(beat, start):
             return waited
         if waited >= wait_ms:
             return None
@@ -195,8 +188,15 @@ def schedule_on(
 
     now = clock.now()
     root = project.root
+    # the scheduler would refuse these every minute: say so now, having written nothing
+    unsafe = home_unsafe(croft_home())
+    if unsafe is not None:
+        raise unsafe_error(unsafe)
+    unsafe = project_unsafe(str(root), project.config.state_dir)
+    if unsafe is not None:
+        raise unsafe_error(unsafe, project=str(root))
     registry = Registry()
-    wait_ms = _env_ms("CROFT_HEARTBEAT_WAIT_MS", DEFAULT_WAIT_MS)
+    wait_ms: int = knobs.value("CROFT_HEARTBEAT_WAIT_MS")
     before = read_scheduling_file(project.config.state_dir)
     before_entry = registry.find(root)
     via: Via = "serve" if no_os_job else "os-job"
@@ -209,7 +209,7 @@ def schedule_on(
             spec = job_spec()
             _check_interpreter(spec.python)
             # The job's shell opens the log before croft runs: a missing folder would fail it silently.
-            Path(spec.log).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_dirs(Path(spec.log).parent)
             backend = jobs.backend(backend_name, runner)
             previous = installed_backend(runner)
             job_changed = backend.install(spec)
@@ -252,8 +252,10 @@ def schedule_on(
     first_tick: dict[str, Any] | None = None
     job: InstalledJob | None = None
     if not no_os_job:
-        beat = heartbeat.last_heartbeat(project.config.state_dir)
-        fresh = beat is not None and now - from_iso(beat) <= ALREADY_TICKING
+        beat = heartbeat.last_heartbeat(project.config.state_dir, now)
+        fresh = (
+            beat is not None and not heartbeat.ahead_of(beat, now) and now - from_iso(beat) <= ALREADY_TICKING
+        )
         if before.state == "on" and before.via == "os-job" and not job_changed and fresh:
             first_tick = {"ok": True, "alreadyTicking": True, "waitedMs": 0}
         else:
@@ -261,7 +263,7 @@ def schedule_on(
             first_tick = {"ok": waited is not None, "alreadyTicking": False, "waitedMs": waited or wait_ms}
             if waited is None:
                 job = installed_job(runner)
-                problems.append(no_tick_problem(project, setting, now, wait_ms, runner, job=job))
+                problems.append(no_tick_problem(project, setting, now, wait_ms, job))
     nexts: list[Next] = []
     data = _data("on", project, setting, registry, job or installed_job(runner), clock.now())
     if no_os_job:
@@ -269,6 +271,7 @@ def schedule_on(
     try:
         data["assets"], more = _assets(project, clock.now())
         nexts += more
+        problems += _never_fires(data["assets"])
     except CroftError as exc:
         data["assets"], data["assetsUnavailable"] = [], True
         problems.append(exc.problem.with_(severity="warning"))
@@ -298,7 +301,11 @@ def schedule_off(project: Project, *, runner: Runner | None = None) -> Result:
     now = clock.now()
     registry = Registry()
     before_entry = registry.find(project.root)
-    setting = _write(project, "off", now)
+    unsafe = project_unsafe(str(project.root), project.config.state_dir)
+    if unsafe is not None and unsafe.theirs:
+        setting = read_scheduling_file(project.config.state_dir)  # another user's: nothing is written into it
+    else:
+        setting = _write(project, "off", now)
     registry.remove(project.root)
     registry.prune(now)
     problems = _remove_job_if_unused(
@@ -330,10 +337,15 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
     job = installed_job(runner)  # read once: the status shows it, and the stale warning checks it
     data = _data("status", project, setting, registry, job, now)
     problems: list[Problem] = []
+    unsafe = unsafe_warning(project, now)
+    if unsafe:
+        problems.append(unsafe)
+    problems += project_troubles(project, now)  # its folder, its history, a failing tick, a lost setting
     warning = stale_warning(project, runner, now, job=job)
     if warning:
         problems.append(warning)
     data["assets"], nexts = _assets(project, now)
+    problems += _never_fires(data["assets"])
     problems += _queue(project, data, now)
     if effective_state(setting, now) == "off":
         nexts.insert(0, Next("croft schedule on", "let the scheduler run this project's ingests"))
@@ -349,10 +361,11 @@ def _queue(project: Project, data: dict[str, Any], now: datetime) -> list[Proble
     why = data["queue"].pop("capProblem", None)
     if not why:
         return []
-    if why.startswith("CROFT_MAX_SCHEDULED_RUNS"):
-        hint = "set CROFT_MAX_SCHEDULED_RUNS to a whole number of at least 1, or unset it"
-    else:
-        hint = f"set maxScheduledRuns in {croft_home() / 'config.json'} to a whole number of at least 1"
+    knob = knobs.KNOBS["CROFT_MAX_SCHEDULED_RUNS"]
+    hint = (
+        f"set maxScheduledRuns in {croft_home() / 'config.json'} to a whole number from {knob.low:g}"
+        f" to {knob.high:g}, or remove it (the default is 2)"
+    )
     return [problem("CONFIG_INVALID", f"the cap on scheduled runs: {why}", hint, severity="warning")]
 
 

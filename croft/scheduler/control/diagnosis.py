@@ -17,18 +17,21 @@ from zoneinfo import ZoneInfo
 from croft.core import clock
 from croft.core.clock import from_iso, to_iso
 from croft.core.duration import words
-from croft.core.problems import Problem, problem
+from croft.core.problems import CroftError, Problem, problem
 from croft.project.config import Project
 from croft.scheduler import heartbeat
-from croft.scheduler.heartbeat import quiet_since
-from croft.scheduler.setting import Scheduling, read_scheduling_file
+from croft.scheduler.control.troubles import look
+from croft.scheduler.heartbeat import ahead_of, quiet_since
+from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
+from croft.scheduler.user.registry import Registry
+from croft.scheduler.user.trusted import unsafe_problem
 
 if TYPE_CHECKING:
     from croft.scheduler.jobs.health import Link
     from croft.scheduler.jobs.oscmd import Runner
     from croft.scheduler.jobs.record import InstalledJob
 
-__all__ = ["no_tick_problem", "stale_problem", "stale_warning"]
+__all__ = ["no_tick_problem", "project_troubles", "stale_problem", "stale_warning", "unsafe_warning"]
 
 
 def stale_problem(
@@ -47,6 +50,18 @@ def stale_problem(
     quiet_ms = None if quiet is None else int((now - from_iso(quiet)).total_seconds() * 1000)
     if waited_ms is not None:
         head = f"no scheduler tick arrived within {words(waited_ms / 1000)} of turning scheduling on"
+    elif quiet is not None and ahead_of(quiet, now):
+        head = (
+            f"the scheduler was last heard of at {when(from_iso(quiet))},"
+            f" {words(-(quiet_ms or 0) / 1000)} ahead of the clock"
+        )
+    elif heartbeat and ahead_of(heartbeat, now):
+        quiet_for = f"for {words((quiet_ms or 0) / 1000)}" if quiet is not None else "at all"
+        head = (
+            f"the scheduler has not ticked {quiet_for}: its last tick is stamped {when(from_iso(heartbeat))},"
+            " ahead of the clock (the clock moved backwards, or CROFT_NOW was set ahead), which counts for"
+            " nothing"
+        )
     elif heartbeat:
         head = f"the scheduler has not ticked for {words((quiet_ms or 0) / 1000)} (last tick {when(from_iso(heartbeat))})"
     elif quiet is not None:
@@ -121,20 +136,48 @@ def stale_warning(
     answer the command already read, so it is read once)."""
     now = now or clock.now()
     setting = read_scheduling_file(project.config.state_dir)
-    beat = heartbeat.last_heartbeat(project.config.state_dir)
+    beat = heartbeat.last_heartbeat(project.config.state_dir, now)
     if not heartbeat.is_stale(setting, beat, now):
         return None
     return _problem(project, setting, beat, now, runner, job)
 
 
+def project_troubles(project: Project, now: datetime | None = None) -> list[Problem]:
+    """What stops this project's scheduling (``control.troubles.look``: its state folder, its history, a
+    failing tick, a registry entry its setting has lost), for ``croft status`` and ``schedule status``."""
+    try:
+        entry = Registry().find(project.root)
+    except CroftError:
+        entry = None  # an unreadable registry is doctor's link (and the stale warning's first cause)
+    seen = look(str(project.root), project.config.state_dir, now or clock.now(), entry.via if entry else None)
+    return seen.problems
+
+
+def unsafe_warning(project: Project, now: datetime | None = None) -> Problem | None:
+    """UNSAFE_PERMISSIONS for ``croft status`` / ``schedule status`` when the scheduler would skip this
+    project (or do nothing at all) because of whom its files or CROFT_HOME's belong to and who may write
+    them: the broken permission link of doctor's chain, in its words, with its fix. Costs a few ``stat``
+    calls, so it is asked every time scheduling is on, stale or not."""
+    now = now or clock.now()
+    setting = read_scheduling_file(project.config.state_dir)
+    if effective_state(setting, now) == "off":
+        return None
+    # lazy, both: the chain's modules load the OS job backends, which a project that is off never needs
+    from croft.scheduler.control.chain import UNSAFE, links
+    from croft.scheduler.control.gather import permissions_chain
+
+    chain = permissions_chain(project, setting, now)
+    broken = next((link for link in links(chain) if not link.ok and link.cause == UNSAFE), None)
+    unsafe = chain.home_unsafe or chain.places[0].unsafe
+    if broken is None or unsafe is None:
+        return None
+    where = None if chain.home_unsafe else str(project.root)
+    return unsafe_problem(unsafe, severity="warning", project=where).with_(message=broken.detail)
+
+
 def no_tick_problem(
-    project: Project,
-    setting: Scheduling,
-    started: datetime,
-    waited_ms: int,
-    runner: Runner | None = None,
-    *,
-    job: InstalledJob | None = None,
+    project: Project, setting: Scheduling, started: datetime, waited_ms: int, job: InstalledJob
 ) -> Problem:
-    """SCHEDULER_STALE for ``croft schedule on`` when no tick came within its wait."""
-    return _problem(project, setting, None, started, runner, job, waited_ms=waited_ms)
+    """SCHEDULER_STALE for ``croft schedule on`` when no tick came within its wait (``job``: what the
+    command installed, read back once)."""
+    return _problem(project, setting, None, started, None, job, waited_ms=waited_ms)

@@ -7,13 +7,15 @@ only gathers them for every registered project (and the project doctor runs in) 
 from __future__ import annotations
 
 from croft.core import clock
+from croft.core.problems import Problem, problem
 from croft.core.result import Result
 from croft.project.config import Project
 from croft.scheduler.control.chain import links
 from croft.scheduler.control.gather import user_chain
+from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Runner
 
-__all__ = ["doctor"]
+__all__ = ["broken_problem", "doctor"]
 
 SHOWN_LOG_LINES = 5
 
@@ -27,4 +29,19 @@ def doctor(runner: Runner | None = None, project: Project | None = None) -> Resu
         "logFile": chain.log_file,
         "logTail": list(chain.log[-SHOWN_LOG_LINES:]),
     }
-    return Result(data=data, ok=ok, exit=0 if ok else 1)
+    problems = [broken_problem(c) for c in checks if not c.ok]  # a non-zero exit always says why
+    return Result(data=data, problems=problems, ok=ok, exit=0 if ok else 1)
+
+
+def broken_problem(link: Link) -> Problem:
+    """A broken link as the problem doctor reports it: its own code when it has one (DISK_FULL,
+    HISTORY_CORRUPT, CONFIG_INVALID...), else SCHEDULER_BROKEN, with doctor's words and its fix."""
+    fix = None if link.fix is None else {"kind": "command", "command": link.fix, "description": link.detail}
+    return problem(
+        link.code or "SCHEDULER_BROKEN",
+        f"{link.check}: {link.detail}",
+        "Scheduled ingests that depend on this link do not run until it is repaired"
+        + (": the fix does it." if fix else "; `croft docs scheduler` explains the chain."),
+        fix=fix,
+        details={"check": link.check, "cause": link.cause},
+    )

@@ -7,12 +7,13 @@ their spacing and drop what it does not understand. MAILTO and every other setti
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
 from croft.core.problems import CroftError
-from croft.scheduler.jobs.base import JobState, install_failed
+from croft.scheduler.jobs.base import JobState, install_failed, refuse_unholdable
 from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Completed, Runner, run
 from croft.scheduler.jobs.spec import JobSpec
@@ -22,6 +23,7 @@ __all__ = [
     "Crontab",
     "cron_daemon_link",
     "cron_daemon_running",
+    "cron_quote",
     "render_line",
     "splice",
     "tag",
@@ -35,29 +37,40 @@ def tag(label: str) -> str:
     return f"croft:{label}"
 
 
-def _no_newline(spec: JobSpec) -> None:
-    for value in (spec.python, spec.croft_home, spec.log):
-        if "\n" in value or "\r" in value:
-            raise CroftError(
-                "INSTALL_FAILED",
-                f"a crontab line cannot hold the path {value!r}: it contains a line break",
-                "Move croft or CROFT_HOME to a folder whose name has no line break.",
-                details={"job": "crontab", "path": value},
-            )
+def _holdable(char: str) -> bool:
+    """cron reads its table line by line: a line break would end our line in the middle of a path."""
+    return char not in "\n\r"
+
+
+def cron_quote(word: str) -> str:
+    """``word`` as one shell word that also survives cron and python-crontab unchanged.
+
+    Single quotes keep everything literal for sh, except two characters that matter before sh sees the
+    line: cron cuts the command at an unescaped ``%`` (and its ``\\%`` escape cannot follow a backslash
+    of the path: ``\\\\%`` still cuts), and python-crontab ends the command at whitespace followed by
+    ``#``. Each of those is therefore written ``'"%"'`` / ``'"#"'`` (out of the single quotes, inside
+    double quotes), so a backslash or a space never stands right before it."""
+    if word and _PLAIN.fullmatch(word):
+        return word
+    inner = word.replace("'", "'\"'\"'").replace("%", "'\"%\"'").replace("#", "'\"#\"'")
+    return f"'{inner}'"
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9@+=:,./_-]+")  # shlex's safe characters, less % (cron's)
 
 
 def tick_command(spec: JobSpec) -> str:
     """The shell command cron runs (before cron's own ``%`` escaping): env, interpreter, log redirect."""
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in spec.env().items())
-    argv = " ".join(shlex.quote(w) for w in spec.argv())
-    return f"{env} {argv} >> {shlex.quote(spec.log)} 2>&1"
+    env = " ".join(f"{k}={cron_quote(v)}" for k, v in spec.env().items())
+    argv = " ".join(cron_quote(w) for w in spec.argv())
+    return f"{env} {argv} >> {cron_quote(spec.log)} 2>&1"
 
 
 def render_line(spec: JobSpec) -> str:
     """``* * * * * <command> # croft:<label>``, rendered by python-crontab (which escapes ``%``)."""
     from crontab import CronTab  # lazy: python-crontab only when a line is written or read
 
-    _no_newline(spec)
+    refuse_unholdable("crontab", "a crontab line", spec, _holdable)
     job = CronTab(tab="").new(command=tick_command(spec), comment=tag(spec.label))
     job.setall("* * * * *")
     return str(job.render())
@@ -70,7 +83,7 @@ def is_ours(line: str, label: str) -> bool:
 def splice(table: str, line: str | None, label: str) -> str:
     """The table with our line put in (replacing the first of ours in place, dropping duplicates) or
     taken out (``line=None``). Every other line stays byte for byte. Pure."""
-    lines = table.splitlines(keepends=True)
+    lines = lines_of(table)
     while lines and _is_header(lines[0]):  # some `crontab -l` print these; writing them back stacks them
         lines.pop(0)
     out: list[str] = []
@@ -90,6 +103,13 @@ def splice(table: str, line: str | None, label: str) -> str:
     if text and not text.endswith("\n"):
         text += "\n"
     return text
+
+
+def lines_of(table: str) -> list[str]:
+    """The table's lines, each with its ``\\n``, split as cron splits them: at ``\\n`` only (``str.splitlines``
+    would also split at characters a path may hold, such as U+2028 or ``\\x1c``)."""
+    parts = table.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def _as_is(table: str) -> str:
@@ -163,7 +183,7 @@ class Crontab:
             table = self.read()
         except CroftError as exc:
             return JobState("crontab", label, False, None, notes=[exc.problem.message])
-        line = next((x for x in table.splitlines() if is_ours(x, label)), None)
+        line = next((x.rstrip("\n") for x in lines_of(table) if is_ours(x, label)), None)
         return JobState(
             "crontab",
             label,
@@ -186,7 +206,7 @@ def python_of(line: str) -> str | None:
     if not jobs:
         return None
     try:
-        words = shlex.split(str(jobs[0].command).replace("\\%", "%"))
+        words = shlex.split(str(jobs[0].command))  # python-crontab has undone the \% escapes
     except ValueError:
         return None
     return next((w for w in words if "=" not in w.split("/")[0]), None)

@@ -19,14 +19,17 @@ class Link:
     detail: str  # doctor's words, and the end of SCHEDULER_STALE's message when this is the first broken link
     cause: str | None = None  # SCHEDULER_STALE's ``details.cause`` when broken
     fix: str | None = None  # a command that repairs it, when croft knows one
+    code: str | None = None  # the problem code doctor reports it with (None: SCHEDULER_BROKEN)
 
     @classmethod
     def holds(cls, check: str, detail: str) -> Link:
         return cls(check, True, detail)
 
     @classmethod
-    def broken(cls, check: str, detail: str, cause: str, fix: str | None = None) -> Link:
-        return cls(check, False, detail, cause, fix)
+    def broken(
+        cls, check: str, detail: str, cause: str, fix: str | None = None, code: str | None = None
+    ) -> Link:
+        return cls(check, False, detail, cause, fix, code)
 
     def to_json(self) -> dict[str, Any]:
         """Doctor's shape; the cause code travels in SCHEDULER_STALE, not here."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from croft.core.paths import data_path
-from croft.scheduler.jobs.base import JobState, fill, install_failed
+from croft.scheduler.jobs.base import JobState, fill, install_failed, refuse_unholdable
 from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Completed, Runner, run
 from croft.scheduler.jobs.spec import JobSpec
@@ -25,7 +25,16 @@ _TRANSIENT_STATUS = (5, 17, 37)
 _TRANSIENT_WORDS = ("input/output error", "already", "in progress")
 
 
+def _holdable(char: str) -> bool:
+    """What a plist's ``<string>`` gives back exactly: XML 1.0 forbids the other control characters (and
+    U+FFFE, U+FFFF), and reads a carriage return back as a line feed; a line break is refused as in the
+    other job formats."""
+    code = ord(char)
+    return (code >= 0x20 or char == "\t") and code not in (0xFFFE, 0xFFFF)
+
+
 def render_plist(spec: JobSpec) -> str:
+    refuse_unholdable("launchd", "a launchd plist", spec, _holdable)
     template = data_path("launchd", "dev.croft.tick.plist").read_text(encoding="utf-8")
     return fill(
         template,

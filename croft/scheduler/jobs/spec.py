@@ -8,7 +8,6 @@ interpreter's absolute path and says when it looks temporary.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -17,12 +16,11 @@ from pathlib import Path
 
 from croft.core.children import child_env
 from croft.core.paths import croft_home, job_label
-from croft.core.problems import CroftError, Problem, problem
+from croft.core.problems import Problem, problem
 from croft.scheduler.ticklog import tick_log_path
 
 __all__ = ["JobSpec", "interpreter_imports_croft", "job_spec", "temporary_reason", "tick_log"]
 
-LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _TEMPORARY_PARTS = ("/.cache/", "/pip-build-env-", "/pipx/.cache/", "/uv/archive-", "/pytest-of-")
 
 
@@ -45,13 +43,7 @@ def tick_log(home: Path | None = None) -> Path:
 
 
 def job_spec(python: str | None = None) -> JobSpec:
-    label = job_label()
-    if not LABEL_PATTERN.fullmatch(label):
-        raise CroftError(
-            "USAGE",
-            f"CROFT_JOB_LABEL={label!r} is not a job label",
-            "Use letters, digits, '.', '_' or '-' (up to 128), starting with a letter or digit, or unset it.",
-        )
+    label = job_label()  # the label's rule is the knob's (core.knobs)
     home = croft_home()
     return JobSpec(
         label=label,

@@ -1,8 +1,9 @@
 """The systemd backend: a user timer + oneshot service pair in ``~/.config/systemd/user/``.
 
 Units are ``croft-tick.timer``/``.service`` for the default label and named after any other label
-(``CROFT_JOB_LABEL``), so a test's label never meets a real user's units. Values are quoted for systemd: double quotes with C escapes, ``%`` doubled (specifiers) and,
-on the ExecStart line, ``$`` doubled (variable expansion).
+(``CROFT_JOB_LABEL``), so a test's label never meets a real user's units. Values are quoted for
+systemd: double quotes with C escapes, ``%`` doubled (specifiers) and, on the ExecStart line, ``$``
+doubled (variable expansion); the log path (``StandardOutput=append:``) takes no quotes, only ``%%``.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from croft.core.paths import DEFAULT_LABEL, data_path
-from croft.core.problems import CroftError
-from croft.scheduler.jobs.base import JobState, fill, install_failed
+from croft.scheduler.jobs.base import JobState, fill, install_failed, refuse_unholdable
 from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Completed, Runner, run
 from croft.scheduler.jobs.spec import JobSpec
@@ -31,14 +31,15 @@ __all__ = [
 ]
 
 
+def _holdable(char: str) -> bool:
+    """A unit file is read line by line: a line break would end a setting in the middle of a path."""
+    return char not in "\n\r"
+
+
 def quote(value: str, *, exec_line: bool = False) -> str:
-    if any(c in value for c in "\n\r"):
-        raise CroftError(
-            "INSTALL_FAILED",
-            f"a systemd unit cannot hold the value {value!r}: it contains a line break",
-            "Move croft or CROFT_HOME to a folder whose name has no line break.",
-            details={"job": "systemd"},
-        )
+    """One double-quoted systemd word: C escapes for ``\\`` and ``"``, ``%`` doubled (specifiers) and, on
+    the ExecStart line, ``$`` doubled (variable expansion). Every other character is kept as it is, control
+    characters included (systemd hands them on unchanged; a line break is refused before this)."""
     out = value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
     if exec_line:
         out = out.replace("$", "$$")
@@ -46,17 +47,19 @@ def quote(value: str, *, exec_line: bool = False) -> str:
 
 
 def _executable(python: str) -> str:
-    """systemd refuses an executable path with quotes or a backslash; /usr/bin/env then runs it as an argument."""
+    """systemd refuses an executable path holding quotes, a backslash, ``$`` or a character it counts as
+    special (control characters, and more); ``/usr/bin/env`` then runs it as an argument, which may hold
+    anything."""
     quoted = quote(python, exec_line=True)
-    return f"/usr/bin/env {quoted}" if any(c in python for c in "\"'\\") else quoted
+    plain = all(c.isprintable() and c not in "\"'\\$" for c in python)
+    return quoted if plain else f"/usr/bin/env {quoted}"
 
 
 def render_units(spec: JobSpec) -> dict[str, str]:
     """``{"<label>.service": text, "<label>.timer": text}`` from the templates shipped in systemd/."""
+    refuse_unholdable("systemd", "a systemd unit", spec, _holdable)
     service = data_path("systemd", "croft-tick.service").read_text(encoding="utf-8")
     timer = data_path("systemd", "croft-tick.timer").read_text(encoding="utf-8")
-    if any(c in spec.log for c in "\n\r"):
-        quote(spec.log)
     return {
         f"{unit_name(spec.label)}.service": fill(
             service,
@@ -192,7 +195,7 @@ def _write(path: Path, text: str) -> None:
 
 def _exec_python(text: str) -> str | None:
 
-    for line in text.splitlines():
+    for line in text.split("\n"):  # as systemd splits a unit (str.splitlines also splits at U+2028)
         if line.startswith("ExecStart="):
             try:
                 words: Sequence[str] = shlex.split(line[len("ExecStart=") :])

@@ -8,8 +8,8 @@ is still recorded running past its deadline, alive or not, stuck or not:
 1. in one transaction the run becomes ``failed``, its running steps ``failed`` with TIMEOUT (retryable,
    so the usual backoff applies) and its leases are freed; a run that then notices it was ended this way
    does not notify again (the runner checks ``finish_run``'s answer);
-2. its process group gets SIGTERM (and SIGCONT, so a SIGSTOPped run can act on it), and SIGKILL if it is
-   still alive 10 s later;
+2. its process group gets SIGTERM (and SIGCONT, so a SIGSTOPped run can act on it), and SIGKILL if any
+   of it is still alive 10 s later: the run and whatever its asset code started (``tick.rungroup``);
 3. the failure is notified like any scheduled failure.
 
 Because every tick does this, a wedged run never holds a lease past its ceiling plus one minute.
@@ -17,10 +17,7 @@ Because every tick does this, a wedged run never holds a lease past its ceiling 
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
-import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -34,6 +31,7 @@ from croft.history.state import get_setting
 from croft.notify.message import Failed
 from croft.notify.send import notify_scheduled_failure
 from croft.project.config import Project
+from croft.scheduler.tick.rungroup import end_group
 from croft.scheduler.tick.settle import SPAWNED_KEY
 
 __all__ = ["DEFAULT_MAX_RUNTIME_S", "KILL_AFTER_S", "deadline_for", "enforce_ceilings", "terminate"]
@@ -54,42 +52,13 @@ def deadline_for(assets: Iterable[str], infos: Mapping[str, Any], project: Proje
 
 
 def terminate(who: ProcessIdentity, kill_after_s: float = KILL_AFTER_S) -> str:
-    """End the run's process group: SIGTERM (+ SIGCONT), then SIGKILL after ``kill_after_s``.
+    """End the run and its whole process group (``rungroup.end_group``): SIGTERM (+ SIGCONT), then
+    SIGKILL after ``kill_after_s``, for what the run left running too, even when the run itself is gone.
 
-    Returns what it took: ``gone`` (already dead), ``term`` or ``kill``."""
-    if not is_alive(who):
-        return "gone"
-    group = _group_of(who.pid)
-    for sig in (signal.SIGTERM, signal.SIGCONT):
-        _signal(group, who.pid, sig)
-    deadline = time.monotonic() + kill_after_s
-    while time.monotonic() < deadline:
-        if not is_alive(who):
-            return "term"
-        time.sleep(0.05)
-    _signal(group, who.pid, signal.SIGKILL)
-    end = time.monotonic() + 5.0
-    while is_alive(who) and time.monotonic() < end:
-        time.sleep(0.05)
-    return "kill"
-
-
-def _group_of(pid: int) -> int | None:
-    """The run's process group when it leads one (a scheduled run starts its own session), else None."""
-    try:
-        return pid if os.getpgid(pid) == pid else None
-    except OSError:
-        return None
-
-
-def _signal(group: int | None, pid: int, sig: int) -> None:
-    try:
-        if group is not None:
-            os.killpg(group, sig)
-        else:
-            os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+    Returns what it took for the run: ``gone`` (already dead), ``term`` or ``kill``."""
+    was_alive = is_alive(who)
+    how = end_group(who, kill_after_s)
+    return how if was_alive else "gone"
 
 
 def _timeout_problem(run_id: str, ceiling: str) -> Problem:

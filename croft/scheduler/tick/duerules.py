@@ -15,7 +15,6 @@ they never approve code.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -23,9 +22,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from croft.core import knobs
 from croft.core.clock import now as clock_now
 from croft.core.clock import to_iso
+from croft.core.jsonfile import write_atomic
 from croft.core.problems import CroftError
+from croft.core.suggest import unknown_asset
 from croft.engine.runner import RunOptions, run_assets
 from croft.history import state
 from croft.project.asset import AssetFacts
@@ -39,6 +41,7 @@ from croft.scheduler.due import AssetInfo, approval_hold
 from croft.scheduler.setting import effective_state, read_scheduling
 from croft.scheduler.tick.afterrun import after_run
 from croft.scheduler.tick.gather import live_leases
+from croft.scheduler.tick.rungroup import end_own_group
 from croft.scheduler.tick.settle import SPAWNED_KEY, not_started_path
 
 __all__ = ["DueRules"]
@@ -52,9 +55,21 @@ class DueRules:
         self.held: dict[str, str] = {}
 
     # -- 1. planning ---------------------------------------------------------------------------------------
-    def selectors(self, names: list[str]) -> list[str]:
-        """The named assets that still exist (a file removed since the tick is left out, not an error)."""
-        return [n for n in dict.fromkeys(names) if n in self.facts]
+    def selectors(self, names: list[str], run_id: str | None = None) -> list[str]:
+        """The named assets that still exist. Started by the tick (``run_id``), a file removed since is left
+        out; by a person, a name that is no asset is UNKNOWN_ASSET, as for ``croft run``. Nothing left to
+        run is UNKNOWN_ASSET too, never an empty run that "succeeded"."""
+        known = [n for n in dict.fromkeys(names) if n in self.facts]
+        unknown = [n for n in dict.fromkeys(names) if n not in self.facts]
+        if unknown and (run_id is None or not known):
+            raise unknown_asset(unknown[0], self.facts, "run --due")
+        if not known:
+            raise CroftError(
+                "USAGE",
+                "croft run --due needs the assets to run, as the scheduler names them",
+                "croft run --due ASSET... runs the named assets as the scheduler does.",
+            )
+        return known
 
     def requested(self, names: list[str]) -> list[str]:
         """Only ingests run whatever their state; a named transform runs if it is still stale."""
@@ -152,7 +167,7 @@ class DueRules:
 def _fault_before_run() -> None:
     """Crash tests: ``CROFT_FAULT=before_run`` kills a scheduled run before it records anything."""
 
-    if "before_run" in {p.strip() for p in os.environ.get("CROFT_FAULT", "").split(",")}:
+    if "before_run" in knobs.value("CROFT_FAULT"):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -161,6 +176,13 @@ def due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv
     is recorded is left in the run's log folder for the next tick to read."""
 
     _fault_before_run()
+    try:
+        return _due_run(project_dir, assets, run_id, argv)
+    finally:
+        end_own_group()  # the run is over: so is whatever its asset code left running in its group
+
+
+def _due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv: list[str]) -> Any:
     try:
         project = load_project(Path(project_dir) if project_dir else None)
         options = RunOptions(
@@ -178,8 +200,7 @@ def due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv
                 except CroftError:
                     state_dir = root / ".croft"
                 target = not_started_path(state_dir, run_id)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(json.dumps(exc.problem.to_dict()), encoding="utf-8")
+                write_atomic(target, exc.problem.to_dict(), indent=None)
             except (OSError, CroftError):
                 pass
         raise

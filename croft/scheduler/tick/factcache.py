@@ -26,7 +26,7 @@ from croft.scheduler.tick.filekeys import asset_paths, stat_text
 __all__ = ["CACHE_KEY", "cached_deps", "load_facts", "stat_key"]
 
 CACHE_KEY = "schedule.facts"
-_FORMAT = 3  # bump when an entry's shape changes: old caches are read again once
+_FORMAT = 4  # bump when an entry's shape changes: old caches are read again once
 
 
 def stat_key(root: str, path: str, deps: list[str], zone: str) -> str:
@@ -50,7 +50,7 @@ def _read_one(
 ) -> dict[str, Any]:
     """Read one changed file statically (the only place the tick parses anything)."""
     # lazy: the readers (ast, SQLite's authorizer, the phrase parser) load only when a file changed
-    from croft.core.problems import CroftError
+    from croft.core.problems import CroftError, Problem
     from croft.project.discovery import check_name
     from croft.project.facts import read_python_facts
     from croft.project.fingerprint import code_hash, import_closure
@@ -63,9 +63,12 @@ def _read_one(
         return {"notAsset": True, "deps": []}
     facts = read_sql_facts(path, name, rel) if path.suffix == ".sql" else read_python_facts(path, name, rel)
     schedule, cron_text = facts.schedule, None
+    schedule_problem = None
     if schedule:
-        parsed = parse_schedule(schedule)
+        parsed = parse_schedule(schedule)  # the one reader validate uses too
         cron_text = getattr(parsed, "cron", None)
+        if isinstance(parsed, Problem):
+            schedule_problem = parsed.with_(asset=name, file=rel, line=facts.schedule_line).to_dict()
     previous = (old or {}).get("info") or {}
     if not facts.ok and schedule is None and previous.get("schedule"):
         # A file that no longer loads keeps its schedule: it stays scheduled, and held.
@@ -99,6 +102,7 @@ def _read_one(
         zone_from=zone_from,
         zone_hash=zone_hash,
         max_runtime_s=facts.max_runtime_s,
+        schedule_problem=schedule_problem if kind == "ingest" else None,
     )
     out = asdict(info)
     out["inputs"] = list(info.inputs)

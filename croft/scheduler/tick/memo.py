@@ -17,7 +17,13 @@ import json
 import os
 import sqlite3
 
+try:  # the C module itself: hashlib would first load OpenSSL's, ~4 ms of every idle minute
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - an interpreter without it
+    from hashlib import blake2b
+
 from croft.core import sqlitefile
+from croft.scheduler.incidents import incident_path
 from croft.scheduler.tick.filekeys import files_fingerprint
 from croft.scheduler.tick.report import tick_data
 
@@ -25,7 +31,15 @@ TYPE_CHECKING = False  # typing itself is not loaded on this path: it is what th
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["MEMO_KEY", "history_fingerprint", "idle_tick", "make_memo", "memo_holds", "project_redactor"]
+__all__ = [
+    "MEMO_KEY",
+    "config_digest",
+    "history_fingerprint",
+    "idle_tick",
+    "make_memo",
+    "memo_holds",
+    "project_redactor",
+]
 
 MEMO_KEY = "schedule.idle"
 _NOT_SETTLED = ("schedule.spawned", "schedule.failedStarts")
@@ -51,18 +65,40 @@ def _raw_settings(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 def make_memo(
-    conn: sqlite3.Connection, root: str, config_text: str, at: str, until: str, deps: list[str]
+    conn: sqlite3.Connection,
+    root: str,
+    config_text: str,
+    at: str,
+    until: str,
+    deps: list[str],
+    never: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The memo a full tick that found nothing to do leaves for the next one."""
+    """The memo a full tick that found nothing to do leaves for the next one. croft.json is kept as a
+    digest, never as text: it may hold a webhook URL's credentials and the ping token, and the memo is a
+    row of runs.sqlite, which needs neither. ``never``: the tick's SCHEDULE_INVALID entries, which the
+    idle ticks report as it did (nothing they read has changed)."""
     return {
+        "never": list(never or []),
         "at": at,
         "until": until,
         "setting": _raw_settings(conn).get("scheduling"),
-        "config": config_text,
+        "config": config_digest(config_text),
+        "pings": _pings(json.loads(config_text)),
         "history": history_fingerprint(conn),
         "deps": deps,
         "files": files_fingerprint(root, deps),
     }
+
+
+def config_digest(text: str) -> str:
+    """A digest of croft.json's text: equal texts, equal digests; the text is not in it."""
+    return "b2:" + blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def _pings(config: Any) -> bool:
+    """Whether croft.json sets ``notify.ping`` (the dead-man's switch goes out after each project tick)."""
+    notify = config.get("notify") if isinstance(config, dict) else None
+    return isinstance(notify, dict) and bool(notify.get("ping"))
 
 
 def _find_root(start: str) -> str | None:
@@ -84,8 +120,8 @@ def idle_tick(start: str, now_iso: str) -> dict[str, Any] | None:
     """
     try:
         found = _idle(start, now_iso, beat=True)
-    except (OSError, ValueError, KeyError, TypeError, sqlite3.Error):
-        return None
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, sqlite3.Error):
+        return None  # anything odd (a croft.json nested too deep, say): the full tick says what
     if found is None:
         return None
     data, root, config = found
@@ -94,11 +130,17 @@ def idle_tick(start: str, now_iso: str) -> dict[str, Any] | None:
     return data
 
 
-def _ping(root: str, config: dict[str, Any]) -> None:
-    """The same ping the full tick sends (``notify_ping.ping_logged``); nothing is imported without one."""
+def _ping_url(config: dict[str, Any]) -> str | None:
+    """The ``notify.ping`` URL croft.json sets, or None: the dead-man's switch of each completed tick."""
     notify = config.get("notify")
     url = notify.get("ping") if isinstance(notify, dict) else None
-    if not url or not isinstance(url, str):
+    return url if isinstance(url, str) and url else None
+
+
+def _ping(root: str, config: dict[str, Any]) -> None:
+    """The same ping the full tick sends (``notify_ping.ping_logged``); nothing is imported without one."""
+    url = _ping_url(config)
+    if url is None:
         return
     from croft.notify.ping import ping_logged
 
@@ -116,13 +158,14 @@ def project_redactor(root: str) -> Any:
 
 
 def memo_holds(root: str, now_iso: str) -> dict[str, Any] | None:
-    """The memo when it still holds at ``now_iso`` (the same check as ``idle_tick``), writing nothing;
-    None: a full tick must decide. For the per-user tick, which beats idle projects itself."""
+    """The memo when it still holds at ``now_iso`` (the same check as ``idle_tick``), writing nothing,
+    with ``pingUrl``: croft.json's ``notify.ping`` (the memo keeps only a digest of croft.json); None: a
+    full tick must decide. For the per-user tick, which beats idle projects and sends their pings itself."""
     try:
         found = _idle(root, now_iso, beat=False)
-    except (OSError, ValueError, KeyError, TypeError, sqlite3.Error):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, sqlite3.Error):
         return None
-    return found[0] if found else None
+    return {**found[0], "pingUrl": _ping_url(found[2])} if found else None
 
 
 def _idle(start: str, now_iso: str, beat: bool) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
@@ -138,6 +181,8 @@ def _idle(start: str, now_iso: str, beat: bool) -> tuple[dict[str, Any], str, di
     path = os.path.join(root, ".croft", "runs.sqlite")
     if not os.path.isfile(path):
         return None
+    if os.path.exists(incident_path(root)):
+        return None  # a tick failed since: only a full tick that succeeds may say all is well again
     conn = sqlitefile.connect(path, "write", timeout=5.0)
     try:
         raw = _raw_settings(conn)
@@ -146,7 +191,7 @@ def _idle(start: str, now_iso: str, beat: bool) -> tuple[dict[str, Any], str, di
             return None
         if any(raw.get(key) not in (None, "[]") for key in _NOT_SETTLED):
             return None
-        if memo["setting"] != raw.get("scheduling") or memo["config"] != config_text:
+        if memo["setting"] != raw.get("scheduling") or memo["config"] != config_digest(config_text):
             return None
         if not (memo["at"] <= now_iso < memo["until"]):
             return None
@@ -154,7 +199,11 @@ def _idle(start: str, now_iso: str, beat: bool) -> tuple[dict[str, Any], str, di
             return None
         if memo["files"] != files_fingerprint(root, memo["deps"]):
             return None
-        return (_beat(conn, now_iso) if beat else memo), root, config
+        if not beat:
+            return memo, root, config
+        data = _beat(conn, now_iso)
+        data["held"] = list(memo.get("never") or [])
+        return data, root, config
     finally:
         conn.close()
 

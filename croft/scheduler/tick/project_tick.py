@@ -33,10 +33,12 @@ from croft.scheduler.setting import effective_state, read_scheduling, read_sched
 from croft.scheduler.tick import slots, start
 from croft.scheduler.tick.ceiling import deadline_for, enforce_ceilings
 from croft.scheduler.tick.factcache import cached_deps, load_facts
+from croft.scheduler.tick.failure import tick_failed, tick_succeeded
 from croft.scheduler.tick.gather import due_input, landed_writes, latest_steps
 from croft.scheduler.tick.handoff import pass_on
 from croft.scheduler.tick.memo import MEMO_KEY, make_memo
-from croft.scheduler.tick.report import held, tick_data
+from croft.scheduler.tick.report import held, never_fires, tick_data
+from croft.scheduler.tick.rungroup import end_group
 from croft.scheduler.tick.settle import (
     FailedStart,
     apply_settled,
@@ -50,6 +52,8 @@ from croft.scheduler.tick.tell import tell_after_tick
 from croft.scheduler.ticklog import TickLog
 
 __all__ = ["project_tick"]
+
+LEFTOVER_GRACE_S = 1.0  # a crashed run's leftovers get SIGTERM, then SIGKILL this much later
 
 
 def _crash_warning(state_rel: str, run_id: str, assets: tuple[str, ...], why: str, again: str) -> Problem:
@@ -96,24 +100,28 @@ def project_tick(
         data["tookMs"] = int((time.perf_counter() - started) * 1000)
         return data, problems
 
-    conn = open_history(state_dir)
-    who = current()
     try:
-        if claim_tick(conn, who) is not None:
-            data["exited"] = "busy"
-            return data, problems
+        conn = open_history(state_dir)
+        who = current()
         try:
-            previous = (read_tick(conn) or {}).get("heartbeat_at")
-            data["heartbeatAt"] = to_iso(now)
-            write_tick(conn, who, data["heartbeatAt"])
-            failed_starts = _work(project, conn, now, data, problems, previous)
+            if claim_tick(conn, who) is not None:
+                data["exited"] = "busy"
+                return data, problems
+            try:
+                previous = (read_tick(conn) or {}).get("heartbeat_at")
+                data["heartbeatAt"] = to_iso(now)
+                write_tick(conn, who, data["heartbeatAt"])
+                failed_starts = _work(project, conn, now, data, problems, previous)
+            finally:
+                release_tick(conn, who)
+            _tell(project, conn, now, failed_starts)
         finally:
-            release_tick(conn, who)
-        _tell(project, conn, now, failed_starts)
-    finally:
-        conn.close()
-        data["tookMs"] = int((time.perf_counter() - started) * 1000)
-
+            conn.close()
+            data["tookMs"] = int((time.perf_counter() - started) * 1000)
+    except Exception as exc:  # scheduling is on and the tick failed: an incident, never a quiet heartbeat
+        tick_failed(project, exc, now)
+        raise
+    tick_succeeded(project)
     if ping:
         ping_after_tick(project)  # a completed tick only: an early exit (off, paused, busy) returned above
     return data, problems
@@ -147,6 +155,8 @@ def _work(
     settled = settle(conn, state_dir, now)
     apply_settled(conn, settled)
     tidy_reported(state_dir, settled)
+    for ended in settled.ended:  # what a run that crashed or was killed left running ends with it
+        end_group(ended, LEFTOVER_GRACE_S)
     told: list[tuple[Any, Problem]] = []
     for failure in settled.new_failures:
         again = f"it runs again after {_words(failure, now, tz)}"
@@ -167,6 +177,8 @@ def _work(
     )
     work = due_work(given)
     data["held"] = [held(asset, hold.code, f"{asset}: {hold.reason}", hold.hint) for asset, hold in work.held]
+    never = never_fires(work)  # SCHEDULE_INVALID: said every tick, and kept in the memo for the idle ones
+    data["held"] += never
     env = croft_env()
     grant = _grant(project, conn, work, now, previous)
     if grant.wake_line:
@@ -204,12 +216,15 @@ def _work(
         note_child(conn, run_id, child)
         data["spawned"].append({"runId": run_id, "assets": group, "reason": work.group_reason(group)})
     pass_on(grant.kick, now, "a slot is free for its waiting groups")
-    idle = not (data["spawned"] or data["held"] or problems or settled.still or settled.failed_starts)
-    _leave_memo(project, conn, now, infos if idle else None)
+    waiting = len(data["held"]) > len(never)
+    idle = not (data["spawned"] or waiting or problems or settled.still or settled.failed_starts)
+    _leave_memo(project, conn, now, infos if idle else None, never)
     return told
 
 
-def _leave_memo(project: Project, conn: Any, now: datetime, infos: dict[str, Any] | None) -> None:
+def _leave_memo(
+    project: Project, conn: Any, now: datetime, infos: dict[str, Any] | None, never: list[dict[str, str]]
+) -> None:
     """After a tick that found nothing to do, the memo that lets the next ticks only beat (``idle``);
     after any other tick, no memo."""
 
@@ -224,7 +239,7 @@ def _leave_memo(project: Project, conn: Any, now: datetime, infos: dict[str, Any
     ]
     until = min((to_iso(f) for f in fires if f is not None), default="9999-12-31T23:59:59.999Z")
     config_text = (project.root / "croft.json").read_text(encoding="utf-8")
-    memo = make_memo(conn, str(project.root), config_text, to_iso(now), until, cached_deps(conn))
+    memo = make_memo(conn, str(project.root), config_text, to_iso(now), until, cached_deps(conn), never)
     put_setting(conn, MEMO_KEY, memo)
 
 

@@ -11,7 +11,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["held", "tick_data"]
+__all__ = ["held", "never_fires", "tick_data"]
 
 
 def tick_data(exited: str | None = None, heartbeat_at: str | None = None) -> dict[str, Any]:
@@ -22,3 +22,14 @@ def tick_data(exited: str | None = None, heartbeat_at: str | None = None) -> dic
 def held(asset: str, code: str, message: str, hint: str) -> dict[str, str]:
     """One entry of ``held``: an asset the tick did not start, the problem code and what releases it."""
     return {"asset": asset, "code": code, "message": message, "hint": hint}
+
+
+def never_fires(work: Any) -> list[dict[str, str]]:
+    """``held`` entries (SCHEDULE_INVALID) for the ingests of a due decision (``scheduler.due.DueWork``)
+    whose schedule the schedule language refuses: they never fire, and the tick says so each minute."""
+    out = []
+    for view in work.views.values():
+        warning = view.invalid()
+        if warning is not None:
+            out.append(held(view.asset, warning.code, warning.message, warning.hint))
+    return out

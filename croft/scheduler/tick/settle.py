@@ -56,6 +56,7 @@ class Settled:
     new_failures: list[FailedStart] = field(default_factory=list)
     rollbacks: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # asset -> (fire, before)
     still: list[dict[str, Any]] = field(default_factory=list)  # notes of runs still in flight
+    ended: list[ProcessIdentity] = field(default_factory=list)  # the noted runs' processes, now over
     noted: int = 0  # how many notes and failed starts were stored (to skip a write that changes nothing)
     failed_read: int = 0
     reported: list[str] = field(default_factory=list)  # runs that ended and recorded their own report
@@ -94,6 +95,7 @@ def settle(conn: sqlite3.Connection, state_dir: Path, now: datetime) -> Settled:
                 out.still.append(note)
                 out.starting.append((run_id, assets))
                 continue
+            out.ended.append(who)
             attempted = {
                 r["asset"]
                 for r in conn.execute("SELECT asset FROM steps WHERE run_id = ? AND attempt >= 1", (run_id,))
@@ -118,6 +120,10 @@ def settle(conn: sqlite3.Connection, state_dir: Path, now: datetime) -> Settled:
                 out.starting.append((run_id, assets))
                 continue
             else:
+                if note.get("pid"):
+                    out.ended.append(
+                        ProcessIdentity(int(note["pid"]), note.get("procStart"), note.get("bootId"))
+                    )
                 unstarted = assets
                 why = "its process ended before it recorded the run"
         fires = note.get("fires") or {}

@@ -30,6 +30,7 @@ same instant can never both take the last slot. Runs by hand never come here.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -38,11 +39,15 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from croft.core import sqlitefile
+from croft.core import clock, disk, knobs, sqlitefile
 from croft.core.clock import parse_instant, to_iso
 from croft.core.duration import words
 from croft.core.identity import ProcessIdentity, is_alive
 from croft.core.paths import croft_home
+from croft.core.private import create_file, make_dirs
+from croft.core.problems import CroftError
+from croft.core.text import clip
+from croft.scheduler.ticklog import TickLog
 
 __all__ = [
     "DEFAULT_MAX",
@@ -86,42 +91,43 @@ def home() -> Path:
 
 
 def max_scheduled_runs(home: Path, environ: dict[str, str] | None = None) -> tuple[int, str | None]:
-    """(N, why the configured value was not used or None): ``CROFT_MAX_SCHEDULED_RUNS``, else
-    ``maxScheduledRuns`` in ``<CROFT_HOME>/config.json``, else 2. A bad value falls back to 2 and says why
-    (``croft schedule status`` shows it); the tick never stops over it."""
-    env = os.environ if environ is None else environ
-    raw = env.get(ENV_NAME)
-    if raw not in (None, ""):
-        value = _count(raw)
-        if value is None:
-            return DEFAULT_MAX, f"{ENV_NAME}={raw!r} is not a whole number of at least 1; using {DEFAULT_MAX}"
-        return value, None
+    """(N, why the configured value was not used or None): ``CROFT_MAX_SCHEDULED_RUNS`` (a knob: a bad
+    value is KNOB_INVALID, ``core.knobs``), else ``maxScheduledRuns`` in ``<CROFT_HOME>/config.json``,
+    else 2. A bad value in the file falls back to 2 and says why (``croft schedule status`` shows it); the
+    tick never stops over the file."""
+    from_env = knobs.value(ENV_NAME, environ)
+    if from_env is not None:
+        return int(from_env), None
     path = home / "config.json"
     try:
         with open(path, encoding="utf-8") as handle:
             config = json.load(handle)
     except FileNotFoundError:
         return DEFAULT_MAX, None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         return DEFAULT_MAX, f"{path} cannot be read as JSON ({type(exc).__name__}); using {DEFAULT_MAX}"
     if not isinstance(config, dict) or CONFIG_KEY not in config:
         return DEFAULT_MAX, None
     value = _count(config[CONFIG_KEY])
     if value is None:
-        why = f'"{CONFIG_KEY}" in {path} is {config[CONFIG_KEY]!r}, not a whole number of at least 1'
+        knob = knobs.KNOBS[ENV_NAME]
+        shown = clip(repr(config[CONFIG_KEY]))
+        why = f'"{CONFIG_KEY}" in {path} is {shown}, not a whole number from {knob.low:g} to {knob.high:g}'
         return DEFAULT_MAX, f"{why}; using {DEFAULT_MAX}"
     return value, None
 
 
 def _count(value: Any) -> int | None:
+    """The file's cap by the knob's own range (one rule for both ways of setting it)."""
+    knob = knobs.KNOBS[ENV_NAME]
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
         value = value.strip()
-        if not value.isdigit():
+        if not value.isdigit() or len(value) > 6:
             return None
         value = int(value)
-    return value if isinstance(value, int) and value >= 1 else None
+    return value if isinstance(value, int) and knob.low <= value <= knob.high else None
 
 
 class Want:
@@ -158,11 +164,123 @@ class Grant:
 
 
 def _open(home: Path) -> sqlite3.Connection:
-    home.mkdir(parents=True, exist_ok=True)
-    conn = sqlitefile.connect(home / "slots.sqlite", "create", timeout=10.0)
-    for statement in _SCHEMA:
-        conn.execute(statement)
+    """The slots file, ready; a broken one is moved aside and started again (``_rebuild``); a home that
+    cannot take it (a full or read-only disk, no permission) is that problem, naming the file."""
+    path = home / FILE
+    try:
+        make_dirs(home)
+        return _connect(path)
+    except OSError as exc:
+        raise CroftError(
+            disk.os_problem(exc, "opening the scheduler's slots", str(path)) or _bug(exc, path)
+        ) from exc
+    except sqlite3.Error as exc:
+        if not _rebuildable(exc, path):
+            raise CroftError(_problem(exc, path)) from exc
+        return _rebuild(home, path, exc)
+
+
+FILE = "slots.sqlite"
+
+
+class _Damaged(sqlite3.DatabaseError):
+    """The file opened, but SQLite's own check of its pages (``quick_check``: the file is a few pages) failed."""
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    create_file(path)  # 0600 whatever the umask (see core.private)
+    conn = sqlitefile.connect(path, "create", timeout=10.0)
+    try:
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        checked = conn.execute("PRAGMA quick_check").fetchone()
+        if not checked or checked[0] != "ok":
+            raise _Damaged(f"quick_check: {checked[0] if checked else 'no answer'}")
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _translated(work: Any) -> Any:
+    """Any SQLite error of the slots file becomes its problem, naming the file (never a bare traceback)."""
+
+    @functools.wraps(work)
+    def run(home: Path, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return work(home, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise CroftError(_problem(exc, Path(home) / FILE)) from exc
+
+    return run
+
+
+def _rebuildable(exc: sqlite3.Error, path: Path) -> bool:
+    """Whether the file itself is what is broken (not a database, corrupt, unreadable or read-only as a
+    file) while its folder can take a new one: then it is state croft can rebuild."""
+    code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+    broken = (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY)
+    if code not in broken and not isinstance(exc, _Damaged):
+        return False
+    return os.path.lexists(path) and disk.folder_problem(path.parent) is None
+
+
+def _rebuild(home: Path, path: Path, why: sqlite3.Error) -> sqlite3.Connection:
+    """Slots are state croft can rebuild: move the broken file aside (``slots.sqlite.broken``), say so in
+    the tick log once (the tick that moved it), and start a new one. Under a lock, so two ticks finding it
+    broken together move it once; the runs going now hold no slot in the new file until they end, so for
+    that while the cap may be passed."""
+    import fcntl  # lazy: only a broken slots file pays
+
+    aside = path.with_name(FILE + ".broken")
+    fd = os.open(home / (FILE + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            return _connect(path)  # another tick rebuilt it meanwhile
+        except sqlite3.Error as again:
+            if not _rebuildable(again, path):
+                raise CroftError(_problem(again, path)) from again
+        try:
+            os.replace(path, aside)
+            for suffix in ("-wal", "-shm", "-journal"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            conn = _connect(path)
+        except OSError as exc:
+            raise CroftError(
+                disk.os_problem(exc, "rebuilding the scheduler's slots", str(path)) or _bug(exc, path)
+            ) from exc
+        except sqlite3.Error as exc:
+            raise CroftError(_problem(exc, path)) from exc
+        TickLog.of(home).write(
+            to_iso(clock.now()),
+            f"{path} could not be used ({why}); moved it to {aside.name} and started a new one (scheduled runs"
+            " going now hold no slot in it until they end)",
+        )
+        return conn
+    finally:
+        os.close(fd)
+
+
+def _problem(exc: sqlite3.Error, path: Path) -> Any:
+    """The problem of a slots file croft cannot use or rebuild, naming it: the machine's (a full or
+    read-only disk, no permission) when that is why, even when the file itself is broken too (it could
+    not be moved aside), else a bug's."""
+    machine = sqlitefile.machine_problem(exc, "opening the scheduler's slots", path)
+    if machine is None:
+        machine = disk.folder_problem(path.parent, f"moving the broken {path} ({exc}) aside")
+    return machine or _bug(exc, path)
+
+
+def _bug(exc: BaseException, path: Path) -> Any:
+    from croft.core.problems import problem
+
+    return problem(
+        "INTERNAL_ERROR",
+        f"the scheduler's slots file {path} failed with {type(exc).__name__}: {exc}",
+        f"Move {path} aside (croft starts a new one) and report this if it comes back.",
+        details={"file": str(path)},
+    )
 
 
 def _live(conn: sqlite3.Connection) -> list[tuple[str, str]]:
@@ -187,6 +305,7 @@ def _put_meta(conn: sqlite3.Connection, key: str, value: Any) -> None:
     )
 
 
+@_translated
 def take(
     home: Path,
     root: str,
@@ -293,11 +412,12 @@ def _kick(conn: sqlite3.Connection, heads: Sequence[tuple[str, str]], now: datet
     return out
 
 
+@_translated
 def hand_over(home: Path, who: ProcessIdentity, now: datetime, cap: int | None = None) -> list[str]:
     """A scheduled run that ends gives its slot back and names the projects to tick now (the groups
     first in the order, as many as slots are free). Nothing for a process that holds no slot (a run by
     hand, or a run whose tick had not handed it its slot yet: the next minute's tick then fills it)."""
-    path = home / "slots.sqlite"
+    path = home / FILE
     if not path.is_file():
         return []
     limit = cap if cap is not None else max_scheduled_runs(home)[0]
@@ -326,12 +446,13 @@ def hand_over(home: Path, who: ProcessIdentity, now: datetime, cap: int | None =
     return kicks
 
 
+@_translated
 def withdraw(home: Path, root: str, now: datetime, cap: int | None = None) -> list[str]:
     """A project tick that wants nothing now (its groups started elsewhere, or are held): its waiting
     groups leave the queue at once rather than in ``STALE_AFTER``, and if that frees the head of the
     order for another project, that project is asked to tick. Reads first, so the usual tick of a
     project with nothing queued takes no write lock."""
-    path = home / "slots.sqlite"
+    path = home / FILE
     if not path.is_file():
         return []
     conn = _open(home)
@@ -363,6 +484,7 @@ def withdraw(home: Path, root: str, now: datetime, cap: int | None = None) -> li
     return kicks
 
 
+@_translated
 def attach(home: Path, slot_id: str, child: ProcessIdentity) -> None:
     """Hand a reserved slot to the run that was spawned for it (its liveness now holds the slot)."""
     conn = _open(home)
@@ -375,6 +497,7 @@ def attach(home: Path, slot_id: str, child: ProcessIdentity) -> None:
         conn.close()
 
 
+@_translated
 def release(home: Path, slot_id: str) -> None:
     """Give back a slot whose run could not be started."""
     conn = _open(home)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from croft.core.children import detach
 from croft.core.identity import ProcessIdentity, boot_id, start_time
+from croft.core.private import open_append
 
 TYPE_CHECKING = False  # the per-user tick loads tick_argv every minute: nothing of typing on its path
 if TYPE_CHECKING:
@@ -31,11 +32,9 @@ def start_due_run(
     root: Path, state_dir: Path, run_id: str, assets: list[str], env: dict[str, str]
 ) -> ProcessIdentity:
     """Start the detached child; returns its identity. OSError when it cannot be started."""
-    folder = Path(state_dir) / "logs" / run_id
-    folder.mkdir(parents=True, exist_ok=True)
-    log = folder / "process.log"
+    log = Path(state_dir) / "logs" / run_id / "process.log"
     argv = [sys.executable, "-m", "croft", "run", "--due", "--json", "--run-id", run_id, *assets]
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = open_append(log)
     try:
         child = detach(argv, root, fd, env)
     finally:

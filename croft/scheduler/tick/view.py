@@ -14,8 +14,8 @@ from typing import Any
 
 from croft.core import clock
 from croft.core.clock import parse_instant
-from croft.core.problems import CroftError, problem
-from croft.history.db import open_readonly
+from croft.core.problems import CroftError, Problem, problem
+from croft.history.db import history_path, open_readonly, problem_for_sqlite_error
 from croft.project.config import Project
 from croft.schedule import cron
 from croft.scheduler.due import View, due_work
@@ -55,7 +55,8 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
                 failed_starts=settled.failed_starts if settled else (),
                 rollbacks=settled.rollback_view() if settled else None,
             )
-        except (sqlite3.Error, CroftError):  # a history this croft cannot read yet: as if nothing happened
+        except (sqlite3.Error, CroftError) as exc:
+            _unless_broken(exc, project)  # a broken file is its problem; one not migrated yet reads as new
             setting = Scheduling()
             infos, _ = load_facts(None, project, store=False)
             given = due_input(None, infos, now=now, tz=tz, setting=setting)
@@ -78,16 +79,34 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
             out["next"] = "schedule"
         if view.hold is not None and view.hold.until:
             out["hold"]["until"] = _local(view.hold.until, tz)
+        invalid = view.invalid()
+        out["invalid"] = invalid.to_dict() if invalid else None
         assets[name] = out
     return {
         "scheduling": {
             **setting.to_json(),
             "effective": state,
-            "heartbeatAt": last_heartbeat(project.config.state_dir),
+            "heartbeatAt": last_heartbeat(project.config.state_dir, now),
             "timezone": tz,
         },
         "assets": assets,
     }
+
+
+_BROKEN = frozenset({"HISTORY_CORRUPT", "DISK_FULL", "PATH_UNWRITABLE"})
+
+
+def _unless_broken(exc: BaseException, project: Project) -> None:
+    """Raise the problem of a history that is broken (not a database, unreadable, a full disk); return for
+    one this croft cannot read yet (an older schema status has not migrated): as if nothing happened."""
+    if isinstance(exc, CroftError):
+        if exc.code in _BROKEN:
+            raise exc
+        return
+    if ((getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF) == sqlite3.SQLITE_ERROR:
+        return  # no such table or column: a schema from before this croft's migrations
+    path = history_path(project.config.state_dir)
+    raise CroftError(problem_for_sqlite_error(exc, "reading the run history", path)) from exc
 
 
 def with_schedule(result: Any, project: Project) -> Any:
@@ -101,8 +120,13 @@ def with_schedule(result: Any, project: Project) -> Any:
         block = view["assets"].get(asset["asset"])
         if block is not None:
             asset["schedule"] = {k: v for k, v in block.items() if k not in ("asset", "kind")}
+            if block.get("invalid"):  # the asset's own problems: status's STATE column says "invalid"
+                asset["problems"] = [*asset.get("problems", []), block["invalid"]]
     if view["scheduling"]["effective"] != "off":
         result.problems.extend(_held_warnings(view))
+    result.problems.extend(
+        Problem.from_dict(b["invalid"]) for b in view["assets"].values() if b.get("invalid")
+    )
     return result
 
 
@@ -125,6 +149,9 @@ def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:
     rows = []
     for name, a in view["assets"].items():
         hold = a["hold"]
+        if a.get("invalid"):  # never fires: shown where the holds are, with what fixes it
+            invalid = a["invalid"]
+            hold = {"code": invalid["code"], "reason": invalid["message"].split(": ", 1)[-1]}
         rows.append(
             {
                 "asset": name,
@@ -138,6 +165,7 @@ def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:
                 "held": None
                 if hold is None
                 else {"code": hold["code"], "why": hold["reason"], "release": _release(name, hold["code"])},
+                "invalid": a.get("invalid"),
             }
         )
     return rows
@@ -145,6 +173,8 @@ def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:
 
 def _release(asset: str, code: str) -> str:
     """The command that lifts a hold (or shows what holds it)."""
+    if code == "SCHEDULE_INVALID":
+        return "croft validate"  # shows the schedule's problem and a suggestion that parses
     if code == "SCHEDULE_PAUSED":
         return "croft schedule on"
     if code == "ASSET_BUSY":

@@ -15,18 +15,21 @@ creating and removing its -wal and -shm files costs ~1 ms of CPU), would make an
 - a project whose croft.json sets ``notify.ping`` is beaten here too: the URL is remembered with the
   stamp (croft.json is one of the stamped files), and ``croft tick --all`` sends the ping of every
   completed tick, idle or full, at the end of its minute;
-- the heartbeat of such a minute goes to ``<state>/tick-beat`` (one small file), not to runs.sqlite, so
-  the stamps stay still (the beat file is not part of them). ``heartbeat.last_heartbeat`` reads the later of it and the tick row.
+- the heartbeat of such a minute goes to the user's one ``<CROFT_HOME>/idle-beats.json``
+  (``heartbeat.write_user_beats``), not to runs.sqlite, so the stamps stay still;
+  ``heartbeat.last_heartbeat`` reads the latest of it and the tick row;
+- the project's incident file in croft's home is stamped too: a tick that failed since makes the idle
+  check run again (and not hold), with no second look for it.
 
-Imports only ``os`` and ``json`` (and the idle check when a stamp moved): it runs every minute.
+Imports only ``os`` (and the idle check when a stamp moved): it runs every minute.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
+from croft.scheduler.incidents import incident_path
 from croft.scheduler.user.settingcache import HintFile
 
 TYPE_CHECKING = False
@@ -56,37 +59,30 @@ def _targets(root: str, deps: list[str]) -> list[str]:
     ]
 
 
-def _stamp(root: str, targets: list[str]) -> tuple[int, bool] | None:
-    """(one value for the stats of ``targets``, whether it is safe to compare later); None: something
-    could not be read. The value is the hash of a tuple of integers, which Python computes the same in
-    every process (unlike that of text), so it is stored as it is."""
+def _stamp(root: str, targets: list[str], incident: str) -> tuple[int, bool] | None:
+    """(one value for the stats of ``targets`` and of the project's incident file in croft's home (a
+    failed tick since: the idle check must run again, and it will not hold), whether it is safe to
+    compare later); None: something could not be read. The value is the hash of a tuple of integers,
+    which Python computes the same in every process (unlike that of text), so it is stored as it is."""
     racy = time.time_ns() - RACY_NS
-    stats: list[tuple[int, int, int]] = []
+    stats: list[tuple[int, int, int, int]] = []
     safe = True
     prefix = root + "/"
-    for rel in targets:
+    for path in (incident, *[prefix + rel for rel in targets]):
         try:
-            st = os.stat(prefix + rel)
+            st = os.stat(path)
         except FileNotFoundError:
             stats.append(_GONE)
             continue
         except OSError:
             return None
-        stats.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode))  # mode: a chmod is a change too
         if st.st_mtime_ns > racy:
             safe = False
     return hash((len(targets), *stats)), safe
 
 
-_GONE = (-1, -1, -1)
-
-
-def _ping_of(config_text: str) -> str | None:
-    """The ``notify.ping`` URL croft.json sets, or None: the dead-man's switch of each completed tick."""
-    config = json.loads(config_text)
-    notify = config.get("notify") if isinstance(config, dict) else None
-    url = notify.get("ping") if isinstance(notify, dict) else None
-    return url if isinstance(url, str) and url else None
+_GONE = (-1, -1, -1, -1)
 
 
 class IdleCache(HintFile):
@@ -97,6 +93,7 @@ class IdleCache(HintFile):
     def __init__(self, path: Path):
         super().__init__(path)
         self._before: dict[str, tuple[int, bool] | None] = {}
+        self._home = str(path.parent)  # the cache lives in croft's home, beside the incidents
 
     def still(self, root: str, now_iso: str) -> bool:
         """Whether nothing the idle check read moved since it last held, and the clock is inside its
@@ -105,7 +102,7 @@ class IdleCache(HintFile):
         entry = self.entries.get(root)
         if not isinstance(entry, dict) or not isinstance(entry.get("paths"), list):
             return False
-        before = self._before[root] = _stamp(root, entry["paths"])  # type: ignore[arg-type]
+        before = self._before[root] = _stamp(root, entry["paths"], incident_path(root, self._home))  # type: ignore[arg-type]
         return bool(
             entry["safe"]
             and before is not None
@@ -120,19 +117,20 @@ class IdleCache(HintFile):
 
         self.seen.add(root)
         self.changed = True
+        incident = incident_path(root, self._home)
         known = self.entries.get(root)
         targets = known.get("paths") if isinstance(known, dict) else None
         if isinstance(targets, list) and root in self._before:  # stamped by ``still`` this minute
             before = self._before.pop(root)
         else:
             targets = _targets(root, [])
-            before = _stamp(root, targets)
+            before = _stamp(root, targets, incident)
         memo = memo_holds(root, now_iso)
         if memo is None:
             self.entries.pop(root, None)
             return False
         paths = _targets(root, memo["deps"])
-        after = _stamp(root, paths)
+        after = _stamp(root, paths, incident)
         # Trusted next minute only when nothing moved while the check read (its own closing may have
         # checkpointed the WAL; then the next minute's check, which writes nothing, gives a steady
         # stamp), and the listing is the one stamped before it.
@@ -143,7 +141,7 @@ class IdleCache(HintFile):
             "at": memo["at"],
             "until": memo["until"],
             "paths": paths,
-            "ping": _ping_of(memo["config"]),
+            "ping": memo.get("pingUrl"),
         }
         return True
 

@@ -5,14 +5,20 @@ the kernel drops it when its holder dies, so a writer killed mid-change never bl
 Writes are a temp file, fsync, rename: a reader sees the old list or the new one, never half of one.
 Reads take no lock for that reason.
 
+The registry is the one file whose loss would silently stop everything (no project would tick, and
+nothing would say so), so each change also writes its last good copy ``projects.json.bak``. A registry
+found empty, garbled or gone while the copy reads is restored from it, with a note (the tick log, doctor);
+the broken file is kept beside it as ``projects.json.broken``.
+
 A project whose folder or croft.json is gone is dropped; one on a disk that is not mounted is kept and
 marked ``missingSince`` (dropped after 30 days); one croft cannot even look at (permissions) is kept.
-A registry croft cannot parse is an error with a fix, never silently replaced: it may hold the only
-list of which projects should tick.
+A registry croft cannot parse and cannot restore is an error with a fix, never silently replaced: it
+may hold the only list of which projects should tick.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -25,8 +31,10 @@ from pathlib import Path
 
 from croft.core.clock import from_iso, to_iso
 from croft.core.jsonfile import write_atomic
-from croft.core.paths import croft_home, state_dir
+from croft.core.paths import croft_home, project_state_dir
+from croft.core.private import make_dirs
 from croft.core.problems import CroftError
+from croft.core.text import clip
 
 __all__ = [
     "MISSING_DAYS",
@@ -39,6 +47,7 @@ __all__ = [
 ]
 
 MISSING_DAYS = 30
+BACKUP = "projects.json.bak"
 LOCK_TIMEOUT_S = 12.0
 TYPE_CHECKING = False  # the per-user tick reads the registry every minute: typing is not loaded for it
 if TYPE_CHECKING:
@@ -147,13 +156,48 @@ def presence(root: str) -> tuple[Presence, str]:
     return "gone", "its folder or croft.json is gone"
 
 
+def _read(path: Path) -> list[Entry] | None:
+    """The entries in ``path``; None when there is no such file; ``_Broken`` when it holds no registry;
+    CONFIG_INVALID when it cannot be read at all (permissions)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise _Broken("it is not UTF-8 text") from None
+    except OSError as exc:
+        raise CroftError(
+            "CONFIG_INVALID",
+            f"{path} cannot be read: {exc.strerror or exc}",
+            f"Give your user read and write access to {path} (chmod 600).",
+            details={"file": str(path)},
+        ) from None
+    if not text.strip():
+        raise _Broken("it is empty")  # croft always writes a list, "[]" at least
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise _Broken(f"invalid JSON ({clip(str(exc), 120)})") from None
+    if not isinstance(raw, list):
+        raise _Broken("it holds no list of projects")
+    seen: set[str] = set()
+    out = []
+    for item in raw:
+        entry = Entry.from_json(item)
+        if entry is not None and entry.root not in seen:
+            seen.add(entry.root)
+            out.append(entry)
+    return out
+
+
 def _corrupt(path: Path, why: str) -> CroftError:
     aside = path.with_name(path.name + ".broken")
     return CroftError(
         "CONFIG_INVALID",
         f"{path} is not a croft registry: {why}",
-        "croft never replaces it on its own, as it is the list of projects that tick. Move it aside,"
-        " then run `croft schedule on` again in each project that should tick.",
+        f"Neither it nor its last good copy {BACKUP} can be read, so croft cannot restore it (it is the list"
+        " of projects that tick). Move it aside, then run `croft schedule on` again in each project that"
+        " should tick.",
         fix={
             "kind": "command",
             "description": "move the damaged registry aside; the next `croft schedule on` starts a new one",
@@ -163,45 +207,77 @@ def _corrupt(path: Path, why: str) -> CroftError:
     )
 
 
+class _Broken(Exception):
+    """projects.json is there but holds no registry (empty, not UTF-8, not JSON, not a list)."""
+
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.why = why
+
+
 class Registry:
-    """``projects.json`` in ``home`` (CROFT_HOME by default)."""
+    """``projects.json`` in ``home`` (CROFT_HOME by default), and its last good copy ``projects.json.bak``."""
 
     def __init__(self, home: Path | None = None, lock_timeout: float = LOCK_TIMEOUT_S):
         self.home = Path(home) if home is not None else croft_home()
         self.path = self.home / "projects.json"
+        self.backup_path = self.home / BACKUP
         self.lock_path = self.home / "projects.json.lock"
         self.lock_timeout = lock_timeout
+        self.notes: list[str] = []  # what reading had to repair (a registry restored from its copy)
+        self._held = False
 
     # -- reading ---------------------------------------------------------------------------------
     def entries(self) -> list[Entry]:
-        """The registered projects in insertion order (missing file = none); CONFIG_INVALID if unreadable."""
+        """The registered projects in insertion order (no file and no copy = none). A registry that is
+        empty, garbled or gone while its last good copy is readable is restored from the copy (the broken
+        file kept as ``projects.json.broken``, a note in ``notes``); CONFIG_INVALID when neither reads."""
         try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+            found = _read(self.path)
+        except _Broken as broken:
+            return self._restore(broken.why)
+        if found is None:
+            if self.backup_path.exists():
+                return self._restore("it is missing")
             return []
-        except OSError as exc:
-            raise CroftError(
-                "CONFIG_INVALID",
-                f"{self.path} cannot be read: {exc.strerror or exc}",
-                f"Give your user read and write access to {self.path} (chmod 600).",
-                details={"file": str(self.path)},
-            ) from None
-        except UnicodeDecodeError:
-            raise _corrupt(self.path, "it is not UTF-8 text") from None
+        return found
+
+    def backup(self) -> list[Entry] | None:
+        """The entries of the last good copy, or None when it is missing or unreadable."""
         try:
-            raw = json.loads(text) if text.strip() else []
-        except ValueError as exc:
-            raise _corrupt(self.path, f"invalid JSON ({exc})") from None
-        if not isinstance(raw, list):
-            raise _corrupt(self.path, "it holds no list of projects")
-        seen: set[str] = set()
-        out = []
-        for item in raw:
-            entry = Entry.from_json(item)
-            if entry is not None and entry.root not in seen:
-                seen.add(entry.root)
-                out.append(entry)
-        return out
+            return _read(self.backup_path)
+        except (_Broken, CroftError):
+            return None
+
+    def refresh_backup(self) -> bool:
+        """Make the copy match the registry again (after a write that could not update it); whether it
+        had to be rewritten."""
+        current = self.entries()
+        if not self.path.exists() or (self.backup() == current and self.backup_path.exists()):
+            return False  # no registry yet: nothing to keep a copy of
+        write_atomic(self.backup_path, [e.to_json() for e in current], durable=True)
+        return True
+
+    def _restore(self, why: str) -> list[Entry]:
+        good = self.backup()
+        if good is None:
+            raise _corrupt(self.path, why)
+        with contextlib.nullcontext() if self._held else self.locked():
+            try:  # another croft may have repaired it while this one waited for the lock
+                again = _read(self.path)
+                if again is not None:
+                    return again
+            except _Broken:
+                pass
+            if self.path.exists():
+                os.replace(self.path, self.path.with_name(self.path.name + ".broken"))
+            write_atomic(self.path, [e.to_json() for e in good], durable=True)
+        kept = " (the broken file is projects.json.broken)" if why != "it is missing" else ""
+        self.notes.append(
+            f"{self.path} could not be read ({why}); restored {len(good)} project(s) from its last good copy"
+            f" {self.backup_path.name}{kept}"
+        )
+        return good
 
     def find(self, root: Path | str) -> Entry | None:
         key = canonical(root)
@@ -213,7 +289,7 @@ class Registry:
         """Hold the OS lock; DB_BUSY when another croft keeps it longer than ``lock_timeout``."""
         import fcntl  # lazy: only a change takes the lock, and the per-user tick rarely makes one
 
-        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_dirs(self.home)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             deadline = time.monotonic() + self.lock_timeout
@@ -236,7 +312,11 @@ class Registry:
                             retryable=True,
                         ) from None
                     time.sleep(0.005 + (os.getpid() % 20) / 1000)
-            yield
+            self._held = True
+            try:
+                yield
+            finally:
+                self._held = False
         finally:
             os.close(fd)  # closing the descriptor releases the lock
 
@@ -250,7 +330,12 @@ class Registry:
             return after
 
     def _write(self, entries: list[Entry]) -> None:
-        write_atomic(self.path, [e.to_json() for e in entries], durable=True)
+        """The registry, then its last good copy (each in one rename): a reader always finds one of them
+        whole. A copy that cannot be written leaves the change made; doctor rewrites the copy."""
+        value = [e.to_json() for e in entries]
+        write_atomic(self.path, value, durable=True)
+        with contextlib.suppress(OSError):
+            write_atomic(self.backup_path, value, durable=True)
 
     def add(self, root: Path | str, via: Via, now: datetime) -> Entry:
         """Register (or switch how it ticks); keeps ``addedAt`` and clears a missing mark."""
@@ -291,7 +376,7 @@ class Registry:
             removed.extend(e for e in entries if e.root in keys)
             return [e for e in entries if e.root not in keys]
 
-        if not self.path.exists():
+        if not self.path.exists() and not self.backup_path.exists():
             return None
         self.update(change)
         return removed[0] if removed else None
@@ -363,16 +448,3 @@ def _prune_plan(
             continue
         kept.append(e)
     return None if kept == entries else (kept, notes)
-
-
-def project_state_dir(root: str) -> Path:
-    """The state folder from croft.json's ``stateDir`` (read as plain JSON: no config validation here)."""
-    configured = None
-    try:
-        with open(os.path.join(root, "croft.json"), encoding="utf-8") as f:
-            raw = json.load(f)
-        if isinstance(raw, dict) and isinstance(raw.get("stateDir"), str):
-            configured = raw["stateDir"]
-    except (OSError, ValueError):
-        pass
-    return state_dir(Path(root), configured)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from croft.core import clock
+from croft.core import clock, knobs
 from croft.core.children import croft_env
 from croft.core.identity import ProcessIdentity, current, is_alive
 from croft.core.jsonfile import read_object, write_atomic
@@ -26,24 +26,19 @@ from croft.scheduler.setting import effective_state, read_scheduling_file
 from croft.scheduler.ticklog import TickLog
 from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Registry, presence, project_state_dir
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error, words
+from croft.scheduler.user.watch import folder_trouble, troubled, untroubled
 
 __all__ = ["Server", "interval_s", "serve", "serve_alive", "serve_path", "write_serve"]
 
-DEFAULT_INTERVAL_MS = 60_000
+SOURCE = "serve"  # whose incidents these are (scheduler.incidents)
+
 Spawn = Callable[[str, IO[bytes], dict[str, str]], "subprocess.Popen[bytes]"]
 
 
 def interval_s() -> float:
-    raw = os.environ.get("CROFT_SERVE_INTERVAL_MS") or ""
-    try:
-        ms = int(raw) if raw else DEFAULT_INTERVAL_MS
-    except ValueError:
-        raise CroftError(
-            "USAGE",
-            f"CROFT_SERVE_INTERVAL_MS={raw!r} is not a number of milliseconds",
-            "Set it to a whole number (60000 is a minute), or unset it.",
-        ) from None
-    return max(ms, 10) / 1000
+    """``CROFT_SERVE_INTERVAL_MS`` in seconds (its bounds are the knob's: ``core.knobs``)."""
+    return float(knobs.value("CROFT_SERVE_INTERVAL_MS")) / 1000
 
 
 class Server:
@@ -54,6 +49,7 @@ class Server:
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.ticks = 0
         self.started = 0
+        self.noted = False  # the note (serve.json) is this server's once serve() wrote it
 
     def say(self, message: str) -> None:
         self.log.write(clock.to_iso(clock.now()), f"croft serve (pid {os.getpid()}): {message}")
@@ -62,10 +58,17 @@ class Server:
         """One round; returns ``[{root, action}]`` (started / skipped and why). Never raises."""
         self.ticks += 1
         events: list[dict[str, Any]] = []
+        unsafe = home_unsafe(self.home)
+        if unsafe is not None:  # nothing is written into a CROFT_HOME someone else could change
+            return [{"root": None, "action": f"refused: {words(unsafe)}"}]
         try:
+            self._keep_note()
             self.log.rotate()
             now = clock.now()
-            entries = [e for e in Registry(self.home).entries() if e.via == "serve"]
+            registry = Registry(self.home)
+            entries = [e for e in registry.entries() if e.via == "serve"]
+            for message in registry.notes:  # a registry restored from its last good copy
+                self.say(message)
             env = croft_env(croft_home=str(self.home))
             with self.log.open() as handle:
                 for entry in entries:
@@ -83,7 +86,22 @@ class Server:
         state, _why = presence(root)
         if state != "present":
             return state
-        setting = read_scheduling_file(project_state_dir(root))
+        state_dir = project_state_dir(root)
+        unsafe = project_unsafe(root, state_dir)
+        if unsafe is not None:
+            self.say(f"{root}: not ticked, croft does not trust {words(unsafe)}")
+            return "unsafe_permissions"
+        trouble = folder_trouble(str(state_dir))
+        if trouble is None:
+            try:
+                setting = read_scheduling_file(state_dir)
+            except CroftError as exc:  # its runs.sqlite cannot be read: not "off", a problem with its fix
+                trouble = exc.problem
+        if trouble is not None:
+            if troubled(root, trouble, now, SOURCE):  # logged and told once per incident
+                self.say(f"{root}: not ticked: {trouble.code}: {trouble.message}")
+            return "troubled"
+        untroubled(root, SOURCE)
         current = effective_state(setting, now)
         if current != "on" or setting.via != "serve":
             return "off" if current == "on" else current
@@ -97,6 +115,12 @@ class Server:
         self.say(f"{root}: tick started (pid {child.pid})")
         return "started"
 
+    def _keep_note(self) -> None:
+        """serve.json says which croft serve is alive (doctor reads it): put it back if it is lost or
+        garbled while this one runs."""
+        if self.noted and read_object(serve_path(self.home)) != current().to_dict():
+            write_serve(self.home)
+
     def run(self, stop: threading.Event, interval: float) -> None:
         while not stop.is_set():
             self.tick_once()
@@ -105,8 +129,12 @@ class Server:
 
 def serve(on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run until SIGTERM or Ctrl-C; returns counts for the envelope."""
+    knobs.require_all()  # every tick serve starts gets its knobs: a bad one stops serve before it starts
     interval = interval_s()
     server = Server()
+    unsafe = home_unsafe(server.home)
+    if unsafe is not None:  # refused before serve.json or a log line is written there
+        raise unsafe_error(unsafe)
     stop = threading.Event()
 
     def ask_stop(signum: int, _frame: Any) -> None:
@@ -114,6 +142,7 @@ def serve(on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
 
     old = {s: signal.signal(s, ask_stop) for s in (signal.SIGTERM, signal.SIGINT)}
     write_serve(server.home)
+    server.noted = True
     server.say(f"starts, ticking every {interval:g} s")
     if on_start:
         on_start(f"croft serve: ticking this user's serve projects every {interval:g} s; Ctrl-C stops.")

@@ -24,12 +24,13 @@ def _stamp(state_dir: Path) -> list[int] | None:
         try:
             st = os.stat(state_dir / name)
         except FileNotFoundError:
-            out += [0, 0]
+            out += [0, 0, 0]
             continue
         except OSError:
             return None
-        # an empty WAL holds nothing (a reader may create one): the same as none
-        out += [st.st_mtime_ns, st.st_size] if st.st_size or name == "runs.sqlite" else [0, 0]
+        # an empty WAL holds nothing (a reader may create one): the same as none; the mode is in the key
+        # so a chmod that makes the file unreadable is looked at, not answered from the cache
+        out += [st.st_mtime_ns, st.st_size, st.st_mode] if st.st_size or name == "runs.sqlite" else [0, 0, 0]
     return out
 
 
@@ -44,7 +45,7 @@ class HintFile:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
             self.entries: dict[str, dict[str, object]] = raw if isinstance(raw, dict) else {}
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             self.entries = {}
         self.seen: set[str] = set()
 
@@ -54,7 +55,8 @@ class HintFile:
             return
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            tmp.unlink(missing_ok=True)  # a stale one, or a link at its name: never written through
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 json.dump(kept, out)
             os.replace(tmp, self.path)

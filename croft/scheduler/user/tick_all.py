@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 
 from croft.core import clock
+from croft.core.disk import folder_problem
 from croft.core.paths import croft_home
 from croft.core.problems import CroftError
 from croft.scheduler.heartbeat import write_user_beats
@@ -28,6 +29,8 @@ from croft.scheduler.ticklog import TickLog
 from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
 from croft.scheduler.user.settingcache import SettingCache
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe, state_dir_unsafe, unsafe_error, words
+from croft.scheduler.user.watch import folder_trouble, troubled, untroubled
 
 TYPE_CHECKING = False  # every minute: nothing of typing at run time
 if TYPE_CHECKING:
@@ -36,27 +39,46 @@ if TYPE_CHECKING:
 __all__ = ["tick_all"]
 
 PRUNE_LOCK_S = 2.0
+SOURCE = "tick-all"  # whose incidents these are (scheduler.incidents)
 
 
 def tick_all(home: Path | None = None) -> dict[str, Any]:
-    """One minute's work; returns what it did. Raises CroftError only for an unreadable registry."""
+    """One minute's work; returns what it did. Raises CroftError for an unreadable registry, and
+    UNSAFE_PERMISSIONS, having written nothing, when CROFT_HOME or one of its files is not this user's
+    alone (``user.trusted``); ``croft status`` and ``croft doctor`` show why."""
     home = home or croft_home()
+    unsafe = home_unsafe(home)
+    if unsafe is not None:
+        raise unsafe_error(unsafe)
     now = clock.now()
     stamp = clock.to_iso(now)
     log = TickLog.of(home)
     log.rotate()
     registry = Registry(home)
-    out: dict[str, Any] = {"at": stamp, "started": [], "beat": [], "skipped": [], "notes": []}
+    out: dict[str, Any] = {
+        "at": stamp,
+        "started": [],
+        "beat": [],
+        "skipped": [],
+        "notes": [],
+        "problems": [],  # Problem objects: what stops a project from ticking (the CLI puts them in the envelope)
+    }
 
     def note(message: str) -> None:
         out["notes"].append(message)
         log.write(stamp, message)
+
+    home_trouble = folder_problem(home, f"croft's home {home}") if home.is_dir() else None
+    if home_trouble is not None:  # the tick log, the slots and the incidents live there: say so, go on
+        out["problems"].append(home_trouble)
 
     try:
         entries = registry.entries()
     except CroftError as exc:
         note(f"tick failed: {exc.problem.message}; {exc.problem.hint}")
         raise
+    for message in registry.notes:  # a registry restored from its last good copy
+        note(message)
     if not entries:
         return out
     lock = _minute_lock(home)
@@ -131,7 +153,7 @@ def _minute_lock(home: Path) -> int | None:
     None while another ``tick --all`` holds it."""
     import fcntl
 
-    fd = os.open(home / "tick-all.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(home / "tick-all.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -162,14 +184,40 @@ def _one(
     pings: list[tuple[str, str]],
 ) -> None:
     stamp = out["at"]
-    if entry.via == "os-job" and idle.still(entry.root, stamp):  # see _beat
+    if entry.via != "os-job":
+        out["skipped"].append({"root": entry.root, "reason": "ticks from croft serve"})
+        return
+    unsafe = project_unsafe(entry.root)  # trusted first: even a heartbeat is a write into its folder
+    # then able to take a write: before the idle beat, which a full disk still takes
+    trouble = folder_trouble(f"{entry.root}/.croft") if unsafe is None else None
+    if unsafe is None and trouble is None and idle.still(entry.root, stamp):  # see _beat; no incident there
         return _beat(entry, stamp, out, idle, pings)
-    reason = _skip_reason(entry, now, cache)
+    state_dir = project_state_dir(entry.root)
+    if unsafe is None:
+        unsafe = state_dir_unsafe(entry.root, state_dir)  # a relocated state folder
+    if unsafe is not None:
+        note(f"{entry.root}: not ticked, croft does not trust {words(unsafe)}")
+        out["skipped"].append({"root": entry.root, "reason": "unsafe permissions", "path": unsafe.path})
+        return None
+    reason = None
+    if trouble is None:
+        try:
+            reason = _skip_reason(entry, now, cache, state_dir)
+        except CroftError as exc:  # its runs.sqlite cannot be read: not "off", a problem with its fix
+            trouble = exc.problem
+    if trouble is not None:
+        said = f"{trouble.code}: {trouble.message}"
+        out["skipped"].append({"root": entry.root, "reason": said})
+        out["problems"].append(trouble.with_(details={**(trouble.details or {}), "root": entry.root}))
+        if troubled(entry.root, trouble, now, SOURCE):  # logged and told once per incident
+            note(f"{entry.root}: not ticked: {said}")
+        return
     if reason:
         out["skipped"].append({"root": entry.root, "reason": reason})
         if reason.startswith("cannot check"):
             note(f"{entry.root}: {reason}")
         return
+    untroubled(entry.root, SOURCE)
     if idle.check(entry.root, stamp):
         return _beat(entry, stamp, out, idle, pings)
     full.append(entry.root)
@@ -190,13 +238,17 @@ def _beat(
         pings.append((url, os.path.join(entry.root, ".croft")))
 
 
-def _skip_reason(entry: Entry, now: Any, cache: SettingCache) -> str | None:
-    if entry.via != "os-job":
-        return "ticks from croft serve"
+def _skip_reason(entry: Entry, now: Any, cache: SettingCache, state_dir: Path) -> str | None:
+    """Why a present-or-not os-job project is not ticked this minute, or None; CroftError (with its fix)
+    when its state folder (a relocated one) cannot take a write or its setting cannot be read."""
     state, why = presence(entry.root)
     if state != "present":
         return why if state == "unknown" else f"{state}: {why}"
-    setting = cache.read(project_state_dir(entry.root))
+    if str(state_dir) != f"{entry.root}/.croft":
+        trouble = folder_trouble(str(state_dir))
+        if trouble is not None:
+            raise CroftError(trouble)
+    setting = cache.read(state_dir)
     if setting.via == "serve":
         return "ticks from croft serve"
     current = effective_state(setting, now)

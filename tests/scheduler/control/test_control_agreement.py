@@ -26,6 +26,7 @@ from croft.scheduler.control.diagnosis import no_tick_problem, stale_warning
 from croft.scheduler.control.doctor import doctor
 from croft.scheduler.jobs import crontab
 from croft.scheduler.jobs import record as jobrecord
+from croft.scheduler.jobs.record import installed_job
 from croft.scheduler.setting import read_scheduling_file
 from croft.scheduler.user.registry import Registry
 
@@ -48,7 +49,7 @@ def said(project: Project, runner: FakeOS, monkeypatch: pytest.MonkeyPatch) -> d
     checks = doctor(runner, project).data["checks"]
     stale = stale_warning(project, runner)
     setting = read_scheduling_file(project.config.state_dir)
-    waited = no_tick_problem(project, setting, parse_instant(NOW), WAIT_MS, runner)
+    waited = no_tick_problem(project, setting, parse_instant(NOW), WAIT_MS, installed_job(runner))
     return {"doctor": checks, "stale": stale, "wait": waited}
 
 
@@ -216,6 +217,7 @@ def test_registry_unreadable(proj: Project, monkeypatch: pytest.MonkeyPatch, _cr
     fake = FakeOS()
     on_with_crontab(proj, fake)
     (_croft_home / "projects.json").write_text("[{")
+    (_croft_home / "projects.json.bak").unlink()  # no last good copy to restore from
     failing = agree(said(proj, fake, monkeypatch), "registry", "registry_unreadable")
     assert failing["detail"].startswith(
         f"{_croft_home / 'projects.json'} is not a croft registry: invalid JSON"

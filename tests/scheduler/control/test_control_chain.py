@@ -57,6 +57,8 @@ def test_doctor_shows_every_link_in_the_order_a_person_checks_them() -> None:
     chain = healthy(osjob(last_tick="2026-03-01T11:59:00.000Z"), serve())
     assert [x.check for x in links(chain)] == [
         "registry",
+        "permissions",
+        "croft home",
         "OS job",
         "job loaded",
         "interpreter",
@@ -75,7 +77,14 @@ def test_doctor_shows_every_link_in_the_order_a_person_checks_them() -> None:
 
 def test_links_of_the_job_are_shown_only_when_a_project_ticks_through_it() -> None:
     chain = healthy(serve(), job=None, interpreter=None)
-    assert [x.check for x in links(chain)] == ["registry", "OS job", "croft serve", "project /s"]
+    assert [x.check for x in links(chain)] == [
+        "registry",
+        "permissions",
+        "croft home",
+        "OS job",
+        "croft serve",
+        "project /s",
+    ]
     assert by_name(chain)["OS job"][:2] == (
         True,
         "no registered project ticks through an OS job, so none is needed",
@@ -184,3 +193,83 @@ def test_protected_folders_are_found_in_paths_and_log_lines() -> None:
         == "Desktop"
     )
     assert protected_folder("/Users/me/Documentsy/p/") is None
+
+
+# -- never silent: what stops a project is a broken link, never a green line ------------------------
+
+
+def test_what_stops_a_project_comes_before_whether_it_is_quiet() -> None:
+    """A heartbeat that is fresh says nothing when the project's folder is full or its tick fails: the
+    trouble the look found (control.troubles) is its link, with its own code for doctor's problem."""
+    from croft.core.disk import disk_full
+    from croft.core.problems import problem
+
+    full = disk_full("the scheduler's state folder /p/.croft", "/p/.croft", "12 KiB free")
+    full = full.with_(details={**(full.details or {}), "cause": "disk_full"})
+    ticking = osjob(last_tick="2026-03-01T11:59:00.000Z", troubles=(full,))
+    [link] = [x for x in links(healthy(ticking)) if x.check == "project /p"]
+    assert (link.ok, link.cause, link.code) == (False, "disk_full", "DISK_FULL")
+    assert "/p/.croft is full" in link.detail
+    failing = problem(
+        "SCHEDULER_BROKEN",
+        "the scheduler's tick of /p fails since X: INTERNAL_ERROR: boom",
+        "report it",
+        details={"cause": "tick_failing", "problem": {"code": "HISTORY_CORRUPT"}},
+    )
+    [link] = [x for x in links(healthy(osjob(troubles=(failing,)))) if x.check == "project /p"]
+    assert (link.ok, link.cause, link.code) == (False, "tick_failing", "HISTORY_CORRUPT")  # the tick's own
+
+
+def test_the_registry_is_checked_in_both_directions() -> None:
+    """On but not registered was already a broken link; registered while its own setting says off (its
+    history replaced or reset) is one too, in the registry's line and in the project's."""
+    from croft.core.problems import problem
+
+    lost = problem(
+        "SCHEDULER_BROKEN",
+        "/p is in the per-user registry to tick from the OS job, but its own setting says scheduling is off",
+        "turn it on again",
+        fix={"kind": "command", "command": "croft schedule on --project /p"},
+        details={"cause": "setting_lost"},
+    )
+    chain = healthy(osjob(state="off", troubles=(lost,)))
+    assert broken(chain, "registry") == (lost.message, "setting_lost", "croft schedule on --project /p")
+    assert broken(chain, "project /p")[1:] == ("setting_lost", "croft schedule on --project /p")
+    assert by_name(healthy(osjob(registered_via=None, state="off")))["registry"][
+        0
+    ]  # off and not listed: fine
+
+
+def test_croft_home_that_cannot_take_a_write_is_a_link_and_a_registry_repair_is_said() -> None:
+    from croft.core.disk import unwritable
+
+    ro = unwritable("croft's home /h", "/h", "read-only file system", read_only=True)
+    chain = healthy(osjob(), home="/h", home_trouble=ro)
+    detail, cause, _fix = broken(chain, "croft home")
+    assert cause == "home_unwritable" and "read-only" in detail
+    assert next(x for x in links(chain) if x.check == "croft home").code == "PATH_UNWRITABLE"
+    assert by_name(healthy(osjob(), home="/h"))["croft home"][:2] == (True, "/h can take writes")
+    noted = healthy(osjob(), registry_notes=("restored 1 project(s) from its last good copy",))
+    ok, detail, _, _ = by_name(noted)["registry"]
+    assert ok and detail.endswith("; restored 1 project(s) from its last good copy")
+
+
+def test_a_last_tick_ahead_of_the_clock_is_its_own_cause() -> None:
+    """A heartbeat stamped in the future once hid a stopped scheduler forever."""
+    ahead = osjob(quiet=True, last_tick="2026-03-02T12:00:00.000Z", ahead="2026-03-02T12:00:00.000Z")
+    detail, cause, _ = broken(healthy(ahead), "project /p")
+    assert cause == "clock_backwards" and "ahead of the clock" in detail and "2026-03-02T12:00" in detail
+    assert diagnose(healthy(ahead)).cause == "clock_backwards"
+
+
+def test_a_job_record_that_could_not_be_read_is_said() -> None:
+    noted = healthy(
+        osjob(), job_note="/h/job.json could not be read; found the systemd job and wrote it again"
+    )
+    assert by_name(noted)["OS job"][1].endswith(
+        "(/h/job.json could not be read; found the systemd job and wrote it again)"
+    )
+    lost = healthy(osjob(), job=None, job_note="/h/job.json could not be read, and no backend holds a job x")
+    assert broken(lost, "OS job")[0] == (
+        "the per-user scheduler job is not installed: /h/job.json could not be read, and no backend holds a job x"
+    )

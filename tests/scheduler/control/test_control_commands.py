@@ -193,6 +193,13 @@ def test_stale_rules() -> None:
     assert heartbeat.is_stale(on, "2026-03-01T11:56:59.000Z", now) is True
     assert heartbeat.is_stale(on, None, now) is True
     assert heartbeat.is_stale(on, "2026-03-01T12:05:00.000Z", now) is False  # a future heartbeat
+    # ...but one more than 5 minutes ahead is itself the cause (a clock moved backwards), never health
+    assert heartbeat.is_stale(on, "2026-03-01T12:05:00.001Z", now) is True
+    assert heartbeat.is_stale(on, "2027-03-01T12:00:00.000Z", now) is True
+    assert heartbeat.ahead_of("2027-03-01T12:00:00.000Z", now) and not heartbeat.ahead_of(None, now)
+    future_on = Scheduling(state="on", via="os-job", since="2027-01-01T00:00:00.000Z")
+    assert heartbeat.is_stale(future_on, None, now) is True  # turned on under a CROFT_NOW ahead
+    assert heartbeat.is_stale(future_on, "2026-03-01T11:59:00.000Z", now) is False  # ticking now
     recent = Scheduling(state="on", via="os-job", since="2026-03-01T11:58:00.000Z")
     assert heartbeat.is_stale(recent, None, now) is False  # just turned on
     assert heartbeat.is_stale(Scheduling(state="off"), None, now) is False
@@ -413,3 +420,20 @@ def test_action_synonyms(proj, word: str, action: str) -> None:  # type: ignore[
     out = CliRunner().invoke(_build_group(), args)
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["data"]["action"] == action
+
+
+def test_a_heartbeat_far_ahead_of_the_clock_loses_to_one_that_is_not(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The tick row stamped a day ahead (a clock moved back) and a fresh idle beat: the fresh one is the
+    last tick; alone, the one ahead is still returned, for the stale rule to name it."""
+    from croft.core.identity import current
+    from croft.history.db import open_history
+    from croft.history.state import write_tick
+
+    state = tmp_path / ".croft"
+    conn = open_history(state)
+    write_tick(conn, current(), "2026-03-02T12:00:00.000Z")
+    conn.close()
+    now = parse_instant("2026-03-01T12:00:00Z")
+    assert heartbeat.last_heartbeat(state, now) == "2026-03-02T12:00:00.000Z"
+    heartbeat.write_beat(str(state), "2026-03-01T11:59:00.000Z")
+    assert heartbeat.last_heartbeat(state, now) == "2026-03-01T11:59:00.000Z"

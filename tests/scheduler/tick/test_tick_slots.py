@@ -189,17 +189,26 @@ def test_a_tick_after_seven_hours_asleep_logs_one_wake_line_and_starts_at_most_n
 
 
 def test_the_cap_comes_from_the_user_config_and_a_bad_value_falls_back(tmp_path):
+    """The file's bad value falls back to 2 with a word; the knob's is an error naming it (one range)."""
+    from croft.core.problems import CroftError
     from croft.scheduler.tick.slots import max_scheduled_runs
 
     assert max_scheduled_runs(tmp_path, {}) == (2, None)
     (tmp_path / "config.json").write_text('{"maxScheduledRuns": 5}')
     assert max_scheduled_runs(tmp_path, {}) == (5, None)
     assert max_scheduled_runs(tmp_path, {"CROFT_MAX_SCHEDULED_RUNS": "3"}) == (3, None)
-    cap, why = max_scheduled_runs(tmp_path, {"CROFT_MAX_SCHEDULED_RUNS": "lots"})
-    assert cap == 2 and "CROFT_MAX_SCHEDULED_RUNS='lots'" in (why or "")
-    (tmp_path / "config.json").write_text('{"maxScheduledRuns": 0}')
-    cap, why = max_scheduled_runs(tmp_path, {})
-    assert cap == 2 and "maxScheduledRuns" in (why or "") and "at least 1" in (why or "")
+    for bad in ("lots", "0", "65"):
+        with pytest.raises(CroftError) as caught:
+            max_scheduled_runs(tmp_path, {"CROFT_MAX_SCHEDULED_RUNS": bad})
+        assert caught.value.code == "KNOB_INVALID"
+        assert caught.value.problem.details == {
+            "variable": "CROFT_MAX_SCHEDULED_RUNS",
+            "rule": "a whole number from 1 to 64",
+        }
+    for bad in ("0", "65", '"many"', "1e30"):
+        (tmp_path / "config.json").write_text(f'{{"maxScheduledRuns": {bad}}}')
+        cap, why = max_scheduled_runs(tmp_path, {})
+        assert cap == 2 and "maxScheduledRuns" in (why or "") and "from 1 to 64" in (why or ""), bad
 
 
 def test_two_ticks_at_once_never_both_take_the_last_slot(tmp_path):

@@ -6,7 +6,7 @@ import json
 import sqlite3
 from datetime import UTC, datetime
 
-from enginekit import croft
+from enginekit import croft, history
 from schedulekit import ISSUES, SUMMARY
 
 from croft.core.clock import parse_instant
@@ -149,10 +149,23 @@ def test_run_due_refuses_only_and_a_run_id_without_due(make_project):
     assert code == 2 and envelope["problems"][0]["code"] == "USAGE"
 
 
-def test_run_due_leaves_out_an_asset_whose_file_vanished(make_project):
+def test_run_due_names_what_is_no_asset_and_records_no_empty_run(make_project):
+    """`run --due nosuch` once answered ok and recorded an empty "succeeded" run. By hand, a name that is no
+    asset is UNKNOWN_ASSET (as for `croft run`); started by the tick (a run id), a file removed since is
+    left out, and nothing left to run is UNKNOWN_ASSET too. No run is recorded for a refusal."""
     root = _project(make_project)
-    code, envelope = croft(root, "run", "--due", "gone")
-    assert code == 0 and envelope["data"]["steps"] == []
+    code, envelope = croft(root, "run", "--due", "isues")
+    [bad] = envelope["problems"]
+    assert code == 2 and bad["code"] == "UNKNOWN_ASSET" and bad["suggestion"] == "issues"
+    assert bad["fix"]["command"] == "croft run --due issues"
+    code, envelope = croft(root, "run", "--due", "--run-id", "r_0601_1100_gone", "gone")
+    assert code == 2 and envelope["problems"][0]["code"] == "UNKNOWN_ASSET"
+    code, envelope = croft(root, "run", "--due")
+    assert code == 2 and envelope["problems"][0]["code"] == "USAGE"
+    assert history(root, "SELECT id FROM runs") == []
+    code, envelope = croft(root, "run", "--due", "--run-id", "r_0601_1100_kept", "issues", "gone")
+    ran = [s["asset"] for s in envelope["data"]["steps"]]
+    assert code == 0 and ran[0] == "issues" and "gone" not in ran
 
 
 def test_a_scheduled_run_holds_everything_while_scheduling_is_paused_or_off(make_project, monkeypatch):

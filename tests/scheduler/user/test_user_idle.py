@@ -19,6 +19,7 @@ from croft.project.config import load_project
 from croft.scheduler import heartbeat
 from croft.scheduler.control.diagnosis import stale_warning
 from croft.scheduler.control.doctor import doctor
+from croft.scheduler.incidents import incident_path
 from croft.scheduler.setting import write_scheduling
 from croft.scheduler.tick import memo as idle
 from croft.scheduler.user import idlecache as idlebeat
@@ -156,7 +157,7 @@ def test_a_steady_stamp_skips_even_the_idle_check_and_any_change_brings_it_back(
     assert checks[-1] == "2026-06-01T10:17:00.000Z"
 
 
-def test_a_stamp_taken_in_the_same_moment_as_a_write_is_not_trusted(make_project) -> None:  # type: ignore[no-untyped-def]
+def test_a_stamp_taken_in_the_same_moment_as_a_write_is_not_trusted(make_project, _croft_home: Path) -> None:  # type: ignore[no-untyped-def]
     root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
     old = time.time_ns() - 10_000_000_000
     for path in (root / "croft.json", root / "assets" / "issues.py", root / "assets"):
@@ -169,16 +170,19 @@ def test_a_stamp_taken_in_the_same_moment_as_a_write_is_not_trusted(make_project
         "assets",
         "assets/issues.py",
     ]
-    stamp = idlebeat._stamp(str(root), targets)
+    incident = incident_path(str(root), str(_croft_home))
+    stamp = idlebeat._stamp(str(root), targets, incident)
     assert stamp is not None and stamp[1]  # everything settled: safe to compare later
-    assert idlebeat._stamp(str(root), targets) == stamp  # the same in every process: the hash of numbers
+    assert (
+        idlebeat._stamp(str(root), targets, incident) == stamp
+    )  # the same in every process: the hash of numbers
     (root / "assets" / "issues.py").write_text(ISSUES.format(schedule="every hour"))
-    moved = idlebeat._stamp(str(root), targets)
+    moved = idlebeat._stamp(str(root), targets, incident)
     assert moved is not None and not moved[1] and moved[0] != stamp[0]  # just written: not trusted
     os.utime(root / "assets" / "issues.py", ns=(old, old))
     (root / "assets" / "new.sql").write_text("SELECT 1 AS id\n")  # a file added moves its folder's stat
     os.utime(root / "assets" / "new.sql", ns=(old, old))
-    added = idlebeat._stamp(str(root), targets)
+    added = idlebeat._stamp(str(root), targets, incident)
     assert added is not None and added[0] != stamp[0]
 
 
@@ -189,11 +193,12 @@ def test_the_stamp_is_the_same_in_another_process(make_project) -> None:  # type
     root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
     code = (
         "import sys; from croft.scheduler.user import idlecache as c;"
-        "print(c._stamp(sys.argv[1], c._targets(sys.argv[1], []))[0])"
+        "print(c._stamp(sys.argv[1], c._targets(sys.argv[1], []), '/nowhere/incident.json')[0])"
     )
     runs = {subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True).stdout
             for _ in range(2)}  # fmt: skip
-    assert runs == {f"{idlebeat._stamp(str(root), idlebeat._targets(str(root), []))[0]}\n"}  # type: ignore[index]
+    here = idlebeat._stamp(str(root), idlebeat._targets(str(root), []), "/nowhere/incident.json")
+    assert runs == {f"{here[0]}\n"}  # type: ignore[index]
 
 
 def test_last_heartbeat_is_the_latest_of_the_tick_row_and_the_idle_beats(

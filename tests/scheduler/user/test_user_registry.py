@@ -38,7 +38,12 @@ def test_missing_file_is_empty_and_add_creates_0600(tmp_path: Path) -> None:
     entry = r.add(p, "os-job", NOW)
     assert entry.root == str(p.resolve()) and entry.added_at == "2026-03-01T12:00:00.000Z"
     assert (r.path.stat().st_mode & 0o777) == 0o600
-    assert sorted(x.name for x in r.home.iterdir()) == ["projects.json", "projects.json.lock"]
+    assert sorted(x.name for x in r.home.iterdir()) == [
+        "projects.json",
+        "projects.json.bak",
+        "projects.json.lock",
+    ]
+    assert (r.backup_path.stat().st_mode & 0o777) == 0o600 and r.backup() == [entry]
     data = json.loads(r.path.read_text())
     assert data == [{"root": str(p.resolve()), "addedAt": "2026-03-01T12:00:00.000Z", "via": "os-job"}]
 
@@ -275,3 +280,66 @@ def test_a_writer_killed_holding_the_lock_blocks_nobody(tmp_path: Path) -> None:
     Registry(home, lock_timeout=2).add(project(tmp_path / "a"), "os-job", NOW)
     assert time.monotonic() - started < 1.5
     assert len(Registry(home).entries()) == 1
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (b"", "it is empty"),
+        (bytes(range(256)) * 16, "not UTF-8"),
+        (b"[{", "invalid JSON"),
+        (b'{"root": "/x"}', "no list"),
+        (b"[" * 100_000, "invalid JSON"),
+        (None, "it is missing"),
+    ],
+    ids=["zero-bytes", "garbage", "truncated", "wrong-shape", "too-deep", "deleted"],
+)
+def test_a_damaged_registry_is_restored_from_its_last_good_copy(
+    tmp_path: Path, damage: bytes | None, why: str
+):
+    """The registry is the one file whose loss silently stops everything: a 0-byte or garbage
+    projects.json once meant "no projects". Each change keeps a last good copy; reading restores from it,
+    says so, and keeps the damaged file."""
+    r = Registry(tmp_path / "home")
+    a, b = r.add(project(tmp_path / "a"), "os-job", NOW), r.add(project(tmp_path / "b"), "serve", NOW)
+    assert r.backup() == [a, b]
+    if damage is None:
+        r.path.unlink()
+    else:
+        r.path.write_bytes(damage)
+    fresh = Registry(r.home)
+    assert fresh.entries() == [a, b]
+    [note] = fresh.notes
+    assert why in note and "restored 2 project(s)" in note and "projects.json.bak" in note
+    assert json.loads(r.path.read_text()) == [a.to_json(), b.to_json()]
+    if damage is not None:
+        assert r.path.with_name("projects.json.broken").read_bytes() == damage
+    again = Registry(r.home)
+    assert again.entries() == [a, b] and again.notes == []  # repaired once, then read as usual
+
+
+def test_a_damaged_registry_without_a_good_copy_is_config_invalid(tmp_path: Path) -> None:
+    """No copy to restore from (or the copy is damaged too): the error with its fix, the file untouched."""
+    r = Registry(tmp_path / "home")
+    r.add(project(tmp_path / "a"), "os-job", NOW)
+    r.path.write_bytes(b"")
+    r.backup_path.write_bytes(b"\x00garbage")
+    with pytest.raises(CroftError) as err:
+        Registry(r.home).entries()
+    assert err.value.code == "CONFIG_INVALID" and "it is empty" in err.value.problem.message
+    assert r.path.read_bytes() == b""
+    r.backup_path.unlink()
+    with pytest.raises(CroftError):
+        Registry(r.home).entries()
+
+
+def test_a_lost_copy_is_rewritten_by_the_next_change_or_refresh(tmp_path: Path) -> None:
+    r = Registry(tmp_path / "home")
+    a = r.add(project(tmp_path / "a"), "os-job", NOW)
+    r.backup_path.write_text("garbage")
+    assert r.backup() is None
+    assert r.refresh_backup() is True and r.backup() == [a]
+    assert r.refresh_backup() is False
+    r.backup_path.unlink()
+    b = r.add(project(tmp_path / "b"), "os-job", NOW)
+    assert r.backup() == [a, b]

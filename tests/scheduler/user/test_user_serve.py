@@ -106,15 +106,20 @@ def test_croft_serve_ticks_at_start_and_each_interval_and_exits_0_on_sigterm(
     assert not (_croft_home / "serve.json").exists()
 
 
-def test_serve_interval_knob_must_be_a_number(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("bad", ["soon", "0", "10", "99", "-5"])
+def test_serve_interval_knob_must_be_a_number_in_its_range(bad: str) -> None:
+    """0 used to become 10 ms (a hundred project ticks a second); every value outside the knob's range is
+    an error naming the variable, before serve starts anything."""
     done = subprocess.run(
         [sys.executable, "-m", "croft", "serve", "--json"],
-        env=os.environ | {"CROFT_SERVE_INTERVAL_MS": "soon"},
+        env=os.environ | {"CROFT_SERVE_INTERVAL_MS": bad},
         capture_output=True,
         text=True,
         timeout=30,
     )
-    assert done.returncode == 2 and json.loads(done.stdout)["problems"][0]["code"] == "USAGE"
+    problem = json.loads(done.stdout)["problems"][0]
+    assert done.returncode == 2 and problem["code"] == "KNOB_INVALID", done.stdout
+    assert "CROFT_SERVE_INTERVAL_MS" in problem["message"] and "100 to 86400000" in problem["hint"]
 
 
 def test_doctor_lines_for_a_broken_chain(
@@ -151,3 +156,17 @@ def test_doctor_interpreter_check_runs_it(tmp_path: Path) -> None:
     assert not ok and "cannot import croft" in why
     ok, why = interpreter_imports_croft(str(tmp_path / "gone"))
     assert not ok and "does not run" in why
+
+
+@pytest.mark.parametrize("damage", [b"", b"\x00garbage"], ids=["empty", "garbage"])
+def test_a_running_serve_puts_back_its_note_when_it_is_lost(_croft_home: Path, damage: bytes) -> None:
+    """serve.json says which croft serve is alive (doctor reads it): lost or garbled while serve runs, the
+    next round writes it again, so doctor never says "none is running" about a serve that is."""
+    from croft.scheduler.user.serve import Server, serve_alive, serve_path
+
+    server = Server(_croft_home, spawn=lambda *a: (_ for _ in ()).throw(AssertionError("no project to tick")))
+    server.noted = True  # as serve() sets it once it has written the note
+    serve_path(_croft_home).write_bytes(damage)
+    assert not serve_alive(_croft_home)
+    server.tick_once()
+    assert serve_alive(_croft_home)

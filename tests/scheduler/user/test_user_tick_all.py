@@ -141,16 +141,41 @@ def test_prunes_gone_projects_and_keeps_ticking_the_rest(
     wait_records(fake_python, 1)
 
 
-def test_corrupt_registry_is_logged_and_left_alone(_croft_home: Path) -> None:
-    (_croft_home / "projects.json").write_text("[{")
+@pytest.mark.parametrize("damage", ["[{", ""], ids=["truncated", "zero-bytes"])
+def test_corrupt_registry_without_a_copy_is_logged_and_left_alone(_croft_home: Path, damage: str) -> None:
+    """No last good copy to restore from: CONFIG_INVALID (exit 2, as every project-family refusal) with
+    the fix, a line in the tick log, and the file left as it is. A 0-byte file once meant "no projects"."""
+    (_croft_home / "projects.json").write_text(damage)
     done = subprocess.run(
         [sys.executable, "-m", "croft", "tick", "--all", "--json"], capture_output=True, text=True
     )
-    assert done.returncode == 1
+    assert done.returncode == 2
     envelope = json.loads(done.stdout)
-    assert envelope["problems"][0]["code"] == "CONFIG_INVALID"
+    assert envelope["problems"][0]["code"] == "CONFIG_INVALID" and envelope["problems"][0]["fix"]
     assert "tick failed:" in (_croft_home / "logs" / "tick.log").read_text()
-    assert (_croft_home / "projects.json").read_text() == "[{"
+    assert (_croft_home / "projects.json").read_text() == damage
+
+
+def test_a_registry_lost_between_two_minutes_is_restored_and_its_projects_tick(
+    tmp_path: Path, _croft_home: Path
+) -> None:
+    """With its last good copy beside it, a registry found empty is restored with a line in the tick log,
+    and the projects it lists tick that same minute: nothing silently stops."""
+    root = scheduled(tmp_path / "p", "on")
+    Registry(_croft_home).add(root, "os-job", parse_instant(NOW))
+    (_croft_home / "projects.json").write_text("")
+    done = subprocess.run(
+        [sys.executable, "-m", "croft", "tick", "--all", "--json"],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"CROFT_NOW": NOW},
+    )
+    assert done.returncode == 0, done.stdout
+    data = json.loads(done.stdout)["data"]
+    assert [s["root"] for s in data["started"]] == [str(root.resolve())]
+    log = (_croft_home / "logs" / "tick.log").read_text()
+    assert "restored 1 project(s) from its last good copy projects.json.bak" in log
+    assert (_croft_home / "projects.json.broken").read_text() == ""
 
 
 def test_no_registry_is_quiet(_croft_home: Path) -> None:

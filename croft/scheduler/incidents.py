@@ -1,0 +1,103 @@
+"""What stops the scheduler from ticking a project, remembered so it is told once and shown everywhere.
+
+A tick that fails (the project's tick itself, or the per-user tick finding the project's folder full,
+read-only or its history unreadable) leaves an incident: ``<CROFT_HOME>/incidents/<key>.json`` with
+the problem, since when and whether it was told. ``croft status``, ``croft schedule status`` and ``croft
+doctor`` read it, so a scheduler that fails every minute is never reported as healthy; the next tick
+that succeeds removes it, so scheduling that resumes by itself clears it by itself.
+
+It lives in croft's home, not the project's state folder, because that folder may be what is broken. One
+file per project, so project ticks running side by side never rewrite each other's. A new incident
+(no file, or another code than the one recorded) is told once, desktop and webhook, as a failed run is;
+when croft cannot even record it (the disk holding its home is full too) it tells at most once an hour
+rather than every minute.
+
+Only ``os``, ``json`` and ``zlib`` are imported (and croft's JSON file writer): the per-user tick checks
+for an incident every minute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+
+from croft.core.paths import home_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from datetime import datetime
+    from pathlib import Path
+    from typing import Any
+
+    from croft.core.problems import Problem
+
+__all__ = ["FOLDER", "clear", "incident_path", "read", "record"]
+
+FOLDER = "incidents"
+
+
+def incident_path(root: str, home: str | Path | None = None) -> str:
+    """The incident file of the project at ``root`` (its real path, as the registry keeps it). Named by two
+    checksums of the path (zlib: hashlib would cost the idle tick more than the rest of its imports); the
+    file names its root, and one that names another is not this project's."""
+    raw = root.encode("utf-8", "surrogateescape")
+    return os.path.join(home or home_text(), FOLDER, f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}.json")
+
+
+def read(root: str, home: Path | None = None) -> dict[str, Any] | None:
+    """``{root, problem, since, at, told, source}`` of the project's incident, or None (none, or unreadable:
+    a broken incident file is a hint lost, rebuilt by the next failing tick)."""
+    try:
+        with open(incident_path(root, home), encoding="utf-8") as handle:
+            value = json.load(handle)
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("problem"), dict) or value.get("root") != root:
+        return None
+    return value
+
+
+def record(root: str, problem: Problem, now: datetime, source: str, home: Path | None = None) -> bool:
+    """Remember ``problem`` as the project's incident; whether it should be told now (a new one, or one
+    that could not be recorded and whose hourly reminder is due)."""
+    from pathlib import Path  # lazy: a new incident only, which the idle tick never records
+
+    from croft.core.clock import to_iso
+    from croft.core.jsonfile import write_atomic
+
+    stamp = to_iso(now)
+    before = read(root, home)
+    same = before is not None and (before.get("problem") or {}).get("code") == problem.code
+    entry = {
+        "root": root,
+        "problem": problem.to_dict(),
+        "since": before.get("since", stamp) if same and before else stamp,
+        "at": stamp,
+        "told": bool(same and before and before.get("told")),
+        "source": source,
+    }
+    tell = not entry["told"]
+    entry["told"] = True
+    try:
+        write_atomic(Path(incident_path(root, home)), entry, indent=None)
+    except OSError:
+        return now.minute == 0  # no memory to tell once by: remind at most hourly
+    return tell
+
+
+def clear(root: str, source: str | None = None, home: Path | None = None) -> bool:
+    """Remove the project's incident (only one ``source`` left, when given); whether there was one. One
+    ``stat`` when there is none, which is every healthy minute."""
+    path = incident_path(root, home)
+    if not os.path.exists(path):
+        return False
+    if source is not None:
+        found = read(root, home)
+        if found is not None and found.get("source") != source:
+            return False
+    try:
+        os.unlink(path)
+    except OSError:  # gone meanwhile, or a home croft cannot write (doctor shows that link)
+        return False
+    return True

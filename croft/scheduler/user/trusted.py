@@ -1,0 +1,139 @@
+"""What the scheduler must be able to trust before it acts: this user's CROFT_HOME and each project.
+
+The scheduler runs code as the user whose job it is. The registry says which projects; a project's own
+files say what code, and its runs.sqlite which code a person approved. So, as ssh and cron do with their
+files, croft refuses to act on any of them that another user owns or could change (``core.trust``):
+
+- CROFT_HOME itself, the registry, ``job.json``, ``slots.sqlite``, the tick's caches and its log folder
+  (the group may not write them either): when one fails, the per-user tick does nothing at all, and
+  writes nothing into CROFT_HOME (whoever can write it could point a file croft writes elsewhere);
+- each registered project's folder, ``croft.json``, ``assets/``, ``lib/`` and state folder (the group
+  may write these: a team's shared project; others may not): such a project is skipped, with the
+  reason in the tick log, ``croft status`` and ``croft doctor``, and the other projects tick as usual.
+
+One rule in one place: the per-user tick, croft serve, ``croft schedule on`` and the chain of ``croft
+doctor`` and ``croft status`` all ask this module. Imports only ``os`` and ``core.trust`` (the problem's
+words load only for a refusal): the per-minute tick checks every project with it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from croft.core.trust import Unsafe, check
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from croft.core.problems import CroftError, Problem, Severity
+
+__all__ = [
+    "HOME_FILES",
+    "PROJECT_PARTS",
+    "home_unsafe",
+    "project_unsafe",
+    "state_dir_unsafe",
+    "unsafe_error",
+    "unsafe_problem",
+    "words",
+]
+
+HOME_FILES = (
+    "projects.json",
+    "job.json",
+    "slots.sqlite",
+    "tick-cache.json",
+    "idle-cache.json",
+    "idle-beats.json",
+    "tick-all.lock",
+    "logs",
+)
+PROJECT_PARTS = ("croft.json", "assets", "lib")
+
+
+def home_unsafe(home: str | os.PathLike[str]) -> Unsafe | None:
+    """The first of CROFT_HOME and its files that croft must not trust, or None."""
+    base = os.fspath(home)
+    for path in (base, *(os.path.join(base, name) for name in HOME_FILES)):
+        found = check(path)
+        if found is not None:
+            return _aside(found) if path != base else found
+    return None
+
+
+def project_unsafe(root: str, state_dir: str | os.PathLike[str] | None = None) -> Unsafe | None:
+    """The first part of a registered project croft must not trust, or None: the folder, croft.json,
+    assets/, lib/, ``.croft/`` and the configured state folder when it is elsewhere."""
+    for path in (root, *(os.path.join(root, name) for name in PROJECT_PARTS), os.path.join(root, ".croft")):
+        found = check(path, group_may_write=True)
+        if found is not None:
+            return found._replace(fix=_off(root)) if found.theirs else found
+    return None if state_dir is None else state_dir_unsafe(root, state_dir)
+
+
+def state_dir_unsafe(root: str, state_dir: str | os.PathLike[str]) -> Unsafe | None:
+    """The project's state folder when croft.json's ``stateDir`` moves it away from ``.croft`` (which
+    ``project_unsafe`` checks anyway), or None."""
+    path = os.fspath(state_dir)
+    if path == os.path.join(root, ".croft"):
+        return None
+    found = check(path, group_may_write=True)
+    return found._replace(fix=_off(root)) if found is not None and found.theirs else found
+
+
+def _aside(found: Unsafe) -> Unsafe:
+    """A file of CROFT_HOME that is another user's: moving it aside is safe once CROFT_HOME is this user's
+    (``croft schedule on`` starts a new one)."""
+    if not found.theirs:
+        return found
+    import shlex  # only for a refusal
+
+    path = shlex.quote(found.path)
+    aside = shlex.quote(found.path + ".untrusted")
+    return found._replace(fix=f"mv {path} {aside}")
+
+
+def _off(root: str) -> str:
+    """Another user's project: take it off this user's schedule (``schedule off`` writes nothing into it)."""
+    import shlex  # only for a refusal
+
+    return f"croft schedule off --project {shlex.quote(root)}"
+
+
+def unsafe_problem(found: Unsafe, *, severity: Severity = "error", project: str | None = None) -> Problem:
+    """UNSAFE_PERMISSIONS for one path, in the words doctor shows for it."""
+    from croft.core.problems import problem
+
+    if project is None:
+        head = f"the scheduler does nothing for this user: {found.path}: {found.why}"
+        hint = (
+            "croft trusts CROFT_HOME and its files only when they are yours and no one else can write them,"
+            " as ssh and cron do: whoever could change them could make the scheduler run their code as you."
+        )
+    else:
+        head = f"the scheduler skips {project}: {found.path}: {found.why}"
+        hint = (
+            "croft ticks a project only when its folder, croft.json, assets/, lib/ and state folder are"
+            " yours (or root's) and only you and your group can write them: whoever could change them"
+            " could make the scheduler run their code as you."
+        )
+    if found.theirs and found.fix is None:
+        hint += " It is not yours: set CROFT_HOME to a folder of your own (or unset it for ~/.croft)."
+    elif found.theirs:
+        hint += " It is not yours: " + ("move it aside." if project is None else "take it off your schedule.")
+    elif found.fix is not None:
+        hint += " Make it writable by you alone; the next minute's tick then goes ahead."
+    fix = None if found.fix is None else {"kind": "command", "command": found.fix, "description": found.why}
+    details = {"path": found.path, "why": found.why} | ({"project": project} if project else {})
+    return problem("UNSAFE_PERMISSIONS", head, hint, severity=severity, fix=fix, details=details)
+
+
+def unsafe_error(found: Unsafe, *, project: str | None = None) -> CroftError:
+    from croft.core.problems import CroftError
+
+    return CroftError(unsafe_problem(found, project=project))
+
+
+def words(found: Unsafe) -> str:
+    """One line for the tick log."""
+    fix = f"; fix: {found.fix}" if found.fix else ""
+    return f"{found.path}: {found.why}{fix}"
