@@ -124,9 +124,7 @@ STATE_FILES = [
         ),  # garbage: corrupt; 0 bytes: setting lost
     ),
     StateFile("tick-beat", lambda w: w.a / ".croft" / "tick-beat", rebuilt=lambda w: True),
-    StateFile(
-        "a step's log", lambda w: next((w.a / ".croft" / "logs").glob("*.issues.log")), rebuilt=lambda w: True
-    ),
+    # a step's log is a row of runs.sqlite once its attempt ended (history.steplogs): the runs.sqlite entry
     StateFile("notify.log", lambda w: w.a / ".croft" / "logs" / "notify.log", rebuilt=lambda w: True),
     StateFile(
         "process.log of a scheduled run",

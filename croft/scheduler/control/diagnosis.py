@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 from croft.core import clock
 from croft.core.clock import from_iso, to_iso
 from croft.core.duration import words
+from croft.core.paths import croft_home
 from croft.core.problems import CroftError, Problem, problem
 from croft.project.config import Project
 from croft.scheduler import heartbeat
@@ -24,7 +25,7 @@ from croft.scheduler.control.troubles import look
 from croft.scheduler.heartbeat import ahead_of, quiet_since
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
 from croft.scheduler.user.registry import Registry
-from croft.scheduler.user.trusted import unsafe_problem
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_problem
 
 if TYPE_CHECKING:
     from croft.scheduler.jobs.health import Link
@@ -162,7 +163,12 @@ def unsafe_warning(project: Project, now: datetime | None = None) -> Problem | N
     setting = read_scheduling_file(project.config.state_dir)
     if effective_state(setting, now) == "off":
         return None
-    # lazy, both: the chain's modules load the OS job backends, which a project that is off never needs
+    if (
+        home_unsafe(croft_home()) is None
+        and project_unsafe(str(project.root), project.config.state_dir) is None
+    ):
+        return None  # the usual case, by the facts the chain's permission links are decided from
+    # lazy, both: the chain's modules load the OS job backends, which only a refusal needs (its words)
     from croft.scheduler.control.chain import UNSAFE, links
     from croft.scheduler.control.gather import permissions_chain
 

@@ -95,6 +95,9 @@ def settle(conn: sqlite3.Connection, state_dir: Path, now: datetime) -> Settled:
                 out.still.append(note)
                 out.starting.append((run_id, assets))
                 continue
+            if is_alive(who):  # its row ended and it is finishing: handing its slot on (tick.afterrun),
+                out.still.append(note)  # then ending its own group; a later tick settles it, and ends
+                continue  # what it left running, once it is gone (a group signalled now would end it too)
             out.ended.append(who)
             attempted = {
                 r["asset"]
