@@ -31,6 +31,7 @@ import time
 
 from croft.scheduler.incidents import incident_path
 from croft.scheduler.user.settingcache import HintFile
+from croft.scheduler.user.trusted import project_parts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,7 +66,16 @@ def _stamp(root: str, targets: list[str], incident: str) -> tuple[int, bool] | N
     compare later); None: something could not be read. The value is the hash of a tuple of integers,
     which Python computes the same in every process (unlike that of text), so it is stored as it is."""
     racy = time.time_ns() - RACY_NS
-    stats: list[tuple[int, int, int, int]] = []
+    stats: list[tuple[int, ...]] = []
+    for path in project_parts(root):  # what the trust check reads: its owner and mode (and that it is
+        try:  # the same file); never its mtime, which a file made or removed inside a folder moves
+            st = os.stat(path)
+        except FileNotFoundError:
+            stats.append(_GONE)
+            continue
+        except OSError:
+            return None
+        stats.append((st.st_ino, st.st_mode, st.st_uid))
     safe = True
     prefix = root + "/"
     for path in (incident, *[prefix + rel for rel in targets]):
@@ -76,13 +86,13 @@ def _stamp(root: str, targets: list[str], incident: str) -> tuple[int, bool] | N
             continue
         except OSError:
             return None
-        stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode))  # mode: a chmod is a change too
+        stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid))  # a chmod or chown too
         if st.st_mtime_ns > racy:
             safe = False
     return hash((len(targets), *stats)), safe
 
 
-_GONE = (-1, -1, -1, -1)
+_GONE = (-1,)
 
 
 class IdleCache(HintFile):

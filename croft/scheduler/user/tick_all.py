@@ -187,11 +187,15 @@ def _one(
     if entry.via != "os-job":
         out["skipped"].append({"root": entry.root, "reason": "ticks from croft serve"})
         return
-    unsafe = project_unsafe(entry.root)  # trusted first: even a heartbeat is a write into its folder
-    # then able to take a write: before the idle beat, which a full disk still takes
-    trouble = folder_trouble(f"{entry.root}/.croft") if unsafe is None else None
-    if unsafe is None and trouble is None and idle.still(entry.root, stamp):  # see _beat; no incident there
+    # The idle stamp holds the owner and mode of every part the trust check reads, taken when it passed
+    # (``check`` below runs only for a trusted project): unchanged, the project is as trusted as it was,
+    # and its .croft/ is the folder it was. Able to take a write, too, before the idle beat: a full disk
+    # is said every minute, never beaten over.
+    held = idle.still(entry.root, stamp)  # see _beat; no incident there either
+    trouble = folder_trouble(f"{entry.root}/.croft", seen=held)
+    if held and trouble is None:
         return _beat(entry, stamp, out, idle, pings)
+    unsafe = project_unsafe(entry.root)  # trusted first: nothing is read from it or written into it
     state_dir = project_state_dir(entry.root)
     if unsafe is None:
         unsafe = state_dir_unsafe(entry.root, state_dir)  # a relocated state folder

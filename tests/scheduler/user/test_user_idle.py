@@ -249,3 +249,27 @@ def test_a_project_with_a_ping_is_beaten_in_process_and_tick_all_sends_its_ping(
     wait_for(lambda: (other / ".croft/logs/notify.log").is_file(), "the refused ping's line in notify.log")
     assert "ping 127.0.0.1:9" in (other / ".croft/logs/notify.log").read_text()
     assert len(server.requests_to("/ping")) == 4  # the first project's ping still went out
+
+
+def test_the_stamp_moves_with_the_owner_or_mode_of_what_the_trust_check_reads(
+    make_project, _croft_home: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """The idle path beats a project without asking the trust check again only while the stamp holds, so
+    a chmod of the project's folder, .croft/ or lib/ (made or not) must move it; a file made inside
+    .croft/ (its -wal and -shm come and go with every open) must not."""
+    root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
+    (root / ".croft").mkdir(exist_ok=True)
+    targets = idlebeat._targets(str(root), [])
+    incident = incident_path(str(root), str(_croft_home))
+    first = idlebeat._stamp(str(root), targets, incident)[0]  # type: ignore[index]
+    (root / ".croft" / "runs.sqlite-shm").write_text("")
+    (root / ".croft" / "runs.sqlite-shm").unlink()
+    assert idlebeat._stamp(str(root), targets, incident)[0] == first  # the folder's mtime is not stamped
+    for part in (root, root / ".croft"):
+        mode = part.stat().st_mode
+        part.chmod(mode | 0o002)
+        assert idlebeat._stamp(str(root), targets, incident)[0] != first, part
+        part.chmod(mode)
+        assert idlebeat._stamp(str(root), targets, incident)[0] == first
+    (root / "lib").mkdir()
+    assert idlebeat._stamp(str(root), targets, incident)[0] != first  # a lib/ made since is read too
