@@ -32,6 +32,7 @@ from croft.scheduler.control.diagnosis import no_tick_problem, project_troubles,
 from croft.scheduler.jobs import backends as jobs
 from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.jobs.base import SERVE_FALLBACK
+from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Runner
 from croft.scheduler.jobs.record import InstalledJob, installed_backend, installed_job
 from croft.scheduler.jobs.spec import at_risk_problem, interpreter_imports_croft, job_spec
@@ -251,13 +252,22 @@ def schedule_on(
         problems += _remove_job_if_unused(registry, runner, used_it=True)
     first_tick: dict[str, Any] | None = None
     job: InstalledJob | None = None
+    found: list[dict[str, Any]] = []
     if not no_os_job:
+        # what the job needs beyond itself (a cron daemon, a user manager that keeps it): known at once,
+        # so a job that cannot fire is said now instead of after the whole wait
+        checked = [Link.holds("interpreter", f"{spec.python} imports croft"), *backend.health()]
+        found = [link.to_json() for link in checked]
         beat = heartbeat.last_heartbeat(project.config.state_dir, now)
         fresh = (
             beat is not None and not heartbeat.ahead_of(beat, now) and now - from_iso(beat) <= ALREADY_TICKING
         )
         if before.state == "on" and before.via == "os-job" and not job_changed and fresh:
             first_tick = {"ok": True, "alreadyTicking": True, "waitedMs": 0}
+        elif any(not link.ok for link in checked):
+            first_tick = {"ok": False, "alreadyTicking": False, "waitedMs": 0}
+            job = installed_job(runner)
+            problems.append(no_tick_problem(project, setting, now, 0, job))
         else:
             waited = _wait_for_heartbeat(project, now, wait_ms, progress)
             first_tick = {"ok": waited is not None, "alreadyTicking": False, "waitedMs": waited or wait_ms}
@@ -277,7 +287,11 @@ def schedule_on(
         problems.append(exc.problem.with_(severity="warning"))
     if first_tick is not None:
         data["firstTick"] = first_tick
-    return Result(data=data, problems=problems, next=nexts)
+        data["checked"] = found
+    result = Result(data=data, problems=problems, next=nexts)
+    if first_tick is not None and not first_tick["ok"]:
+        result.exit = 1  # on, but nothing ticks it yet: SCHEDULER_STALE's exit, for scripts
+    return result
 
 
 def _data(
@@ -291,6 +305,7 @@ def _data(
     return {
         "action": action,
         "root": str(project.root),
+        "timezone": project.config.timezone,
         "scheduling": _scheduling_json(project, setting, now),
         "job": None if job.state is None else job.state.to_json(),
         "registry": _registry_json(registry, project.root),
@@ -308,10 +323,13 @@ def schedule_off(project: Project, *, runner: Runner | None = None) -> Result:
         setting = _write(project, "off", now)
     registry.remove(project.root)
     registry.prune(now)
+    had_job = installed_backend(runner) is not None
     problems = _remove_job_if_unused(
         registry, runner, used_it=bool(before_entry and before_entry.via == "os-job")
     )
-    data = _data("off", project, setting, registry, installed_job(runner), now)
+    job = installed_job(runner)
+    data = _data("off", project, setting, registry, job, now)
+    data["jobRemoved"] = had_job and job.state is None  # else it stayed: other projects tick through it
     return Result(data=data, problems=problems)
 
 
@@ -349,7 +367,10 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
     problems += _queue(project, data, now)
     if effective_state(setting, now) == "off":
         nexts.insert(0, Next("croft schedule on", "let the scheduler run this project's ingests"))
-    return Result(data=data, problems=problems, next=nexts)
+    result = Result(data=data, problems=problems, next=nexts)
+    if warning:
+        result.exit = 1  # SCHEDULER_STALE's exit, as `croft docs SCHEDULER_STALE` says; the data still reads
+    return result
 
 
 def _queue(project: Project, data: dict[str, Any], now: datetime) -> list[Problem]:
