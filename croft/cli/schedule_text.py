@@ -21,8 +21,7 @@ def schedule_text(data: dict[str, Any]) -> str:
     if data["action"] == "pause" or state == "paused":
         until = s.get("pausedUntil")
         lines.append(
-            f"Scheduling is paused for {data['root']} until {when.moment(until, now)};"
-            " `croft schedule on` resumes it now."
+            f"Scheduling is paused for {data['root']} until {when.moment(until, now)}."
             if until
             else f"Scheduling is paused for {data['root']} until `croft schedule on`."
         )
