@@ -109,7 +109,7 @@ def _check(name: str, zone: str, text: str) -> None:
 @pytest.mark.parametrize("zone", ZONES)
 def test_every_screen_reads_in_the_readers_zone(make_project: Any, server: Any, zone: str) -> None:
     root = _world(make_project, server)
-    code, env = croft_json(root, NOW, "logs", "--runs")
+    _, env = croft_json(root, NOW, "logs", "--runs")
     scheduled = next(r["runId"] for r in env["data"]["runs"] if r["trigger"] == "schedule")
     screens: dict[str, tuple[int, str]] = {
         "status": _screen(root, zone, "status"),
