@@ -84,9 +84,9 @@ def command(project_dir: str | None) -> Result:
     if unsafe:
         result.problems.append(unsafe)
     stale = stale_warning(project)  # scheduling on but nothing ticked for 3 minutes: say so, and why
-    if stale:
-        result.problems.append(stale)
-        result.exit = 1  # a state worth a script's notice (SCHEDULER_STALE's exit); the data still reads
+    if stale:  # an error, so exit 1 as SCHEDULER_STALE's page says (a non-zero exit always names why)
+        result.problems.append(stale.with_(severity="error"))
+        result.ok = False
     return result
 
 

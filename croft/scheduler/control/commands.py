@@ -267,13 +267,13 @@ def schedule_on(
         elif any(not link.ok for link in checked):
             first_tick = {"ok": False, "alreadyTicking": False, "waitedMs": 0}
             job = installed_job(runner)
-            problems.append(no_tick_problem(project, setting, now, 0, job))
+            problems.append(no_tick_problem(project, setting, now, 0, job).with_(severity="error"))
         else:
             waited = _wait_for_heartbeat(project, now, wait_ms, progress)
             first_tick = {"ok": waited is not None, "alreadyTicking": False, "waitedMs": waited or wait_ms}
-            if waited is None:
+            if waited is None:  # on, but nothing ticks it: an error (exit 1), as SCHEDULER_STALE says
                 job = installed_job(runner)
-                problems.append(no_tick_problem(project, setting, now, wait_ms, job))
+                problems.append(no_tick_problem(project, setting, now, wait_ms, job).with_(severity="error"))
     nexts: list[Next] = []
     data = _data("on", project, setting, registry, job or installed_job(runner), clock.now())
     if no_os_job:
@@ -288,10 +288,7 @@ def schedule_on(
     if first_tick is not None:
         data["firstTick"] = first_tick
         data["checked"] = found
-    result = Result(data=data, problems=problems, next=nexts)
-    if first_tick is not None and not first_tick["ok"]:
-        result.exit = 1  # on, but nothing ticks it yet: SCHEDULER_STALE's exit, for scripts
-    return result
+    return Result(data=data, problems=problems, next=nexts)
 
 
 def _data(
@@ -360,17 +357,14 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
         problems.append(unsafe)
     problems += project_troubles(project, now)  # its folder, its history, a failing tick, a lost setting
     warning = stale_warning(project, runner, now, job=job)
-    if warning:
-        problems.append(warning)
+    if warning:  # an error, so exit 1 as SCHEDULER_STALE's page says; the rest of the data still reads
+        problems.append(warning.with_(severity="error"))
     data["assets"], nexts = _assets(project, now)
     problems += _never_fires(data["assets"])
     problems += _queue(project, data, now)
     if effective_state(setting, now) == "off":
         nexts.insert(0, Next("croft schedule on", "let the scheduler run this project's ingests"))
-    result = Result(data=data, problems=problems, next=nexts)
-    if warning:
-        result.exit = 1  # SCHEDULER_STALE's exit, as `croft docs SCHEDULER_STALE` says; the data still reads
-    return result
+    return Result(data=data, problems=problems, next=nexts)
 
 
 def _queue(project: Project, data: dict[str, Any], now: datetime) -> list[Problem]:

@@ -95,7 +95,7 @@ def test_on_without_a_tick_warns_stale_with_the_cause_and_log_tail_and_stays_on(
     result = schedule_on(proj, backend_name="crontab", runner=FakeOS())
     assert result.exit_code == 1  # no tick came: on, and said loudly
     (p,) = [p for p in result.problems if p.code == "SCHEDULER_STALE"]
-    assert p.severity == "warning"
+    assert p.severity == "error"  # on, but nothing ticks it: exit 1, as its page says
     assert p.message.startswith("no scheduler tick arrived within 300 ms of turning scheduling on: ")
     assert p.details["cause"] == "croft_missing" and p.details["waitedMs"] == 300  # type: ignore[index]
     assert p.details["logTail"][-1] == "/usr/bin/python3: No module named croft"  # type: ignore[index]
