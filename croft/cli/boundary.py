@@ -38,7 +38,10 @@ def problem_lines(problems: Sequence[Problem]) -> list[str]:
     """The human form of problems: one ``severity: CODE: message`` line each, then hint, try and fix."""
     from croft.core import clock, when  # light: the machine's instants in a message read as a clock
 
-    now = clock.now() if problems else None
+    try:
+        now = clock.now() if problems else None
+    except Exception:  # a CROFT_NOW that does not parse is itself the problem being told: instants as written
+        now = None
     lines = []
     for p in problems:
         where = f" [{p.asset}]" if p.asset else ""

@@ -58,6 +58,8 @@ __all__ = [
 ]
 
 ALREADY_TICKING = timedelta(minutes=2)
+# broken links that mean the job cannot fire at all (not merely at risk, as systemd without linger is)
+NO_TICK_CAN_COME = frozenset({"cron_not_running"})
 Progress = Callable[[str], None]
 
 
@@ -264,7 +266,7 @@ def schedule_on(
         )
         if before.state == "on" and before.via == "os-job" and not job_changed and fresh:
             first_tick = {"ok": True, "alreadyTicking": True, "waitedMs": 0}
-        elif any(not link.ok for link in checked):
+        elif any(not link.ok and link.cause in NO_TICK_CAN_COME for link in checked):
             first_tick = {"ok": False, "alreadyTicking": False, "waitedMs": 0}
             job = installed_job(runner)
             problems.append(no_tick_problem(project, setting, now, 0, job).with_(severity="error"))
