@@ -91,7 +91,7 @@ def cannot(reason: str) -> None:
 
 
 @contextmanager
-def browser() -> Iterator[Any]:
+def browser(*, javascript: bool = True) -> Iterator[Any]:
     """A fresh persistent Chromium context (its own empty profile), never a downloaded browser."""
     os.environ["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] = "1"
     if not shutil.which(CHROMIUM):
@@ -107,6 +107,7 @@ def browser() -> Iterator[Any]:
             args=CHROMIUM_ARGS,
             headless=True,
             viewport={"width": 1300, "height": 640},
+            java_script_enabled=javascript,
         )
         try:
             yield context
