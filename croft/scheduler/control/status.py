@@ -5,7 +5,7 @@ never tell a different story."""
 from __future__ import annotations
 
 from croft.core.result import Result
-from croft.engine.status import project_status
+from croft.engine import status as engine_status
 from croft.project.config import Project
 from croft.scheduler.control.diagnosis import project_troubles, stale_warning, unsafe_warning
 from croft.scheduler.tick.view import with_schedule
@@ -14,7 +14,8 @@ __all__ = ["status"]
 
 
 def status(project: Project) -> Result:
-    result = with_schedule(project_status(project), project)
+    # through the module, so a test that replaces engine.status.project_status reaches the command
+    result = with_schedule(engine_status.project_status(project), project)
     # what stops its scheduling, as warnings: status is about the data, which is there to read
     result.problems += [p.with_(severity="warning") for p in project_troubles(project)]
     unsafe = unsafe_warning(project)  # the scheduler skips this project: files others could change
