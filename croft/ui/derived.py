@@ -1,9 +1,9 @@
-"""An asset's state as the page marks it, derived in ONE place from the JSON fields croft prints today.
+"""An asset's state as the page marks it, decided in ONE place from croft's own JSON.
 
-``croft status --json`` does not yet say "failing 3 times in a row", "retrying at 10:15" or "waiting for
-a slot"; until it does, :func:`derived_state` works them out from what it does say (the last run, the
-schedule block's hold, the user's queue, the asset's recent runs). When status gains those fields, this
-function is the one to replace with a read of them; nothing else on the page derives a state.
+``croft status --json`` says the failing streak (``failing``), a waiting retry (``lastRun.retryAt``) and a
+starting run (the schedule block's hold of kind ``starting``); the queue of ``croft schedule status``
+says who waits for a slot. :func:`derived_state` only orders them (the first that applies wins), so the
+page and the terminal read the same facts; nothing else on the page decides a state.
 """
 
 from __future__ import annotations
@@ -74,6 +74,8 @@ def derived_state(
 
     if last.get("status") == "running":
         return state("running", f"running {words(duration_s({'startedAt': last['at']}, now) or 0)}")
+    if hold.get("kind") == "starting":  # its run is on its way: not a hold, nothing to release
+        return state("running", "starting")
     if asset.get("problems"):
         first = asset["problems"][0]
         return state("invalid", f"invalid: {first['code']}", first.get("message"), "croft validate")
@@ -82,10 +84,12 @@ def derived_state(
     name = asset.get("asset")
     if any(w.get("root") == root and name in w.get("assets", []) for w in waiting):
         return state("waiting", "waiting for a slot", "every slot of the per-user cap is taken")
+    if last.get("retryAt"):
+        return state("retrying", f"retrying at {moment(last['retryAt'], now)}", last.get("message"))
     if hold.get("code") == "SCHEDULE_BACKOFF" and hold.get("until"):
         return state("retrying", f"retrying at {moment(hold['until'], now)}", hold.get("reason"))
     if last.get("status") in FAILED:
-        streak = _streak(steps) or 1
+        streak = (asset.get("failing") or {}).get("count") or _streak(steps) or 1
         times = "once" if streak == 1 else f"{streak} times in a row"
         detail = f"{last.get('code') or last['status']}: {last.get('message') or ''}".rstrip(": ")
         return state("failed", f"{last['status']} {times}", detail, f"croft logs {name} --failed")

@@ -112,3 +112,14 @@ def test_the_assets_steps_are_its_last_attempt_of_each_run() -> None:
     ]
     got = asset_steps(runs, "orders")
     assert [(s["attempt"], s["status"], s["trigger"]) for s in got] == [(2, "ok", "schedule")]
+
+
+def test_status_own_fields_win_the_streak_the_retry_and_a_start() -> None:
+    """``failing``, ``lastRun.retryAt`` and a hold of kind ``starting`` are croft status's own facts
+    (the terminal reads them too): the page takes them over anything it could count itself."""
+    failing = asset(lastRun=last("failed"), failing={"count": 6, "since": "2026-03-02T09:00:00Z"})
+    assert state(failing, steps=[step("failed")])["label"] == "failed 6 times in a row"
+    retry = state(asset(lastRun=last("failed", retryAt="2026-03-02T10:02:00Z", message="500")))
+    assert retry["mark"] == "retrying" and "retrying at" in retry["label"] and retry["detail"] == "500"
+    starting = asset(lastRun=last("ok"), schedule={"hold": {"kind": "starting", "code": "ASSET_BUSY"}})
+    assert state(starting) == {"mark": "running", "label": "starting", "detail": None, "command": None}

@@ -22,6 +22,7 @@ def status(project: Project) -> Result:
     if unsafe:
         result.problems.append(unsafe)
     stale = stale_warning(project)  # scheduling on but nothing ticked for 3 minutes: say so, and why
-    if stale:
-        result.problems.append(stale)
+    if stale:  # an error, so exit 1 as SCHEDULER_STALE's page says (a non-zero exit always names why)
+        result.problems.append(stale.with_(severity="error"))
+        result.ok = False
     return result
