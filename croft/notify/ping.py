@@ -69,7 +69,7 @@ def is_loopback(url: str) -> bool:
         return False
 
 
-def ping(url: str, timeout: float | None = None) -> Pinged:
+def ping(url: str, timeout: float | None = None, body: bytes | None = None) -> Pinged:
     """GET ``url``: at most ``timeout`` seconds per socket wait (3 s, or less by the knob) and one more
     second in all; never raises.
 
@@ -78,17 +78,25 @@ def ping(url: str, timeout: float | None = None) -> Pinged:
     deadline (the thread ends with the process)."""
     timeout = min(timeout_seconds(PING_TIMEOUT_S), PING_TIMEOUT_S) if timeout is None else timeout
     got: list[Pinged] = []
-    worker = threading.Thread(target=lambda: got.append(_get(url, timeout)), name="croft-ping", daemon=True)
+    worker = threading.Thread(
+        target=lambda: got.append(_get(url, timeout, body)), name="croft-ping", daemon=True
+    )
     worker.start()
     worker.join(timeout + GRACE_S)
     return got[0] if got else Pinged(False, None, f"no answer within {timeout + GRACE_S:g} s")
 
 
-def _get(url: str, timeout: float) -> Pinged:
+def _get(url: str, timeout: float, body: bytes | None = None) -> Pinged:
+    """A GET, or with ``body`` a POST of it as plain text (a run ping's failure carries its log tail)."""
     try:
         handlers = [urllib.request.ProxyHandler({})] if is_loopback(url) else []
         opener = urllib.request.build_opener(*handlers)
-        request = urllib.request.Request(url, method="GET", headers={"User-Agent": _agent()})
+        headers = {"User-Agent": _agent()}
+        if body is not None:
+            headers["Content-Type"] = "text/plain; charset=utf-8"
+        request = urllib.request.Request(
+            url, data=body, method="GET" if body is None else "POST", headers=headers
+        )
         with opener.open(request, timeout=timeout) as response:
             return Pinged(True, response.status)
     except urllib.error.HTTPError as exc:

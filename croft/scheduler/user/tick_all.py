@@ -11,6 +11,7 @@ the CLI dispatches here before loading click) and does no work for a project who
 from __future__ import annotations
 
 import os
+from datetime import timedelta  # loaded by core.clock anyway
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from croft.core.problems import CroftError
 from croft.scheduler.heartbeat import write_beat
 from croft.scheduler.setting import effective_state
 from croft.scheduler.ticklog import TickLog
+from croft.scheduler.user.freshcache import FreshCache
 from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
@@ -87,16 +89,38 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     env = croft_env(croft_home=str(home))
     cache = SettingCache(home / "tick-cache.json")
     idle = IdleCache(home / "idle-cache.json")
+    fresh = FreshCache(home / "fresh-cache.json")
     with log.open() as handle:
         for entry in entries:
             try:
+                _fresh(entry, now, fresh, note)
                 _one(entry, now, cache, idle, handle, env, out, note)
             except Exception as exc:  # one broken project never stops the others
                 note(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
                 out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
     cache.save()
     idle.save()
+    fresh.save()
     return out
+
+
+def _fresh(entry: Entry, now: Any, fresh: FreshCache, note: Any) -> None:
+    """The freshness watch of one project, whatever its setting (``scheduler.user.freshwatch``): only
+    when its cached next look has come or what it reads moved; never stops the project's tick."""
+    if entry.via != "os-job" or project_unsafe(entry.root) is not None:
+        return  # croft serve watches its own; an untrusted folder is not read
+    state_dir = project_state_dir(entry.root)
+    stamp = fresh.due(entry.root, str(state_dir), clock.to_iso(now))
+    if stamp is False:
+        return
+    from croft.scheduler.user.freshwatch import watch  # lazy: the look reads facts and history
+
+    try:
+        after = watch(entry.root, now)
+    except Exception as exc:
+        note(f"{entry.root}: freshness not checked: {type(exc).__name__}: {exc}")
+        after = clock.to_iso(now + timedelta(hours=1))
+    fresh.remember(entry.root, stamp if isinstance(stamp, list) else None, after)
 
 
 def _one(

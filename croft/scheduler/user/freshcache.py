@@ -1,0 +1,58 @@
+"""The per-user tick's memory of when each project's freshness promises next need a look.
+
+Checking a promise reads the project's facts and history: too much for every project every minute. A
+promise can only break at a known instant (the earliest ``breach_at``) unless its facts change, and
+every change that matters writes runs.sqlite (a run, a setting, a told breach) or croft.json. So each
+project's entry holds that instant and the ``stat`` of those files: while both hold, the idle minute
+costs three ``stat`` calls. An asset file edited in place (a new ``fresh_within``) is seen at the next
+write of runs.sqlite (its run, or the tick's facts cache) or within ``RECHECK_S`` at the latest.
+
+Imports only ``os`` and the hint file: it runs every minute.
+"""
+
+from __future__ import annotations
+
+import os
+
+from croft.scheduler.user.settingcache import HintFile
+
+__all__ = ["RECHECK_S", "FreshCache"]
+
+RECHECK_S = 3600  # the longest a promise goes unlooked-at while nothing moved
+
+
+def _stamp(root: str, state_dir: str) -> list[int] | None:
+    out: list[int] = []
+    for path in (f"{state_dir}/runs.sqlite", f"{state_dir}/runs.sqlite-wal", f"{root}/croft.json"):
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            out += [0, 0]
+            continue
+        except OSError:
+            return None
+        out += [st.st_mtime_ns, st.st_size]
+    return out
+
+
+class FreshCache(HintFile):
+    """``<CROFT_HOME>/fresh-cache.json``: per project root, ``{"stamp": [...], "next": ISO}``."""
+
+    def due(self, root: str, state_dir: str, now_iso: str) -> list[int] | bool | None:
+        """False while nothing moved and the next look is still ahead; else the stamp to ``remember``
+        after the look (None when the files cannot be stat'ed: look, and remember nothing)."""
+        self.seen.add(root)
+        stamp = _stamp(root, state_dir)
+        entry = self.entries.get(root)
+        if stamp is not None and isinstance(entry, dict) and entry.get("stamp") == stamp:
+            ahead = entry.get("next")
+            if isinstance(ahead, str) and now_iso < ahead:
+                return False
+        return stamp
+
+    def remember(self, root: str, stamp: list[int] | None, next_iso: str) -> None:
+        if stamp is None:
+            self.entries.pop(root, None)
+        else:
+            self.entries[root] = {"stamp": stamp, "next": next_iso}
+        self.changed = True
