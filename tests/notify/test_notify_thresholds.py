@@ -56,7 +56,9 @@ def test_after_three_tells_at_the_third_failure_reminds_after_two_hours_and_reco
     assert second.startswith("items failed 2 scheduled runs in a row: ASSET_CODE_ERROR: items: RuntimeError")
     assert second.endswith("See it with: croft logs items --failed")
     third = at("11")
-    assert len(third) == 2 and third[1].startswith("orders failed 3 scheduled runs in a row: ASSET_CODE_ERROR")
+    assert len(third) == 2 and third[1].startswith(
+        "orders failed 3 scheduled runs in a row: ASSET_CODE_ERROR"
+    )
     assert len(at("12")) == 2  # one hour since orders was told: not yet; items never reminds
     fifth = at("13")  # two hours since: orders is reminded, items is not
     assert len(fifth) == 3 and fifth[2].startswith("orders still fails in scheduled runs (5 in a row)")

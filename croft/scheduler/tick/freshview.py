@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from croft.core.duration import words
+from croft.core.problems import Problem, problem
 from croft.engine.staleness import stale_reasons
 from croft.history.db import open_readonly
 from croft.notify import streaks
@@ -23,7 +25,7 @@ from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
 from croft.scheduler.tick.factcache import load_facts
 from croft.scheduler.tick.gather import due_input
 
-__all__ = ["Standing", "freshness_json", "standing"]
+__all__ = ["Standing", "add_freshness", "breach_problem", "freshness_json", "standing"]
 
 
 @dataclass
@@ -99,3 +101,35 @@ def freshness_json(found: Standing) -> dict[str, Any]:
         item["cause"] = cause.to_dict() if cause else None
         out[asset] = item
     return out
+
+
+def breach_problem(project_name: str, asset: str, fresh: Fresh, cause: Cause) -> Problem:
+    """The FRESHNESS_BREACHED problem of one asset (status, doctor and the webhook say the same)."""
+    age = words(fresh.age_s or 0)
+    return problem(
+        "FRESHNESS_BREACHED",
+        f"{asset} is older than promised: its data is {age} old (fresh within {words(fresh.within_s)}),"
+        f" because {cause.text}",
+        f"`{cause.fix}` is where to start; `croft docs FRESHNESS_BREACHED` lists every cause",
+        severity="warning",
+        asset=asset,
+        fix={"command": cause.fix},
+        details={"project": project_name, "cause": cause.code, **fresh.to_dict()},
+    )
+
+
+def add_freshness(result: Any, project: Project, now: datetime) -> Any:
+    """``data.freshness`` and one FRESHNESS_BREACHED warning per breached promise, on a status, schedule
+    status or doctor Result; a history that cannot be read is those commands' own problem, not this."""
+    try:
+        found = standing(project, now)
+    except Exception:
+        return result
+    if not found.fresh:
+        return result
+    result.data["freshness"] = freshness_json(found)
+    for asset in found.breached:
+        result.problems.append(
+            breach_problem(project.root.name, asset, found.fresh[asset], found.causes[asset])
+        )
+    return result

@@ -16,7 +16,11 @@ import os
 
 from croft.scheduler.user.settingcache import HintFile
 
-__all__ = ["RECHECK_S", "FreshCache"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["RECHECK_S", "FreshCache", "look"]
 
 RECHECK_S = 3600  # the longest a promise goes unlooked-at while nothing moved
 
@@ -56,3 +60,23 @@ class FreshCache(HintFile):
         else:
             self.entries[root] = {"stamp": stamp, "next": next_iso}
         self.changed = True
+
+
+def look(cache: FreshCache, root: str, state_dir: str, now: Any, note: Any) -> None:
+    """The freshness watch of one project (``scheduler.user.freshwatch``), only when its next look has
+    come or what it reads moved; never raises (a failed look is one note, and is tried within the hour)."""
+    from croft.core.clock import to_iso
+
+    stamp = cache.due(root, state_dir, to_iso(now))
+    if stamp is False:
+        return
+    from croft.scheduler.user.freshwatch import watch  # lazy: the look reads facts and history
+
+    try:
+        after = watch(root, now)
+    except Exception as exc:
+        note(f"{root}: freshness not checked: {type(exc).__name__}: {exc}")
+        from datetime import timedelta
+
+        after = to_iso(now + timedelta(seconds=RECHECK_S))
+    cache.remember(root, stamp if isinstance(stamp, list) else None, after)

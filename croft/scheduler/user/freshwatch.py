@@ -18,17 +18,16 @@ from typing import Any
 
 from croft.core.clock import from_iso, to_iso
 from croft.core.duration import words
-from croft.core.problems import problem
 from croft.history.db import open_history, open_readonly
 from croft.history.state import get_setting, put_setting
 from croft.notify.message import fresh_again_message, freshness_message, freshness_payload
 from croft.notify.policy import Policy
 from croft.notify.send import note_miss, notify_event
 from croft.project.config import Project, load_project
-from croft.scheduler.tick.freshview import standing
+from croft.scheduler.tick.freshview import breach_problem, standing
 from croft.scheduler.user.freshcache import RECHECK_S
 
-__all__ = ["SETTING", "breach_problem", "watch", "watch_project"]
+__all__ = ["SETTING", "watch", "watch_project"]
 
 SETTING = "notify.freshness"
 
@@ -76,21 +75,6 @@ def watch_project(project: Project, now: datetime) -> str:
     if found.next_breach:
         upcoming.append(found.next_breach)
     return min(upcoming)
-
-
-def breach_problem(project_name: str, asset: str, fresh: Any, cause: Any) -> Any:
-    """The FRESHNESS_BREACHED problem of one asset (status, doctor and the webhook say the same)."""
-    age = words(fresh.age_s or 0)
-    return problem(
-        "FRESHNESS_BREACHED",
-        f"{asset} is older than promised: its data is {age} old (fresh within {words(fresh.within_s)}),"
-        f" because {cause.text}",
-        f"`{cause.fix}` is where to start; `croft docs FRESHNESS_BREACHED` lists every cause",
-        severity="warning",
-        asset=asset,
-        fix={"command": cause.fix},
-        details={"project": project_name, "cause": cause.code, **fresh.to_dict()},
-    )
 
 
 def _tell_breach(project: Project, asset: str, fresh: Any, cause: Any, reminder: bool) -> None:

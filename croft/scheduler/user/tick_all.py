@@ -11,7 +11,6 @@ the CLI dispatches here before loading click) and does no work for a project who
 from __future__ import annotations
 
 import os
-from datetime import timedelta  # loaded by core.clock anyway
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from croft.core.problems import CroftError
 from croft.scheduler.heartbeat import write_beat
 from croft.scheduler.setting import effective_state
 from croft.scheduler.ticklog import TickLog
-from croft.scheduler.user.freshcache import FreshCache
+from croft.scheduler.user.freshcache import FreshCache, look
 from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
@@ -105,22 +104,10 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
 
 
 def _fresh(entry: Entry, now: Any, fresh: FreshCache, note: Any) -> None:
-    """The freshness watch of one project, whatever its setting (``scheduler.user.freshwatch``): only
-    when its cached next look has come or what it reads moved; never stops the project's tick."""
+    """The freshness watch, whatever the project's setting; croft serve watches its own projects."""
     if entry.via != "os-job" or project_unsafe(entry.root) is not None:
-        return  # croft serve watches its own; an untrusted folder is not read
-    state_dir = project_state_dir(entry.root)
-    stamp = fresh.due(entry.root, str(state_dir), clock.to_iso(now))
-    if stamp is False:
-        return
-    from croft.scheduler.user.freshwatch import watch  # lazy: the look reads facts and history
-
-    try:
-        after = watch(entry.root, now)
-    except Exception as exc:
-        note(f"{entry.root}: freshness not checked: {type(exc).__name__}: {exc}")
-        after = clock.to_iso(now + timedelta(hours=1))
-    fresh.remember(entry.root, stamp if isinstance(stamp, list) else None, after)
+        return  # an untrusted folder is not read
+    look(fresh, entry.root, str(project_state_dir(entry.root)), now, note)
 
 
 def _one(
