@@ -9,6 +9,7 @@ every-minute tick must never pay for. The signed webhook, the desktop and the pi
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -53,15 +54,19 @@ def send_one(project: Project, configured: str, title: str, body: str) -> Outcom
         return Outcome(via, "failed", refusal or "no URL")
     if not configured.startswith("$"):
         via = scheme_of(url)
-    try:
-        import apprise  # type: ignore[import-untyped, unused-ignore]
-    except ImportError:
-        return Outcome(via, "missing", f"notify.urls needs Apprise, which is not installed: {INSTALL}")
-    try:
-        sender = apprise.Apprise()
-        if not sender.add(url):
-            return Outcome(via, "failed", "Apprise does not understand this URL (see its list of services)")
-        sent = sender.notify(title=title, body=body)
-    except Exception as exc:  # a plugin's own error: logged, never raised
-        return Outcome(via, "failed", f"{type(exc).__name__}")
+    with warnings.catch_warnings():  # a plugin's deprecation notice is not a reason to stay silent
+        warnings.simplefilter("ignore")
+        try:
+            import apprise  # type: ignore[import-untyped, unused-ignore]
+        except ImportError:
+            return Outcome(via, "missing", f"notify.urls needs Apprise, which is not installed: {INSTALL}")
+        try:
+            sender = apprise.Apprise()
+            if not sender.add(url):
+                return Outcome(
+                    via, "failed", "Apprise does not understand this URL (see its list of services)"
+                )
+            sent = sender.notify(title=title, body=body)
+        except Exception as exc:  # a plugin's own error: logged, never raised
+            return Outcome(via, "failed", f"{type(exc).__name__}")
     return Outcome(via, "sent") if sent else Outcome(via, "failed", "Apprise could not deliver it")

@@ -73,7 +73,7 @@ def look(cache: FreshCache, root: str, state_dir: str, now: Any, note: Any) -> N
     from croft.scheduler.user.freshwatch import watch  # lazy: the look reads facts and history
 
     try:
-        after = watch(root, now)
+        after = watch(root, now, RECHECK_S)
     except Exception as exc:
         note(f"{root}: freshness not checked: {type(exc).__name__}: {exc}")
         from datetime import timedelta

@@ -25,31 +25,30 @@ from croft.notify.policy import Policy
 from croft.notify.send import note_miss, notify_event
 from croft.project.config import Project, load_project
 from croft.scheduler.tick.freshview import breach_problem, standing
-from croft.scheduler.user.freshcache import RECHECK_S
 
 __all__ = ["SETTING", "watch", "watch_project"]
 
 SETTING = "notify.freshness"
 
 
-def watch(root: str, now: datetime) -> str:
-    """Look at one project's promises at ``now``; returns when to look next (ISO). Never raises for a
-    project it cannot load: it looks again within ``RECHECK_S``."""
-    later = to_iso(now + timedelta(seconds=RECHECK_S))
+def watch(root: str, now: datetime, recheck_s: float) -> str:
+    """Look at one project's promises at ``now``; returns when to look next (ISO), ``recheck_s`` at the
+    latest. A project it cannot load is looked at again then."""
+    later = to_iso(now + timedelta(seconds=recheck_s))
     try:
         project = load_project(Path(root))
     except Exception:  # croft.json broken, the folder gone: status and doctor name that, not this watch
         return later
-    return min(later, watch_project(project, now))
+    return min(later, watch_project(project, now, recheck_s))
 
 
-def watch_project(project: Project, now: datetime) -> str:
+def watch_project(project: Project, now: datetime, recheck_s: float = 3600) -> str:
     found = standing(project, now)
     told = _told(project)
     policy = Policy(project)
     stamp = to_iso(now)
     changed = dict(told)
-    upcoming = [to_iso(now + timedelta(seconds=RECHECK_S))]
+    upcoming = [to_iso(now + timedelta(seconds=recheck_s))]
     for asset in found.breached:
         fresh, cause = found.fresh[asset], found.causes[asset]
         entry = told.get(asset)
