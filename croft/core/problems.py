@@ -76,7 +76,6 @@ CODES: dict[str, tuple[str, int]] = {
     "SCHEDULER_BROKEN": ("state", 1),
     "FRESHNESS_BREACHED": ("state", 1),
     "APPRISE_MISSING": ("project", 2),
-    "RUN_SLOW": ("run", 1),
 }
 
 

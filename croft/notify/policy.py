@@ -76,7 +76,3 @@ class Policy:
             return self.project.config.notify_run_ping
         own = self._own(asset)
         return own.run_ping if own is not None else None
-
-    def slow_after(self, asset: str) -> float | None:
-        own = self._own(asset)
-        return own.slow_after_s if own is not None else None

@@ -46,7 +46,6 @@ class AssetFacts:
     notify_remind_s: float | None = None  # rules.REMIND_NEVER for "never"
     run_ping: str | None = None  # a URL or the name of a .env key
     fresh_within_s: float | None = None  # the freshness promise (no default: no promise)
-    slow_after_s: float | None = None
     problems: tuple[Problem, ...] = field(default=(), hash=False)
 
     @property

@@ -271,7 +271,7 @@ class _Reader:
         return self.facts(kind, **out)
 
     def alerts(self, out: dict[str, Any]) -> None:
-        """notify_after=, notify_remind=, run_ping=, fresh_within=, slow_after=: the rules croft.json's
+        """notify_after=, notify_remind=, run_ping=, fresh_within=: the rules croft.json's
         notify keys use too (``rules``)."""
         v = self.values
         if "notify_after" in v:
@@ -294,13 +294,12 @@ class _Reader:
                 )
             else:
                 out["run_ping"] = v["run_ping"]
-        for option, example in (("fresh_within", 'fresh_within="6h"'), ("slow_after", 'slow_after="10m"')):
-            if option in v:
-                why = bound_problem(option, v[option])
-                if why:
-                    self.bad(option, why, f"e.g. {example}")
-                else:
-                    out[f"{option}_s"] = parse_seconds(v[option], bare_text=option != "fresh_within")
+        if "fresh_within" in v:
+            why = bound_problem("fresh_within", v["fresh_within"])
+            if why:
+                self.bad("fresh_within", why, 'e.g. fresh_within="6h"')
+            else:
+                out["fresh_within_s"] = parse_seconds(v["fresh_within"], bare_text=False)
 
     def names_list(
         self,

@@ -135,6 +135,33 @@ RULES: tuple[Rule, ...] = (
         "ages_sql.sql",
         "-- max_runtime: 9999 days\nSELECT 1 AS id\n",
     ),
+    # alerts (docs/notifications.md): the same rules as croft.json's notify keys
+    Rule("notify_after of zero", "ASSET_INVALID", "never_told.py", _ingest('key="id", notify_after=0')),
+    Rule(
+        "notify_remind is not a duration",
+        "ASSET_INVALID",
+        "nag.py",
+        _ingest('key="id", notify_remind="often"'),
+    ),
+    Rule("fresh_within without a unit", "ASSET_INVALID", "fresh.py", _ingest('key="id", fresh_within="6"')),
+    Rule(
+        "run_ping is neither a URL nor a name",
+        "ASSET_INVALID",
+        "pinged.py",
+        _ingest('key="id", run_ping="ftp://x"'),
+    ),
+    Rule(
+        "SQL fresh within past its range",
+        "ASSET_INVALID",
+        "old.sql",
+        "-- fresh within: 9999 days\nSELECT 1 AS id\n",
+    ),
+    Rule(
+        "SQL notify after is not a number",
+        "ASSET_INVALID",
+        "after.sql",
+        "-- notify after: soon\nSELECT 1 AS id\n",
+    ),
 )
 
 
@@ -170,7 +197,6 @@ BOUNDS: dict[str, Bound] = {
     "notify.after": Bound("count", 1, 1000, "3"),
     "notify.remind": Bound("duration", 60, 365 * 86_400, '"1 day"', bare_text=False),
     "fresh_within": Bound("duration", 60, 365 * 86_400, '"6h"', bare_text=False),
-    "slow_after": Bound("duration", 1, 7 * 86_400, '"10m"'),
 }
 
 REMIND_NEVER = 0.0  # notify.remind "never", as the seconds croft keeps (no real interval is 0: see BOUNDS)
