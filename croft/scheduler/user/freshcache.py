@@ -35,7 +35,8 @@ def _stamp(root: str, state_dir: str) -> list[int] | None:
             continue
         except OSError:
             return None
-        out += [st.st_mtime_ns, st.st_size]
+        # an empty WAL holds nothing (a reader may create one): the same as none
+        out += [st.st_mtime_ns, st.st_size] if st.st_size or not path.endswith("-wal") else [0, 0]
     return out
 
 
@@ -62,21 +63,29 @@ class FreshCache(HintFile):
         self.changed = True
 
 
-def look(cache: FreshCache, root: str, state_dir: str, now: Any, note: Any) -> None:
+def look(
+    cache: FreshCache, root: str, state_dir: str, now: Any, note: Any, now_iso: str | None = None
+) -> None:
     """The freshness watch of one project (``scheduler.user.freshwatch``), only when its next look has
     come or what it reads moved; never raises (a failed look is one note, and is tried within the hour)."""
     from croft.core.clock import to_iso
 
-    stamp = cache.due(root, state_dir, to_iso(now))
+    stamp = cache.due(root, state_dir, now_iso or to_iso(now))  # the caller's text: to_iso is not free
     if stamp is False:
         return
+    from datetime import timedelta
+
     from croft.scheduler.user.freshwatch import watch  # lazy: the look reads facts and history
 
     try:
         after = watch(root, now, RECHECK_S)
     except Exception as exc:
         note(f"{root}: freshness not checked: {type(exc).__name__}: {exc}")
-        from datetime import timedelta
-
         after = to_iso(now + timedelta(seconds=RECHECK_S))
+    moved = _stamp(root, state_dir)
+    if isinstance(stamp, list) and moved != stamp:
+        # something wrote while we looked (or our own read touched the WAL): keep what the files are now,
+        # and look once more next minute, so a write we raced is never missed for longer
+        stamp = moved
+        after = min(after, to_iso(now + timedelta(seconds=60)))
     cache.remember(root, stamp if isinstance(stamp, list) else None, after)

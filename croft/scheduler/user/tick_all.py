@@ -92,8 +92,7 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     with log.open() as handle:
         for entry in entries:
             try:
-                _fresh(entry, now, fresh, note)
-                _one(entry, now, cache, idle, handle, env, out, note)
+                _one(entry, now, cache, idle, fresh, handle, env, out, note)
             except Exception as exc:  # one broken project never stops the others
                 note(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
                 out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
@@ -103,18 +102,12 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     return out
 
 
-def _fresh(entry: Entry, now: Any, fresh: FreshCache, note: Any) -> None:
-    """The freshness watch, whatever the project's setting; croft serve watches its own projects."""
-    if entry.via != "os-job" or project_unsafe(entry.root) is not None:
-        return  # an untrusted folder is not read
-    look(fresh, entry.root, str(project_state_dir(entry.root)), now, note)
-
-
 def _one(
     entry: Entry,
     now: Any,
     cache: SettingCache,
     idle: IdleCache,
+    fresh: FreshCache,
     handle: Any,
     env: dict[str, str],
     out: dict[str, Any],
@@ -125,6 +118,8 @@ def _one(
         out["skipped"].append({"root": entry.root, "reason": "ticks from croft serve"})
         return
     unsafe = project_unsafe(entry.root)  # trusted first: even a heartbeat is a write into its folder
+    if unsafe is None:  # its freshness promises, whatever its setting (croft serve watches its own)
+        look(fresh, entry.root, f"{entry.root}/.croft", now, note, stamp)
     # then able to take a write: before the idle beat, which a full disk still takes
     trouble = folder_trouble(f"{entry.root}/.croft") if unsafe is None else None
     if unsafe is None and trouble is None and idle.still(entry.root, stamp):  # see _beat; no incident there
