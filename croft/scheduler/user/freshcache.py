@@ -40,6 +40,30 @@ def _stamp(root: str, state_dir: str) -> list[int] | None:
     return out
 
 
+def _any_promise(root: str, state_dir: str) -> bool:
+    """Whether an asset file's text mentions a freshness promise (``fresh_within``, ``-- fresh within:``)
+    or a breach was told and not yet ended (``notify.freshness``): files read as text, one read-only
+    query, no asset parsed and no WAL created. Only a yes pays for the full look."""
+    from pathlib import Path  # loaded by the per-user tick already
+
+    from croft.history.peek import peek
+    from croft.scheduler.tick.filekeys import asset_paths
+
+    for path in asset_paths(f"{root}/assets"):
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read()
+        except OSError:
+            return True  # unreadable: the full look says what it can
+        if b"fresh_within" in text or b"fresh within" in text:
+            return True
+    rows = peek(
+        Path(state_dir) / "runs.sqlite",
+        "SELECT 1 FROM settings WHERE key = 'notify.freshness' AND value NOT IN ('{}', 'null')",
+    )
+    return bool(rows)
+
+
 class FreshCache(HintFile):
     """``<CROFT_HOME>/fresh-cache.json``: per project root, ``{"stamp": [...], "next": ISO}``."""
 
@@ -72,6 +96,13 @@ def look(
 
     stamp = cache.due(root, state_dir, now_iso or to_iso(now))  # the caller's text: to_iso is not free
     if stamp is False:
+        return
+    from datetime import timedelta
+
+    if not _any_promise(root, state_dir):  # the usual project: nothing promised, nothing told; no facts read
+        cache.remember(
+            root, stamp if isinstance(stamp, list) else None, to_iso(now + timedelta(seconds=RECHECK_S))
+        )
         return
     from datetime import timedelta
 

@@ -45,6 +45,20 @@ def tick_all(now: str) -> dict:
     return envelope
 
 
+def settled(root: Path, now: str) -> None:
+    """Until the project tick that ``tick --all`` started at ``now`` (when scheduling is on) has beaten
+    and its runs have ended: the next minute's watch must not find this one's tick still starting."""
+    from waiting import wait_for
+
+    from croft.scheduler import heartbeat
+    from croft.scheduler.setting import effective_state, read_scheduling_file
+
+    if effective_state(read_scheduling_file(root / ".croft"), parse_instant(now)) == "on":
+        stamp = parse_instant(now).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        wait_for(lambda: heartbeat.last_heartbeat(root / ".croft") == stamp, f"the project tick of {now}")
+    wait_for_runs(root)
+
+
 def notes(root: Path, kind: str = "desktop") -> list[dict]:
     path = root / ".croft/logs/notifications.ndjson"
     lines = path.read_text().splitlines() if path.exists() else []
@@ -76,14 +90,14 @@ def setting_to(root: Path, state: str, at: str, until: str | None = None) -> Non
 
 def breaches_at_1205_once(root: Path, cause: str) -> dict:
     tick_all("2026-06-01T12:04:00Z")
-    wait_for_runs(root)
+    settled(root, "2026-06-01T12:04:00Z")
     assert notes(root) == [], "broke a minute early"
     tick_all("2026-06-01T12:05:00Z")
-    wait_for_runs(root)
+    settled(root, "2026-06-01T12:05:00Z")
     [told] = notes(root)
     assert told["event"] == "freshness" and told["body"].startswith("orders is older than promised"), told
     tick_all("2026-06-01T12:06:00Z")
-    wait_for_runs(root)
+    settled(root, "2026-06-01T12:06:00Z")
     assert len(notes(root)) == 1, "told twice"
     _code, status = croft_json(root, "2026-06-01T12:06:30Z", "status")
     fresh = status["data"]["freshness"]["orders"]
@@ -122,7 +136,7 @@ def test_held_breaches_and_tells_once(make_project):
     source.write_text(source.read_text().replace('{"id": 1}', '{"id": 2}'))
     for minute in ("11:00", "11:30", "12:00"):
         tick_all(f"2026-06-01T{minute}:00Z")
-        wait_for_runs(root)
+        settled(root, f"2026-06-01T{minute}:00Z")
     told = breaches_at_1205_once(root, "held")
     assert "orders is held" in told["body"] and "Fix: croft run orders" in told["body"]
 
