@@ -110,8 +110,8 @@ def bench_schedule_fires() -> Section:
         )
     body = "\n".join(
         [
-            f"Target: each under {SCHEDULE_TARGET_MS:g} ms (median), including a zone's first use "
-            "(ARCHITECTURE.md §6). Fires after 2026-05-01T12:00Z. Milliseconds, medians of "
+            f"Target: each under {SCHEDULE_TARGET_MS:g} ms (median), including a zone's first use. "
+            "Fires after 2026-05-01T12:00Z. Milliseconds, medians of "
             f"{RUNS} in-process runs and {FRESH_RUNS} fresh processes.",
             "",
             "- *first use*: zoneinfo's cache and croft's parse, zone and DST-day caches cleared before each call;",
@@ -384,8 +384,8 @@ def bench_tick_all() -> Section:
     body = "\n".join(
         [
             f"Target: an idle `croft tick --all` over {ALL_PROJECTS} registered projects x {ALL_ASSETS} assets, "
-            f'nothing due, costs at most {ALL_TARGET:g}x the CPU of `python -c "import sqlite3, zoneinfo, json"` '
-            f"(ARCHITECTURE.md §6). CPU = user + system ms of the process, median of {ALL_RUNS}, the two "
+            f'nothing due, costs at most {ALL_TARGET:g}x the CPU of `python -c "import sqlite3, zoneinfo, json"`. '
+            f"CPU = user + system ms of the process, median of {ALL_RUNS}, the two "
             "alternating in one run. Each project is a copy of one that was run by hand half an hour earlier "
             f"({ALL_ASSETS // 2} daily ingests, {ALL_ASSETS // 2} SQL transforms over them): nothing is due "
             "until tomorrow and nothing changed.",

@@ -20,6 +20,9 @@ def _croft_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     monkeypatch.setenv("CROFT_HOME", str(home))
     monkeypatch.setenv("CROFT_JOB_LABEL", "dev.croft.test")
     monkeypatch.setenv("CROFT_NOTIFY_DRY", "1")  # no test pops up a real desktop notification by accident
+    # the reader's zone (core.when): the zone make_project gives a project by default, so a screen reads
+    # in the project's own zone unless a test moves the reader elsewhere
+    monkeypatch.setenv("TZ", "Europe/London")
     return home
 
 

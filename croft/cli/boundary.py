@@ -36,10 +36,17 @@ def wants_json(args: Sequence[str]) -> bool:
 
 def problem_lines(problems: Sequence[Problem]) -> list[str]:
     """The human form of problems: one ``severity: CODE: message`` line each, then hint, try and fix."""
+    from croft.core import clock, when  # light: the machine's instants in a message read as a clock
+
+    try:
+        now = clock.now() if problems else None
+    except Exception:  # a CROFT_NOW that does not parse is itself the problem being told: instants as written
+        now = None
     lines = []
     for p in problems:
         where = f" [{p.asset}]" if p.asset else ""
-        lines.append(f"{p.severity}: {p.code}{where}: {p.message}")
+        message = when.in_text(p.message, now) if now is not None else p.message
+        lines.append(f"{p.severity}: {p.code}{where}: {message}")
         if p.hint:
             lines.append(f"  hint: {p.hint}")
         if p.suggestion:

@@ -40,12 +40,16 @@ def _here() -> Project | None:
 
 
 def doctor_text(data: dict[str, Any]) -> str:
+    from croft.cli.logs import log_line
+    from croft.core import clock, when
+
+    now = clock.now()
     lines = []
     for c in data.get("checks", []):
-        lines.append(f"{'✔' if c['ok'] else '✖'} {c['check']}: {c['detail']}")
+        lines.append(f"{'✔' if c['ok'] else '✖'} {c['check']}: {when.in_text(c['detail'], now)}")
         if not c["ok"] and c["fix"]:
             lines.append(f"    fix: {c['fix']}")
     if data.get("logTail"):
         lines.append(f"tick log {data['logFile']} ends with:")
-        lines += [f"    {x}" for x in data["logTail"]]
+        lines += [f"    {log_line(x, now)}" for x in data["logTail"]]
     return "\n".join(lines)

@@ -2,52 +2,104 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import click
 
 from croft.cli.project_option import load, project_option
 from croft.cli.render import json_option, run_command
+from croft.core import clock, when
+from croft.core.clock import parse_instant
+from croft.core.duration import words
 from croft.core.result import Result
 
 
-def _step_lines(step: dict, with_log: bool) -> list[str]:
-    by = "schedule" if step.get("trigger") == "schedule" else "manual"
-    head = (
-        f"{step['startedAt']}  {step['runId']}  {step['asset']}#{step['attempt']}  {step['status']}  ({by})"
-    )
+def _by(trigger: str | None) -> str:
+    return "scheduled" if trigger == "schedule" else "by hand"
+
+
+def log_line(line: str, now: datetime) -> str:
+    """A log line (``<ISO instant> text``: a step's, the tick log's) with the reader's clock to the second
+    in front."""
+    stamp, _, rest = line.partition(" ")
+    if len(stamp) >= 16 and stamp[4] == "-" and stamp[10] == "T":
+        try:
+            return f"{when.stamp(stamp)} {when.in_text(rest, now)}"
+        except ValueError:
+            pass
+    return when.in_text(line, now)
+
+
+def _step_lines(step: dict, with_log: bool, now: datetime, by: bool = True) -> list[str]:
+    tries = f" (attempt {step['attempt']})" if step["attempt"] > 1 else ""
+    trigger = f", {_by(step.get('trigger'))}" if by else ""
+    head = f"{when.clock(step['startedAt'], now)}  {step['asset']}  {step['status']}{tries}  {step['runId']}{trigger}"
     lines = [head]
     if step.get("error"):
-        lines.append(f"    {step['error']['code']}: {step['error']['message']}")
+        lines.append(f"    {step['error']['code']}: {when.in_text(step['error']['message'], now)}")
+        lines += _body_lines(step["error"])
     if step["status"] == "skipped":
         lines.append(f"    skipped: {step['reason']}")
     if with_log:
-        lines += [f"    | {line}" for line in step.get("lines", [])[-20:]]
+        lines += [f"    | {log_line(line, now)}" for line in step.get("lines", [])[-20:]]
     return lines
+
+
+BODY_LINES = 5
+
+
+def _body_lines(error: dict) -> list[str]:
+    """The first lines of a rejected request's response (already redacted): what the server said."""
+    body = str((error.get("details") or {}).get("body") or "").strip()
+    if not body or error.get("code") != "HTTP_ERROR":
+        return []
+    lines = body.splitlines()
+    shown = [f"    response: {lines[0][:200]}", *(f"              {x[:200]}" for x in lines[1:BODY_LINES])]
+    if len(lines) > BODY_LINES:
+        shown.append(f"              … {len(lines) - BODY_LINES} more lines (croft logs --json has them)")
+    return shown
+
+
+def _run_words(run: dict, now: datetime) -> str:
+    """What started a run: "scheduled: items, item_totals" or "by hand: croft run items"."""
+    assets = list(dict.fromkeys(step["asset"] for step in run.get("steps", [])))
+    if run["trigger"] == "schedule":
+        return "scheduled" + (f": {', '.join(assets)}" if assets else "")
+    argv = [a for a in (run.get("argv") or []) if a not in ("--json",)]
+    return "by hand: " + " ".join(["croft", *argv]) if argv else "by hand"
+
+
+def _span(run: dict, now: datetime) -> str:
+    start = when.clock(run["startedAt"], now)
+    if not run.get("finishedAt"):
+        return f"{start}, still running"
+    took = (parse_instant(run["finishedAt"]) - parse_instant(run["startedAt"])).total_seconds()
+    return f"{start}, took {words(took)}"
 
 
 def _human(result: Result) -> str:
     data = result.data
+    now = clock.now()
     lines: list[str] = []
     if data["mode"] == "run":
         run = data["run"]
-        lines.append(
-            f"run {run['runId']} ({run['trigger']}): {run['status']}, {run['startedAt']} - {run['finishedAt']}"
-        )
+        lines.append(f"run {run['runId']} ({_by(run['trigger'])}): {run['status']}, {_span(run, now)}")
         for step in data["steps"]:
-            lines += _step_lines(step, True)
+            lines += _step_lines(step, True, now, by=False)
     elif data["mode"] == "runs":
         for run in data["runs"]:
             lines.append(
-                f"{run['startedAt']}  {run['runId']}  {run['status']}  ({run['trigger']})  "
-                + " ".join(run["argv"] or [])
+                f"{when.clock(run['startedAt'], now)}  {run['runId']}  {run['status']}  {_run_words(run, now)}"
             )
             for step in run["steps"]:
+                tries = f" (attempt {step['attempt']})" if step["attempt"] > 1 else ""
                 lines.append(
-                    f"    {step['asset']}#{step['attempt']} {step['status']}"
+                    f"    {step['asset']} {step['status']}{tries}"
                     + (f" {step['error']['code']}" if step.get("error") else "")
                 )
     else:
         for step in data["steps"]:
-            lines += _step_lines(step, True)
+            lines += _step_lines(step, True, now)
     return "\n".join(lines) or "no history yet"
 
 

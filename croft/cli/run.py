@@ -38,12 +38,15 @@ def _human(result: Result) -> str:
     is_flag=True,
     help="Run as the scheduler does (what `croft tick` starts): holds re-checked, no approval, no waiting.",
 )
+@click.option(
+    "--wait", is_flag=True, help="When another run is writing an asset this run needs, wait for it."
+)
 @click.option("--run-id", hidden=True, help="The run id the tick noted for this scheduled run.")
 @project_option
 @json_option
 @run_command(_human)
 def command(
-    assets: tuple[str, ...], only: bool, due: bool, run_id: str | None, project_dir: str | None
+    assets: tuple[str, ...], only: bool, due: bool, wait: bool, run_id: str | None, project_dir: str | None
 ) -> Result:
     """Run every ingest and the stale transforms, or the named ASSETS and the stale transforms downstream.
 
@@ -52,9 +55,9 @@ def command(
     from croft.engine.runner import RunOptions, run_assets
 
     if due or run_id:
-        return _due(assets, only, due, run_id, project_dir)
+        return _due(assets, only or wait, due, run_id, project_dir)
 
-    options = RunOptions(selectors=list(assets), only=only, argv=command_line())
+    options = RunOptions(selectors=list(assets), only=only, argv=command_line(), wait=wait)
     return run_assets(load(project_dir), options)
 
 
@@ -69,7 +72,7 @@ def _due(
             "USAGE",
             "--run-id goes with --due only"
             if not due
-            else "--due runs what the scheduler would; it does not go with --only",
+            else "--due runs what the scheduler would; it does not go with --only or --wait",
             "croft run --due ASSET... runs the named assets as the scheduler does",
         )
     return due_run(project_dir, list(assets), run_id, command_line())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
+from croft.core import clock, when
 from croft.schedule.cron import DstNote, Fire, fires_with_notes, zone
 
 __all__ = ["explain_text", "note_text", "schedule_text"]
@@ -13,13 +14,14 @@ __all__ = ["explain_text", "note_text", "schedule_text"]
 def schedule_text(data: dict[str, Any]) -> str:
     if not data:
         return ""
+    now = clock.now()
     s = data["scheduling"]
     lines = []
     state = s["state"]
     if data["action"] == "pause" or state == "paused":
         until = s.get("pausedUntil")
         lines.append(
-            f"Scheduling is paused for {data['root']} until {until} ; `croft schedule on` resumes it now."
+            f"Scheduling is paused for {data['root']} until {when.moment(until, now)}."
             if until
             else f"Scheduling is paused for {data['root']} until `croft schedule on`."
         )
@@ -28,7 +30,58 @@ def schedule_text(data: dict[str, Any]) -> str:
         lines.append(f"Scheduling is on for {data['root']}, ticked by {how}.")
     else:
         lines.append(f"Scheduling is off for {data['root']}.")
+    lines += _job_lines(data)
+    for c in data.get("checked") or []:
+        lines.append(f"{'✔' if c['ok'] else '✖'} {c['check']}: {c['detail']}")
+    tick = data.get("firstTick")
+    if tick:
+        if tick.get("alreadyTicking"):
+            lines.append("First tick: already ticking")
+        elif tick["ok"]:
+            lines.append(f"First tick arrived after {tick['waitedMs'] / 1000:.1f} s")
+        elif tick["waitedMs"] == 0:
+            lines.append("No tick can come until the check marked ✖ holds; croft did not wait for one")
+        else:
+            lines.append(f"No tick arrived within {tick['waitedMs'] / 1000:.0f} s")
+    last = s.get("lastTickAt")
+    stale = " (STALE)" if s.get("stale") else ""
+    lines.append(f"Last tick: {when.moment(last, now) if last else 'never'}{stale}")
+    lines += _queue_lines(data)
+    assets = data.get("assets") or []
+    if assets:
+        lines.append("")
+        lines.append(f"{'ASSET':<22} {'SCHEDULE':<20} {'CRON':<14} {'NEXT FIRE':<22} {'LAST FIRE':<12} STATE")
+        for a in assets:
+            upcoming = when.moment(a["nextFire"], now) if a["nextFire"] else "-"
+            fired = when.clock(a["lastFire"], now) if a["lastFire"] else "never"
+            lines.append(
+                f"{a['asset']:<22} {a['schedule'] or '-':<20} {a['cron'] or '-':<14} {upcoming:<22}"
+                f" {fired:<12} {_asset_state(a)}"
+            )
+    note = when.zone_note(data.get("timezone") or "")
+    if note and data.get("timezone"):
+        lines.append(f"({note}; the project's zone is {data['timezone']})")
+    return "\n".join(lines)
+
+
+def _asset_state(a: dict[str, Any]) -> str:
+    """STATE: starting, held and why (the command that releases it named once), due, or nothing."""
+    if a.get("starting"):
+        return "starting"
+    held = a["held"]
+    if held:
+        release = held["release"]
+        said = release in held["why"]
+        return f"held: {held['why']}" + ("" if said else f" (release: {release})")
+    if a["missedFires"] > 1:
+        return f"due ({a['missedFires']} missed fires run once)"
+    return "due" if a["due"] else "-"
+
+
+def _job_lines(data: dict[str, Any]) -> list[str]:
+    """The OS job and, after ``off``, whether it stayed for other projects or went."""
     job = data.get("job")
+    lines = []
     if job:
         loaded = (
             {True: "loaded", False: "NOT loaded", None: "installed"}[job["loaded"]]
@@ -36,36 +89,15 @@ def schedule_text(data: dict[str, Any]) -> str:
             else "MISSING"
         )
         lines.append(f"Job: {job['backend']} {job['label']} ({loaded}), running {job['python']}")
-    tick = data.get("firstTick")
-    if tick:
-        lines.append(
-            "First tick: already ticking"
-            if tick.get("alreadyTicking")
-            else (
-                f"First tick arrived after {tick['waitedMs'] / 1000:.1f} s"
-                if tick["ok"]
-                else "No tick arrived yet"
-            )
-        )
-    last = s.get("lastTickAt")
-    stale = " (STALE)" if s.get("stale") else ""
-    lines.append(f"Last tick: {last or 'never'}{stale}")
-    lines += _queue_lines(data)
-    assets = data.get("assets") or []
-    if assets:
-        lines.append("")
-        lines.append(f"{'ASSET':<22} {'SCHEDULE':<20} {'CRON':<14} {'NEXT FIRE':<25} {'LAST FIRE':<25} STATE")
-        for a in assets:
-            state_text = "due" if a["due"] else "-"
-            if a["held"]:
-                state_text = f"held: {a['held']['why']} (release: {a['held']['release']})"
-            elif a["missedFires"] > 1:
-                state_text = f"due ({a['missedFires']} missed fires run once)"
-            lines.append(
-                f"{a['asset']:<22} {a['schedule'] or '-':<20} {a['cron'] or '-':<14} {a['nextFire'] or '-':<25}"
-                f" {a['lastFire'] or 'never':<25} {state_text}"
-            )
-    return "\n".join(lines)
+    if data["action"] == "off":
+        removed = data.get("jobRemoved")
+        others = (data.get("registry") or {}).get("osJob") or 0
+        if removed:
+            lines.append("The OS job was removed: no other project needs it.")
+        elif job and job.get("installed"):
+            them = "project needs" if others == 1 else "projects need"
+            lines.append(f"The OS job stays: {others} other {them} it.")
+    return lines
 
 
 def _queue_lines(data: dict[str, Any]) -> list[str]:

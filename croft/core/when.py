@@ -12,6 +12,7 @@ project's zone, a screen names it once (``zone_note``).
 from __future__ import annotations
 
 import os
+import re
 from datetime import datetime, tzinfo
 from functools import lru_cache
 
@@ -19,7 +20,7 @@ from croft.core.clock import parse_instant
 from croft.core.duration import words
 from croft.core.zones import zone_named
 
-__all__ = ["clock", "local_zone", "moment", "relative", "zone_note"]
+__all__ = ["clock", "in_text", "local_zone", "moment", "relative", "stamp", "zone_note"]
 
 WEEK_DAYS = 6  # a date within this many days of today reads by its weekday
 
@@ -63,6 +64,31 @@ def clock(instant: str | datetime, now: datetime, zone: tzinfo | None = None) ->
     if local.year == today.year:
         return f"{local:%b} {local.day} {local:%H:%M}"
     return f"{local:%b} {local.day} {local.year} {local:%H:%M}"
+
+
+def stamp(instant: str | datetime, zone: tzinfo | None = None) -> str:
+    """``08:24:05``: the reader's clock to the second, for the lines of a log (where seconds order them)."""
+    return f"{_as_instant(instant).astimezone(zone or local_zone()[0]):%H:%M:%S}"
+
+
+# An instant as machines write it (``to_iso``, ``isoformat``): a date, a time with seconds, and a zone.
+_MACHINE_INSTANT = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})")
+
+
+def in_text(text: str, now: datetime, zone: tzinfo | None = None) -> str:
+    """``text`` with every machine-written instant in it as ``clock`` shows it: messages are built once,
+    with ISO-8601 UTC for ``--json``, and read by a person through here. An instant a person typed in an
+    example (``2026-11-30T08:00Z``, no seconds) is left as written."""
+    if "T" not in text:
+        return text
+    return _MACHINE_INSTANT.sub(lambda m: _clock_or_same(m.group(0), now, zone), text)
+
+
+def _clock_or_same(found: str, now: datetime, zone: tzinfo | None) -> str:
+    try:
+        return clock(found, now, zone)
+    except ValueError:
+        return found
 
 
 def relative(instant: str | datetime, now: datetime) -> str:

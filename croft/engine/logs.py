@@ -82,7 +82,7 @@ def show_logs(
             data = {
                 "mode": "run",
                 "run": {**_run(run), "summary": run.get("summary")},
-                "steps": [_step(s, redact, True) for s in steps],
+                "steps": [_step(s, redact, True, run["trigger"]) for s in steps],
             }
             return Result(data=project.redactor.obj(data), ok=True)
         asset = target
@@ -91,7 +91,9 @@ def show_logs(
             out = []
             for run in found:
                 in_order = reversed(runs.list_steps(conn, run_id=run["id"], limit=1000))  # as they ran
-                out.append({**_run(run), "steps": [_step(s, redact, False) for s in in_order]})
+                out.append(
+                    {**_run(run), "steps": [_step(s, redact, False, run["trigger"]) for s in in_order]}
+                )
             return Result(data=project.redactor.obj({"mode": "runs", "runs": out}), ok=True)
         steps = runs.list_steps(conn, asset=asset, failed=failed, since=since_iso, limit=50)
         if asset and not steps:

@@ -9,12 +9,14 @@ after ``CROFT_RETRY_DELAYS``; deterministic ones do not.
 from __future__ import annotations
 
 import contextlib
+import shlex
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from croft.core import clock
-from croft.core.clock import now
+from croft.core.clock import now, to_iso
 from croft.core.identity import current
 from croft.core.problems import CroftError, Problem, Stopped, problem
 from croft.core.result import Next, Result
@@ -53,6 +55,7 @@ class RunOptions:
     # rules (croft.scheduler.tick.duerules.DueRules), called with (project, history connection, facts).
     run_id: str | None = None
     due_rules: Any = None
+    wait: bool = False  # --wait: a run by hand waits for another run's leases as long as that run takes
 
 
 class Interrupted(Exception):
@@ -115,12 +118,13 @@ class _Run:
 
     # -- leases -------------------------------------------------------------------------------------
     def _take_leases(self, run_id: str, assets: list[str]) -> list[Any]:
-        deadline = time.monotonic() + self.lease_wait
+        deadline = None if self.options.wait else time.monotonic() + self.lease_wait
         who = current()
         while True:
             held = leases.acquire(self.conn, assets, run_id, who)
-            if not held or time.monotonic() >= deadline:
-                return held
+            if not held or (deadline is not None and time.monotonic() >= deadline):
+                order = {name: i for i, name in enumerate(assets)}  # as the person asked, not by name
+                return sorted(held, key=lambda h: order.get(h.asset, len(order)))
             time.sleep(0.2)
 
     # -- one asset ----------------------------------------------------------------------------------
@@ -209,9 +213,8 @@ class _Run:
         """One attempt: (its outcome, how long to wait before the next one, or None for no next one)."""
         name = facts.name
         digest = self._hash(facts)
-        log_path = (
-            self.project.config.state_dir / "logs" / f"{self.run_id}.{name}.log"
-        )  # files, not a folder per run
+        # files, not a folder per run; one per attempt, so a failed attempt's log holds its own lines only
+        log_path = self.project.config.state_dir / "logs" / _log_name(self.run_id, name, attempt)
         where: dict[str, Any] = {"run_id": self.run_id, "asset": name, "attempt": attempt}
         if self.rules is not None:
             self.rules.attempt_started(name, self.run_id)
@@ -254,9 +257,12 @@ class _Run:
             retry = failure.retryable and attempt < max_attempts
             wait = _retry_wait(attempt, failure, delays) if retry else None
             log(f"failed: {failure.code}: {failure.message}")
+            stored = failure
             if wait is not None:
                 log(f"retrying in {wait:g} s (attempt {attempt + 1} of {max_attempts})")
-            runs.finish_step(self.conn, **where, status="failed", error=failure)
+                retry_at = to_iso(now() + timedelta(seconds=wait))  # status says "retrying at" until then
+                stored = failure.with_(details={**(failure.details or {}), "retryAt": retry_at})
+            runs.finish_step(self.conn, **where, status="failed", error=stored)
             outcome.update(status="failed", error=failure.to_dict(), durationMs=_ms_since(started))
             if wait is None:
                 self.problems.append(failure.with_(details={**(failure.details or {}), "runId": self.run_id}))
@@ -448,12 +454,27 @@ class _Run:
         }
 
     def _busy(self, held: list[Any]) -> Result:
+        """Another run writes what this one needs: say which asset and which run, offer to wait, and
+        record the run as "busy" (it started nothing), not as a failure."""
         first = held[0]
+        names = list(dict.fromkeys(h.asset for h in held))
+        holder = runs.get_run(self.conn, first.run_id) or {}
+        kind = "scheduled run" if holder.get("trigger") == "schedule" else "run"
+        also = f" (and {', '.join(names[1:])})" if len(names) > 1 else ""
+        again = shlex.join(
+            ["croft", "run", *self.options.selectors, *(["--only"] if self.options.only else [])]
+        )
         busy = problem(
             "ASSET_BUSY",
-            f"{first.asset} is being written by run {first.run_id} (pid {first.who.pid}, since {first.since})",
-            "Wait for that run to finish (`croft logs --runs`), then run again.",
+            f"{first.asset}{also} is being written by {kind} {first.run_id} (pid {first.who.pid},"
+            f" since {first.since}); nothing was run",
+            f"`{again} --wait` waits for that run to finish, then runs; `croft logs {first.run_id}` shows it.",
             asset=first.asset,
+            fix={
+                "kind": "command",
+                "command": f"{again} --wait",
+                "description": "wait for that run, then run",
+            },
             details={
                 "holders": [
                     {"asset": h.asset, "runId": h.run_id, "pid": h.who.pid, "since": h.since} for h in held
@@ -461,7 +482,7 @@ class _Run:
             },
         )
         self.problems.append(busy)
-        return self._finish("failed")
+        return self._finish("busy")
 
     def _finish(self, status: str) -> Result:
         steps = [self.results[name] for name in self.results]
@@ -507,6 +528,11 @@ class _Run:
                 exc.problem.with_(details={**(exc.problem.details or {}), "runId": self.run_id})
             )
             return True
+
+
+def _log_name(run_id: str, asset: str, attempt: int) -> str:
+    """``r_….items.log`` for the first attempt (as before), ``r_….items.attempt2.log`` for a retry."""
+    return f"{run_id}.{asset}.log" if attempt == 1 else f"{run_id}.{asset}.attempt{attempt}.log"
 
 
 def _stop_at_once() -> None:

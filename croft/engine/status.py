@@ -34,6 +34,7 @@ def project_status(project: Project) -> Result:
                 f.kind, entry, digest, {i: entries.get(i) for i in f.inputs if i in facts}
             )
             last = runs.latest_step(conn, name)
+            count, since = runs.failing_streak(conn, name)
             sched = state.get_schedule_state(conn, name) or {}
             approved = sched.get("approved_code_hash")
             assets.append(
@@ -47,6 +48,7 @@ def project_status(project: Project) -> Result:
                     "staleReasons": [r.to_dict() for r in reasons],
                     "approved": bool(digest and approved == digest),
                     "lastRun": _last(last),
+                    "failing": {"count": count, "since": since} if count else None,
                     "problems": [p.to_dict() for p in f.problems],
                 }
             )
@@ -74,4 +76,6 @@ def _last(step: dict[str, Any] | None) -> dict[str, Any] | None:
         "attempt": step["attempt"],
         "code": error.get("code"),
         "message": error.get("message"),
+        # a failed attempt whose run waits to try again (engine.runner): the next attempt starts then
+        "retryAt": (error.get("details") or {}).get("retryAt") if step["status"] == "failed" else None,
     }

@@ -118,7 +118,7 @@ def _ingest(step: StepInput) -> dict[str, Any]:
         declared=facts.secrets,
         env=step.project.env,
     )
-    step.log(f"{facts.name}: fetching" + (f" since {since}" if since is not None else " (first run)"))
+    step.log(f"{facts.name}: {_fetching(incremental, since)}")
     sample: list[Any] = []
     batches = _rows(step, extraction, lambda: func(ctx), sample, "fetching rows")
     try:  # rows stream into the warehouse's stage as they arrive
@@ -133,8 +133,19 @@ def _ingest(step: StepInput) -> dict[str, Any]:
     finally:
         http.close()
     requests = http.requests
-    step.log(f"{facts.name}: {result.rows_in} rows from {requests} requests; written")
+    step.log(f"{facts.name}: {_count(result.rows_in, 'row')} from {_count(requests, 'request')}; written")
     return {**_counts(result), "requests": requests, "since": since, "rows": sample}
+
+
+def _fetching(incremental: dict[str, Any], since: Any) -> str:
+    """An incremental ingest says where it starts (or that this is its first run); a full one just fetches."""
+    if not incremental:
+        return "fetching"
+    return f"fetching since {since}" if since is not None else "fetching (first run: no cursor yet)"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _http_client(step: StepInput, on_progress: Any) -> Any:

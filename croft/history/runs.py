@@ -24,6 +24,7 @@ __all__ = [
     "STEP_STATUSES",
     "create_run",
     "end_running",
+    "failing_streak",
     "finish_run",
     "finish_step",
     "get_run",
@@ -40,7 +41,8 @@ __all__ = [
     "update_run_summary",
 ]
 
-RUN_STATUSES = ("running", "succeeded", "failed", "crashed", "interrupted")
+# "busy": a run by hand that found another run writing what it needs, and started nothing (no step)
+RUN_STATUSES = ("running", "succeeded", "failed", "crashed", "interrupted", "busy")
 STEP_STATUSES = ("running", "ok", "failed", "skipped", "unchanged", "interrupted", "crashed")
 # "--failed" means went wrong on its own; an interrupt is a person's choice, not a failure.
 FAILED_STATUSES = ("failed", "crashed")
@@ -335,6 +337,29 @@ def latest_step(conn: sqlite3.Connection, asset: str) -> dict[str, Any] | None:
         (asset,),
     ).fetchone()
     return None if row is None else _step_dict(row)
+
+
+@translate_sqlite_errors("reading the asset's failures in a row")
+def failing_streak(conn: sqlite3.Connection, asset: str, limit: int = 200) -> tuple[int, str | None]:
+    """How many of the asset's latest runs failed in a row (a run counts by its last attempt; skipped
+    and interrupted steps are left out), and when the first of them started. Reads at most ``limit``
+    steps, so a streak longer than that reads as that long."""
+    rows = conn.execute(
+        "SELECT run_id, status, started_at FROM steps WHERE asset = ? AND status NOT IN ('skipped',"
+        " 'interrupted', 'running') ORDER BY started_at DESC, attempt DESC, rowid DESC LIMIT ?",
+        (asset, limit),
+    ).fetchall()
+    seen: set[str] = set()
+    count, since = 0, None
+    for run_id, status, started_at in rows:
+        if run_id in seen:
+            since = started_at  # an earlier attempt of a run already counted
+            continue
+        seen.add(run_id)
+        if status not in FAILED_STATUSES:
+            break
+        count, since = count + 1, started_at
+    return count, since if count else None
 
 
 @translate_sqlite_errors("reading the last successful step")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from croft.core import when
 from croft.core.clock import parse_instant, to_iso
 from croft.core.problems import CODES, Problem, problem
 from croft.engine.staleness import data_version, stale_reasons
@@ -34,7 +35,6 @@ __all__ = [
     "Hold",
     "View",
     "approval_hold",
-    "clock_words",
     "due_work",
     "edited_ago",
     "is_retryable",
@@ -55,6 +55,7 @@ HOLD_CODES = {
     "SCHEDULE_HELD": "SCHEDULE_HELD",
     "LARGE_REPROCESS": "LARGE_REPROCESS",
     "leased": "ASSET_BUSY",
+    "starting": "ASSET_BUSY",
     "backoff": "SCHEDULE_BACKOFF",
 }
 
@@ -118,7 +119,7 @@ class DueInput:
 
 @dataclass(frozen=True)
 class Hold:
-    kind: str  # paused | SCHEDULE_HELD | LARGE_REPROCESS | leased | backoff
+    kind: str  # paused | SCHEDULE_HELD | LARGE_REPROCESS | leased | starting | backoff
     reason: str
     hint: str
     until: str | None = None
@@ -182,18 +183,6 @@ class DueWork:
 
 # --------------------------------------------------------------------------------------------------------
 # words
-
-
-def clock_words(instant: str | datetime, now: datetime, tz: str) -> str:
-    """``HH:MM`` in the zone when on today's local date, else ``Mon D HH:MM`` (and the year if it differs)."""
-    moment = parse_instant(instant) if isinstance(instant, str) else instant
-    where = cron.zone(tz)
-    local, today = moment.astimezone(where), now.astimezone(where)
-    if local.date() == today.date():
-        return f"{local:%H:%M}"
-    if local.year == today.year:
-        return f"{local:%b} {local.day} {local:%H:%M}"
-    return f"{local:%b} {local.day} {local.year} {local:%H:%M}"
 
 
 def edited_ago(edited_at: str | None, now: datetime) -> str | None:
@@ -302,7 +291,7 @@ class _Decider:
         return out
 
     def words(self, instant: str | datetime) -> str:
-        return clock_words(instant, self.now, self.g.tz)
+        return when.clock(instant, self.now)  # the reader's clock, as every screen shows an instant
 
     # -- primary due ------------------------------------------------------------------------------------
     def ingest(self, info: AssetInfo, view: View) -> None:
@@ -396,7 +385,7 @@ class _Decider:
             )
         if name in self.starting:
             return Hold(
-                "leased",
+                "starting",
                 f"the scheduled run {self.starting[name]} is starting; it stays due",
                 "croft logs --runs shows the scheduled runs",
             )

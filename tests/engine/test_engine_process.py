@@ -87,6 +87,38 @@ def test_two_runs_of_one_asset_never_both_write_and_the_second_names_the_holder(
     assert writes == [(first_run,)]
 
 
+def test_a_run_by_hand_meeting_a_run_names_the_asset_asked_for_is_busy_not_failed_and_can_wait(make_project):
+    """issue 21 (5): ``croft run items`` while another run holds items and its reader item_totals (which
+    sorts first by name): ASSET_BUSY names items and the holding run, offers --wait, and is stored busy."""
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(*args):
+        entered.set()
+        release.wait(30)
+        return 200, {}, [{"id": 1, "n": 1}]
+
+    totals = {"assets/item_totals.sql": "-- key: id\nSELECT id, n * 10 AS m FROM items\n"}
+    with serve() as server:
+        server.route("GET", "/items", slow)
+        root = items_project(make_project, server, files=totals)
+        first = spawn(root, "run", "items")
+        assert entered.wait(30), first.stderr.read() if first.poll() is not None else "first run never asked"
+        code, second = croft(root, "run", "items", env={"CROFT_LEASE_WAIT_MS": "300"})
+        waiting = spawn(root, "run", "items", "--wait", env={"CROFT_LEASE_WAIT_MS": "0"})
+        release.set()
+        out, _ = first.communicate(timeout=60)
+        waited, _ = waiting.communicate(timeout=60)
+    first_run = json.loads(out)["data"]["runId"]
+    assert code == 4 and second["data"]["status"] == "busy"
+    busy = second["problems"][0]
+    assert busy["code"] == "ASSET_BUSY" and busy["asset"] == "items"
+    assert busy["message"].startswith(f"items (and item_totals) is being written by run {first_run}")
+    assert busy["fix"]["command"] == "croft run items --wait"
+    stored = history(root, "SELECT status FROM runs WHERE id = ?", second["data"]["runId"])
+    assert stored == [{"status": "busy"}]  # the refusal is no failed run in the history
+    assert waiting.returncode == 0 and json.loads(waited)["data"]["status"] == "succeeded"
+
+
 def test_ctrl_c_marks_the_run_and_step_interrupted_and_exits_130(make_project):
     entered, release = threading.Event(), threading.Event()
 

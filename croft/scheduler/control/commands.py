@@ -32,6 +32,7 @@ from croft.scheduler.control.diagnosis import no_tick_problem, project_troubles,
 from croft.scheduler.jobs import backends as jobs
 from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.jobs.base import SERVE_FALLBACK
+from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Runner
 from croft.scheduler.jobs.record import InstalledJob, installed_backend, installed_job
 from croft.scheduler.jobs.spec import at_risk_problem, interpreter_imports_croft, job_spec
@@ -57,6 +58,8 @@ __all__ = [
 ]
 
 ALREADY_TICKING = timedelta(minutes=2)
+# broken links that mean the job cannot fire at all (not merely at risk, as systemd without linger is)
+NO_TICK_CAN_COME = frozenset({"cron_not_running"})
 Progress = Callable[[str], None]
 
 
@@ -251,19 +254,28 @@ def schedule_on(
         problems += _remove_job_if_unused(registry, runner, used_it=True)
     first_tick: dict[str, Any] | None = None
     job: InstalledJob | None = None
+    found: list[dict[str, Any]] = []
     if not no_os_job:
+        # what the job needs beyond itself (a cron daemon, a user manager that keeps it): known at once,
+        # so a job that cannot fire is said now instead of after the whole wait
+        checked = [Link.holds("interpreter", f"{spec.python} imports croft"), *backend.health()]
+        found = [link.to_json() for link in checked]
         beat = heartbeat.last_heartbeat(project.config.state_dir, now)
         fresh = (
             beat is not None and not heartbeat.ahead_of(beat, now) and now - from_iso(beat) <= ALREADY_TICKING
         )
         if before.state == "on" and before.via == "os-job" and not job_changed and fresh:
             first_tick = {"ok": True, "alreadyTicking": True, "waitedMs": 0}
+        elif any(not link.ok and link.cause in NO_TICK_CAN_COME for link in checked):
+            first_tick = {"ok": False, "alreadyTicking": False, "waitedMs": 0}
+            job = installed_job(runner)
+            problems.append(no_tick_problem(project, setting, now, 0, job).with_(severity="error"))
         else:
             waited = _wait_for_heartbeat(project, now, wait_ms, progress)
             first_tick = {"ok": waited is not None, "alreadyTicking": False, "waitedMs": waited or wait_ms}
-            if waited is None:
+            if waited is None:  # on, but nothing ticks it: an error (exit 1), as SCHEDULER_STALE says
                 job = installed_job(runner)
-                problems.append(no_tick_problem(project, setting, now, wait_ms, job))
+                problems.append(no_tick_problem(project, setting, now, wait_ms, job).with_(severity="error"))
     nexts: list[Next] = []
     data = _data("on", project, setting, registry, job or installed_job(runner), clock.now())
     if no_os_job:
@@ -277,6 +289,7 @@ def schedule_on(
         problems.append(exc.problem.with_(severity="warning"))
     if first_tick is not None:
         data["firstTick"] = first_tick
+        data["checked"] = found
     return Result(data=data, problems=problems, next=nexts)
 
 
@@ -291,6 +304,7 @@ def _data(
     return {
         "action": action,
         "root": str(project.root),
+        "timezone": project.config.timezone,
         "scheduling": _scheduling_json(project, setting, now),
         "job": None if job.state is None else job.state.to_json(),
         "registry": _registry_json(registry, project.root),
@@ -308,10 +322,13 @@ def schedule_off(project: Project, *, runner: Runner | None = None) -> Result:
         setting = _write(project, "off", now)
     registry.remove(project.root)
     registry.prune(now)
+    had_job = installed_backend(runner) is not None
     problems = _remove_job_if_unused(
         registry, runner, used_it=bool(before_entry and before_entry.via == "os-job")
     )
-    data = _data("off", project, setting, registry, installed_job(runner), now)
+    job = installed_job(runner)
+    data = _data("off", project, setting, registry, job, now)
+    data["jobRemoved"] = had_job and job.state is None  # else it stayed: other projects tick through it
     return Result(data=data, problems=problems)
 
 
@@ -342,8 +359,8 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
         problems.append(unsafe)
     problems += project_troubles(project, now)  # its folder, its history, a failing tick, a lost setting
     warning = stale_warning(project, runner, now, job=job)
-    if warning:
-        problems.append(warning)
+    if warning:  # an error, so exit 1 as SCHEDULER_STALE's page says; the rest of the data still reads
+        problems.append(warning.with_(severity="error"))
     data["assets"], nexts = _assets(project, now)
     problems += _never_fires(data["assets"])
     problems += _queue(project, data, now)

@@ -48,7 +48,9 @@ def stale_problem(
     when = describe or (lambda d: to_iso(d))
     quiet = quiet_since(setting, heartbeat, now)
     quiet_ms = None if quiet is None else int((now - from_iso(quiet)).total_seconds() * 1000)
-    if waited_ms is not None:
+    if waited_ms == 0:  # schedule on found the broken link before waiting (a job that cannot fire)
+        head = "no scheduler tick can come yet"
+    elif waited_ms is not None:
         head = f"no scheduler tick arrived within {words(waited_ms / 1000)} of turning scheduling on"
     elif quiet is not None and ahead_of(quiet, now):
         head = (

@@ -17,6 +17,7 @@ import time
 from datetime import datetime
 from typing import Any
 
+from croft.core import when
 from croft.core.children import croft_env
 from croft.core.clock import parse_instant, to_iso
 from croft.core.identity import current
@@ -28,7 +29,7 @@ from croft.history.state import claim_tick, delete_setting, put_setting, read_ti
 from croft.notify.send import ping_after_tick
 from croft.project.config import Project
 from croft.schedule import cron
-from croft.scheduler.due import RETRY_BACKOFF, clock_words, due_work
+from croft.scheduler.due import RETRY_BACKOFF, due_work
 from croft.scheduler.setting import effective_state, read_scheduling, read_scheduling_file
 from croft.scheduler.tick import slots, start
 from croft.scheduler.tick.ceiling import deadline_for, enforce_ceilings
@@ -243,8 +244,13 @@ def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str 
     asleep = None
     if previous and wants:
         gap = now - parse_instant(previous)
-        since = read_scheduling(conn).since
-        if gap > slots.WAKE_GAP and (since is None or since <= previous):
+        setting = read_scheduling(conn)
+        since = setting.since
+        # a pause that ended since the last tick is a quiet the person asked for, not the machine asleep
+        paused = (
+            setting.state == "paused" and bool(setting.paused_until) and str(setting.paused_until) > previous
+        )
+        if gap > slots.WAKE_GAP and (since is None or since <= previous) and not paused:
             asleep = gap
     if not wants:
         return slots.Grant()
@@ -274,7 +280,7 @@ def _anything_to_reconcile(conn: Any) -> bool:
 
 def _words(failure: Any, now: datetime, tz: str) -> str:
 
-    return clock_words(parse_instant(failure.at) + RETRY_BACKOFF, now, tz)
+    return when.clock(parse_instant(failure.at) + RETRY_BACKOFF, now)
 
 
 def _rel(project: Project) -> str:

@@ -138,7 +138,7 @@ def _held_warnings(view: dict[str, Any]) -> list[Any]:
     out = []
     for name, block in view["assets"].items():
         hold = block.get("hold")
-        if block.get("due") and hold:
+        if block.get("due") and hold and hold.get("kind") != "starting":  # a starting run is no hold
             message = f"{name} is held from the scheduler: {hold['reason']}"
             out.append(problem(hold["code"], message, hold["hint"], severity="warning", asset=name))
     return out
@@ -165,8 +165,9 @@ def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:
                 "missedFires": a["missedFires"],
                 "due": a["due"],
                 "held": None
-                if hold is None
+                if hold is None or hold.get("kind") == "starting"
                 else {"code": hold["code"], "why": hold["reason"], "release": _release(name, hold["code"])},
+                "starting": hold is not None and hold.get("kind") == "starting",
                 "invalid": a.get("invalid"),
             }
         )
@@ -206,6 +207,12 @@ def view_json(view: View) -> dict[str, Any]:
     out["hold"] = (
         None
         if hold is None
-        else {"code": hold.code, "reason": hold.reason, "until": hold.until, "hint": hold.hint}
+        else {
+            "code": hold.code,
+            "kind": hold.kind,
+            "reason": hold.reason,
+            "until": hold.until,
+            "hint": hold.hint,
+        }
     )
     return out

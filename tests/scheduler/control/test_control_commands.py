@@ -63,6 +63,7 @@ def beat(project, at: str) -> None:  # type: ignore[no-untyped-def]
 
 def test_on_writes_setting_registry_and_job_then_sees_the_first_tick(proj, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("CROFT_HEARTBEAT_WAIT_MS", "5000")
+    monkeypatch.setattr(crontab, "cron_daemon_running", lambda: True)
     fake = FakeOS()
     threading.Timer(0.3, beat, (proj, NOW)).start()
     result = schedule_on(proj, backend_name="crontab", runner=fake)
@@ -92,9 +93,9 @@ def test_on_without_a_tick_warns_stale_with_the_cause_and_log_tail_and_stays_on(
     log.parent.mkdir()
     log.write_text("".join(f"line {i}\n" for i in range(30)) + "/usr/bin/python3: No module named croft\n")
     result = schedule_on(proj, backend_name="crontab", runner=FakeOS())
-    assert result.exit_code == 0
+    assert result.exit_code == 1  # no tick came: on, and said loudly
     (p,) = [p for p in result.problems if p.code == "SCHEDULER_STALE"]
-    assert p.severity == "warning"
+    assert p.severity == "error"  # on, but nothing ticks it: exit 1, as its page says
     assert p.message.startswith("no scheduler tick arrived within 300 ms of turning scheduling on: ")
     assert p.details["cause"] == "croft_missing" and p.details["waitedMs"] == 300  # type: ignore[index]
     assert p.details["logTail"][-1] == "/usr/bin/python3: No module named croft"  # type: ignore[index]
@@ -334,7 +335,7 @@ def test_croft_status_warns_when_the_scheduler_is_stale(proj, monkeypatch) -> No
     assert not [p for p in fresh["problems"] if p["code"] == "SCHEDULER_STALE"]
     monkeypatch.setenv("CROFT_NOW", "2026-03-01T12:03:01Z")
     out = runner.invoke(_build_group(), ["status", "--project", str(proj.root), "--json"])
-    assert out.exit_code == 0
+    assert out.exit_code == 1  # SCHEDULER_STALE's exit, as its page says; the envelope still reads
     (stale,) = [p for p in json.loads(out.output)["problems"] if p["code"] == "SCHEDULER_STALE"]
     assert stale["details"]["cause"] == "serve_not_running" and stale["fix"]["command"] == "croft serve"
     assert "the scheduler has not ticked since scheduling was turned on 3 min ago" in stale["message"]

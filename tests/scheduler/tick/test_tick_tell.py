@@ -134,7 +134,10 @@ def test_a_crash_is_told_once_whether_the_tick_or_another_command_found_it(proje
     _crashed_scheduled_run(root, "r_0601_1110_aaaa", "issues", "2026-06-01T10:10:00Z", monkeypatch)
     # `croft status` reconciles first (and notifies nothing): the next tick tells it.
     _, status = croft_json(root, "2026-06-01T10:11:00Z", "status")
-    assert status["ok"] and desktop(root) == []
+    assert (
+        all(p["code"] == "SCHEDULER_STALE" for p in status["problems"] if p["severity"] == "error")
+        and desktop(root) == []
+    )  # stale here: exit 1, nothing else
     tick(root, "2026-06-01T10:12:00Z")
     [note] = desktop(root)
     assert (
