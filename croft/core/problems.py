@@ -76,6 +76,7 @@ CODES: dict[str, tuple[str, int]] = {
     "SCHEDULER_BROKEN": ("state", 1),
     "FRESHNESS_BREACHED": ("state", 1),
     "APPRISE_MISSING": ("project", 2),
+    "PORT_IN_USE": ("project", 2),
 }
 
 
