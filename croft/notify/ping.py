@@ -77,7 +77,7 @@ def _loopback_host(host: str) -> bool:
         return False
 
 
-def ping(url: str, timeout: float | None = None) -> Pinged:
+def ping(url: str, timeout: float | None = None, body: bytes | None = None) -> Pinged:
     """GET ``url``: at most ``timeout`` seconds per socket wait (3 s, or less by the knob) and one more
     second in all; never raises.
 
@@ -88,7 +88,9 @@ def ping(url: str, timeout: float | None = None) -> Pinged:
 
     timeout = min(timeout_seconds(PING_TIMEOUT_S), PING_TIMEOUT_S) if timeout is None else timeout
     got: list[Pinged] = []
-    worker = threading.Thread(target=lambda: got.append(_get(url, timeout)), name="croft-ping", daemon=True)
+    worker = threading.Thread(
+        target=lambda: got.append(_get(url, timeout, body=body)), name="croft-ping", daemon=True
+    )
     worker.start()
     worker.join(timeout + GRACE_S)
     return got[0] if got else Pinged(False, None, f"no answer within {timeout + GRACE_S:g} s")
@@ -157,11 +159,12 @@ def _socket_get(plain: tuple[str, int, str, str], timeout: float, until: float |
     return _status(head)
 
 
-def _get(url: str, timeout: float, until: float | None = None) -> Pinged:
-    """One GET; never raises. ``until``: the monotonic instant the whole answer must have come by (the
-    socket path keeps it; ``ping`` bounds its thread instead)."""
+def _get(url: str, timeout: float, until: float | None = None, body: bytes | None = None) -> Pinged:
+    """One GET, or with ``body`` a POST of it as plain text (a run ping's failure carries its log tail);
+    never raises. ``until``: the monotonic instant the whole answer must have come by (the socket path
+    keeps it; ``ping`` bounds its thread instead)."""
     try:
-        plain = _plain(url)
+        plain = _plain(url) if body is None else None  # a POST goes urllib's way
         if plain is not None:
             answered = _socket_get(plain, timeout, until)
             if answered is not None:
@@ -169,7 +172,12 @@ def _get(url: str, timeout: float, until: float | None = None) -> Pinged:
         import urllib.error  # lazy, both: only for what a plain socket does not do
         import urllib.request
 
-        request = urllib.request.Request(url, method="GET", headers={"User-Agent": _agent()})
+        headers = {"User-Agent": _agent()}
+        if body is not None:
+            headers["Content-Type"] = "text/plain; charset=utf-8"
+        request = urllib.request.Request(
+            url, data=body, method="GET" if body is None else "POST", headers=headers
+        )
         try:
             with _opener(is_loopback(url)).open(request, timeout=timeout) as response:
                 return Pinged(True, response.status)

@@ -30,7 +30,14 @@ def doctor(runner: Runner | None = None, project: Project | None = None) -> Resu
         "logTail": list(chain.log[-SHOWN_LOG_LINES:]),
     }
     problems = [broken_problem(c) for c in checks if not c.ok]  # a non-zero exit always says why
-    return Result(data=data, problems=problems, ok=ok, exit=0 if ok else 1)
+    result = Result(data=data, problems=problems, ok=ok, exit=0 if ok else 1)
+    if project is not None:  # the project's alerts: channels that cannot send, promises broken
+        from croft.project.validate import channel_problems
+        from croft.scheduler.tick.freshview import add_freshness
+
+        result.problems.extend(channel_problems(project))
+        add_freshness(result, project, clock.now())
+    return result
 
 
 def broken_problem(link: Link) -> Problem:

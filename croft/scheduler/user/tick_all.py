@@ -26,6 +26,7 @@ from croft.core.problems import CroftError
 from croft.scheduler.heartbeat import write_user_beats
 from croft.scheduler.setting import effective_state
 from croft.scheduler.ticklog import TickLog
+from croft.scheduler.user.freshcache import FreshCache, look
 from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
 from croft.scheduler.user.settingcache import SettingCache
@@ -104,16 +105,18 @@ def _minute(
 ) -> None:
     cache = SettingCache(home / "tick-cache.json")
     idle = IdleCache(home / "idle-cache.json")
+    fresh = FreshCache(home / "fresh-cache.json")
     full: list[str] = []
     pings: list[tuple[str, str]] = []
     for entry in entries:
         try:
-            _one(entry, now, cache, idle, out, note, full, pings)
+            _one(entry, now, cache, idle, fresh, out, note, full, pings)
         except Exception as exc:  # one broken project never stops the others
             note(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
             out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
     cache.save()
     idle.save()
+    fresh.save()
     if out["beat"]:
         write_user_beats(str(home), out["at"], [b["root"] for b in out["beat"]])
     # Pruning looks only at the projects not beaten just now: a beaten one's croft.json was stat'ed.
@@ -178,6 +181,7 @@ def _one(
     now: Any,
     cache: SettingCache,
     idle: IdleCache,
+    fresh: FreshCache,
     out: dict[str, Any],
     note: Any,
     full: list[str],
@@ -194,8 +198,11 @@ def _one(
     held = idle.still(entry.root, stamp)  # see _beat; no incident there either
     trouble = folder_trouble(f"{entry.root}/.croft", seen=held)
     if held and trouble is None:
+        look(fresh, entry.root, f"{entry.root}/.croft", now, note, stamp)  # its freshness promises
         return _beat(entry, stamp, out, idle, pings)
     unsafe = project_unsafe(entry.root)  # trusted first: nothing is read from it or written into it
+    if unsafe is None:  # its freshness promises, whatever its setting (croft serve watches its own)
+        look(fresh, entry.root, f"{entry.root}/.croft", now, note, stamp)
     state_dir = project_state_dir(entry.root)
     if unsafe is None:
         unsafe = state_dir_unsafe(entry.root, state_dir)  # a relocated state folder
