@@ -204,7 +204,15 @@ class _Run:
                 f"{step['asset']} {step['status']}: {error.get('code', '')}: {error.get('message', '')}"
             )
         lines += [f"{p.code}: {p.message}" for p in self.problems if not p.asset]
-        logs = [self.project.config.state_dir / "logs" / f"{self.run_id}.{s['asset']}.log" for s in failed]
+        logs = []
+        for step in failed:
+            attempt = int(step.get("attempt") or 1)
+            name = _log_name(self.run_id, step["asset"], attempt)
+            path = str(self.project.config.state_dir / "logs" / name)
+            with contextlib.suppress(Exception):  # a log that cannot be read leaves the body its errors
+                text = steplogs.text(self.conn, self.run_id, step["asset"], attempt, path)
+                if text:
+                    logs.append((name, text))
         return self.redactor.text("\n".join(lines) + "\n\n" + tail_of(logs, self.redactor.text))
 
     def _attempt(

@@ -10,7 +10,6 @@ hand are not pinged: a monitor counts the scheduler's runs. A ping that fails is
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from croft.notify.log import host_of, is_dry, log_miss, record
@@ -33,19 +32,10 @@ def ping_url(base: str, event: str) -> str:
     return f"{path}{suffix}{sep}{query}"
 
 
-def tail_of(paths: Sequence[Path], redact: Callable[[str], str], limit: int = TAIL_BYTES) -> str:
-    """The last ``limit`` bytes of the logs of the failed steps, each under its file's name, redacted."""
-    parts = []
-    for path in paths:
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(0, 2)
-                size = handle.tell()
-                handle.seek(max(0, size - limit))
-                text = handle.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        parts.append(f"== {path.name} ==\n{text}")
+def tail_of(logs: Sequence[tuple[str, str]], redact: Callable[[str], str], limit: int = TAIL_BYTES) -> str:
+    """The last ``limit`` characters of the logs of the failed steps (``(name, text)``: the engine reads
+    each from the history, where an ended step's log lives), each under its name, redacted."""
+    parts = [f"== {name} ==\n{text[-limit:]}" for name, text in logs]
     return redact("\n".join(parts))[-limit:]
 
 
