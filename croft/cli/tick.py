@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = ["run"]
 
-USAGE = "usage: croft tick [--json] [--project DIR]"
+USAGE = "usage: croft tick [--json] [--project DIR] [--log-as NAME]"
 HELP = f"""{USAGE}
 
   Run the project's tick once: if scheduling is on, start one detached `croft run --due` per group of
@@ -25,6 +25,8 @@ HELP = f"""{USAGE}
 options:
   --json           print one JSON envelope on stdout
   --project DIR    the project folder (default: the one containing the current folder)
+  --log-as NAME    write every line printed as a tick log line naming NAME (how the per-user tick and
+                   croft serve start it, its output going to the tick log)
   -h, --help       show this message
 """
 
@@ -35,22 +37,26 @@ _EXITED = {
 }
 
 
-def _parse(args: list[str]) -> tuple[bool, str | None]:
-    as_json, project = False, None
+def _parse(args: list[str]) -> tuple[bool, str | None, str | None]:
+    """(--json, --project DIR, --log-as NAME)."""
+    as_json, project, name = False, None, None
     rest = list(args)
     while rest:
         word = rest.pop(0)
         if word == "--json":
             as_json = True
-        elif word == "--project" and rest:
-            project = rest.pop(0)
+        elif word in ("--project", "--log-as") and rest:
+            value = rest.pop(0)
+            project, name = (value, name) if word == "--project" else (project, value)
         elif word.startswith("--project="):
             project = word.split("=", 1)[1]
+        elif word.startswith("--log-as="):
+            name = word.split("=", 1)[1]
         else:
             from croft.core.problems import CroftError
 
             raise CroftError("USAGE", f"croft tick does not take {word!r}", USAGE)
-    return as_json, project
+    return as_json, project, name
 
 
 def human(data: dict[str, Any]) -> str:
@@ -69,7 +75,7 @@ def _idle(args: list[str]) -> dict[str, Any] | None:
 
     started = time.perf_counter()
     try:
-        _, project_dir = _parse(args)
+        _, project_dir, _ = _parse(args)
         from croft.core import knobs
         from croft.core.clock import now, to_iso
 
@@ -86,12 +92,29 @@ def _idle(args: list[str]) -> dict[str, Any] | None:
     return data
 
 
+def _log_as(args: list[str]) -> None:
+    """``--log-as NAME``: from here on, what this tick prints (stdout and stderr are the tick log, a
+    traceback included) is written as tick log lines naming its project (``scheduler.ticklog``)."""
+    try:
+        name = _parse(args)[2]
+    except Exception:  # a usage error: told below, in the lines it would name
+        name = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--log-as"), None)
+    if not name:
+        return
+    from croft.core.clock import now, to_iso
+    from croft.scheduler.ticklog import NamedLines
+
+    sys.stdout.flush()
+    sys.stdout = sys.stderr = NamedLines(sys.stdout.fileno(), name, lambda: to_iso(now()))
+
+
 def run(args: list[str]) -> int:
     """Parse, tick, print; returns the exit code. Never raises a CroftError to the caller."""
     if "-h" in args or "--help" in args:
         print(HELP)
         return 0
     as_json = "--json" in args
+    _log_as(args)
     quick = _idle(args)
     if quick is not None:
         if as_json:
@@ -107,7 +130,7 @@ def run(args: list[str]) -> int:
     from croft.core.result import Result
 
     try:
-        as_json, project_dir = _parse(args)
+        as_json, project_dir, name = _parse(args)
         from pathlib import Path
 
         from croft.core import knobs
@@ -123,7 +146,7 @@ def run(args: list[str]) -> int:
 
             tick_failed_to_load(Path(project_dir) if project_dir else None, exc, clock.now())
             raise
-        data, problems = project_tick(project, clock.now())
+        data, problems = project_tick(project, clock.now(), log_name=name)
         result = Result(data=data, problems=problems, ok=True)
     except CroftError as exc:
         result = Result(problems=[exc.problem, *exc.extra])

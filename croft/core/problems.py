@@ -74,6 +74,7 @@ CODES: dict[str, tuple[str, int]] = {
     "LARGE_REPROCESS": ("run", 4),
     "KNOB_INVALID": ("project", 2),
     "SCHEDULER_BROKEN": ("state", 1),
+    "NOTIFY_FAILING": ("state", 1),
 }
 
 

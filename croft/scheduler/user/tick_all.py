@@ -21,7 +21,7 @@ from croft.core.paths import croft_home
 from croft.core.problems import CroftError
 from croft.scheduler.heartbeat import write_beat
 from croft.scheduler.setting import effective_state
-from croft.scheduler.ticklog import TickLog
+from croft.scheduler.ticklog import TickLog, project_names
 from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
@@ -87,12 +87,16 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
     env = croft_env(croft_home=str(home))
     cache = SettingCache(home / "tick-cache.json")
     idle = IdleCache(home / "idle-cache.json")
+    names = project_names(e.root for e in entries)  # each line about a project names it (short)
     with log.open() as handle:
         for entry in entries:
+            name = names[entry.root]
             try:
-                _one(entry, now, cache, idle, handle, env, out, note)
+                _one(
+                    entry, now, cache, idle, handle, env, out, lambda said, n=name: note(f"{n}: {said}"), name
+                )
             except Exception as exc:  # one broken project never stops the others
-                note(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
+                note(f"{name}: tick not started: {type(exc).__name__}: {exc}")
                 out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
     cache.save()
     idle.save()
@@ -107,8 +111,10 @@ def _one(
     handle: Any,
     env: dict[str, str],
     out: dict[str, Any],
-    note: Any,
+    say: Any,
+    name: str,
 ) -> None:
+    """One project's minute; ``say`` writes a tick log line about it (its name in front)."""
     stamp = out["at"]
     if entry.via != "os-job":
         out["skipped"].append({"root": entry.root, "reason": "ticks from croft serve"})
@@ -122,7 +128,7 @@ def _one(
     if unsafe is None:
         unsafe = state_dir_unsafe(entry.root, state_dir)  # a relocated state folder
     if unsafe is not None:
-        note(f"{entry.root}: not ticked, croft does not trust {words(unsafe)}")
+        say(f"not ticked, croft does not trust {words(unsafe)}")
         out["skipped"].append({"root": entry.root, "reason": "unsafe permissions", "path": unsafe.path})
         return None
     reason = None
@@ -136,24 +142,24 @@ def _one(
         out["skipped"].append({"root": entry.root, "reason": said})
         out["problems"].append(trouble.with_(details={**(trouble.details or {}), "root": entry.root}))
         if troubled(entry.root, trouble, now, SOURCE):  # logged and told once per incident
-            note(f"{entry.root}: not ticked: {said}")
+            say(f"not ticked: {said}")
         return
     if reason:
         out["skipped"].append({"root": entry.root, "reason": reason})
         if reason.startswith("cannot check"):
-            note(f"{entry.root}: {reason}")
+            say(reason)
         return
     untroubled(entry.root, SOURCE)
     if idle.check(entry.root, stamp):
         return _beat(entry, stamp, out)
     try:
-        child = spawn_tick(entry.root, handle, env)
+        child = spawn_tick(entry.root, handle, env, name)
     except OSError as exc:
-        note(f"{entry.root}: could not start its tick: {exc.strerror or exc}")
+        say(f"could not start its tick: {exc.strerror or exc}")
         out["skipped"].append({"root": entry.root, "reason": "could not start"})
         return
     _forget(child)
-    note(f"{entry.root}: tick started (pid {child.pid})")
+    say(f"tick started (pid {child.pid})")
     out["started"].append({"root": entry.root, "pid": child.pid})
 
 
