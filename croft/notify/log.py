@@ -92,12 +92,13 @@ def _note(state_dir: Path, run_id: str | None, text: str) -> None:
 
 
 class Logged:
-    """One line of notify.log: when (ISO UTC), the run it was about (None: no run), and what it says."""
+    """One line of notify.log: when (ISO UTC), the run it was about (None: no run), what it says, and
+    ``order``, its place in the log (later lines are larger: two lines of one moment still have an order)."""
 
-    __slots__ = ("at", "run_id", "text")
+    __slots__ = ("at", "order", "run_id", "text")
 
-    def __init__(self, at: str, run_id: str | None, text: str) -> None:
-        self.at, self.run_id, self.text = at, run_id, text
+    def __init__(self, at: str, run_id: str | None, text: str, order: int = 0) -> None:
+        self.at, self.run_id, self.text, self.order = at, run_id, text, order
 
     def to_json(self) -> dict[str, Any]:
         return {"at": self.at, "runId": self.run_id, "text": self.text}
@@ -109,17 +110,19 @@ def last_outcomes(state_dir: Path, keep: Any = None) -> tuple[Logged | None, Log
     sent: Logged | None = None
     missed: Logged | None = None
     path = Path(state_dir) / "logs" / "notify.log"
+    order = 0
     for name in (path.name + ".1", path.name):  # the older file first: the newer lines win
         for line in _tail(path.with_name(name)):
+            order += 1
             at, _, rest = line.partition(" ")
             token, _, text = rest.partition(" ")
             if not text or (keep is not None and not keep(text)):
                 continue
-            entry = Logged(at, None if token == "-" else token, text)
+            run_id = None if token == "-" else token
             if text.startswith(SENT):
-                sent = Logged(at, entry.run_id, text[len(SENT) :])
+                sent = Logged(at, run_id, text[len(SENT) :], order)
             else:
-                missed = entry
+                missed = Logged(at, run_id, text, order)
     return sent, missed
 
 

@@ -137,7 +137,7 @@ def _said(facts: Notifying) -> str:
 def _failing(facts: Notifying) -> Logged | None:
     """The last miss, when it is newer than the last delivery and of a channel that is still on."""
     miss = facts.last_miss
-    if miss is None or (facts.last_sent is not None and facts.last_sent.at >= miss.at):
+    if miss is None or (facts.last_sent is not None and facts.last_sent.order > miss.order):
         return None
     if miss.text.startswith("desktop") and facts.desktop:
         return miss
