@@ -114,6 +114,11 @@ ALIASES: dict[str, str] = {
     "env": "environment",
     "variables": "environment",
     "croft_now": "environment",
+    # the status page
+    "page": "ui",
+    "web": "ui",
+    "browser": "ui",
+    "dashboard": "ui",
     # the rest
     "error": "errors",
     "codes": "errors",

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "serve": "serve:command",
     "doctor": "doctor:command",
     "tick": "tick:command",
+    "ui": "ui:command",
 }
 
 

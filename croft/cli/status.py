@@ -72,22 +72,9 @@ def state_words(a: dict[str, Any], now: datetime, scheduler_stale: bool) -> str:
 @run_command(_human)
 def command(project_dir: str | None) -> Result:
     """Every asset: kind, rows, last loaded, fresh or stale and why, and its last run's result."""
-    from croft.engine.status import project_status
-    from croft.scheduler.control.diagnosis import project_troubles, stale_warning, unsafe_warning
-    from croft.scheduler.tick.view import with_schedule
+    from croft.scheduler.control.status import status
 
-    project = load(project_dir)
-    result = with_schedule(project_status(project), project)
-    # what stops its scheduling, as warnings: status is about the data, which is there to read
-    result.problems += [p.with_(severity="warning") for p in project_troubles(project)]
-    unsafe = unsafe_warning(project)  # the scheduler skips this project: files others could change
-    if unsafe:
-        result.problems.append(unsafe)
-    stale = stale_warning(project)  # scheduling on but nothing ticked for 3 minutes: say so, and why
-    if stale:  # an error, so exit 1 as SCHEDULER_STALE's page says (a non-zero exit always names why)
-        result.problems.append(stale.with_(severity="error"))
-        result.ok = False
-    return result
+    return status(load(project_dir))
 
 
 def status_lines(data: dict[str, Any]) -> list[str]:

@@ -75,6 +75,7 @@ CODES: dict[str, tuple[str, int]] = {
     "KNOB_INVALID": ("project", 2),
     "SCHEDULER_BROKEN": ("state", 1),
     "NOTIFY_FAILING": ("state", 1),
+    "PORT_IN_USE": ("project", 2),
 }
 
 

@@ -41,6 +41,7 @@ def project_status(project: Project) -> Result:
                 {
                     "asset": name,
                     "kind": f.kind,
+                    "description": f.description,
                     "file": f.rel,
                     "rows": entry.get("rows") if entry else None,
                     "lastLoadedAt": entry.get("lastLoadedAt") if entry else None,

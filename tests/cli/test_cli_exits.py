@@ -41,7 +41,8 @@ ARGVS = [
 
 
 def test_the_walk_covers_every_command():
-    assert {argv[0] for argv in ARGVS} | {"serve"} == set(COMMANDS)  # serve: in the knob world below
+    # serve and ui would run on: each is walked in a world where it refuses (below)
+    assert {argv[0] for argv in ARGVS} | {"serve", "ui"} == set(COMMANDS)
 
 
 def _project(tmp: Path) -> Path:
@@ -95,6 +96,8 @@ def bad_knob(tmp: Path, home: Path) -> tuple[Path, dict[str, str]]:
 def test_every_non_zero_exit_says_why(world, tmp_path: Path, _croft_home: Path):
     cwd, extra = world(tmp_path, _croft_home)
     argvs = [*ARGVS, ["serve"]] if world is bad_knob else ARGVS  # serve would run on: only where it refuses
+    if world is outside:
+        argvs = [*argvs, ["ui", "--no-open"]]  # as would ui: outside a project it refuses
     failed = 0
     for argv in argvs:
         env = {**os.environ, **extra}

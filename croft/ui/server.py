@@ -1,0 +1,361 @@
+"""The status page's HTTP server: the standard library's threading server on 127.0.0.1, every request
+through the gate (``guard``), the page and its JSON from ``snapshot``, the buttons through ``actions``,
+and one event stream per open page fed by ``watch``.
+
+Ctrl-C (or ``close``) stops it; runs it started go on, as runs a person starts in a terminal do.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from croft.core.envelope import dumps
+from croft.core.problems import CroftError, problem
+from croft.core.result import Result
+from croft.project.config import load_project
+from croft.ui import actions, page, snapshot
+from croft.ui.guard import HEADERS, Gate, new_gate
+from croft.ui.watch import Watcher
+
+__all__ = ["UiServer", "start"]
+
+STATIC = Path(__file__).with_name("static")
+SHIPPED = {"/static/ui.js": "text/javascript; charset=utf-8", "/static/ui.css": "text/css; charset=utf-8"}
+MAX_BODY = 64 * 1024
+SNAPSHOT_AGE_S = 5.0  # a look is reused by pages that ask within this long, unless something changed
+DOCTOR_AGE_S = 30.0  # doctor asks the OS job's backend (a process or two): at most this often
+NOTICE_AGE_S = 120.0
+ACTIONS = {"/api/run": "run", "/api/pause": "pause", "/api/resume": "resume"}
+
+
+@dataclass
+class _State:
+    """What the handler threads share: the last look and the notices, under one lock."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    snap: dict[str, Any] | None = None
+    snap_key: tuple[int, float] = (-1, 0.0)
+    doctor: dict[str, Any] | None = None
+    doctor_at: float = 0.0
+    running: list[str] = field(default_factory=list)
+    notices: list[dict[str, Any]] = field(default_factory=list)
+
+
+class UiServer(ThreadingHTTPServer):
+    daemon_threads = True  # an open event stream must not keep Ctrl-C waiting
+    block_on_close = False
+
+    def __init__(self, port: int, targets: snapshot.Targets) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.gate: Gate = new_gate(self.server_address[1])
+        self.targets = targets
+        self.state = _State()
+        self.watcher = Watcher(self._folders, lambda: list(self.state.running)).start()
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/?token={self.gate.token}"
+
+    def _folders(self) -> list[Path]:
+        out = []
+        for root in self.targets.roots():
+            try:
+                out.append(load_project(root).config.state_dir)
+            except CroftError:
+                out.append(root / ".croft")
+        return out
+
+    def close(self) -> None:
+        self.watcher.stop()
+        self.shutdown()
+        self.server_close()
+
+    # -- what the page shows ------------------------------------------------------------------------
+    def overview(self) -> dict[str, Any]:
+        gen = self.watcher.generation
+        now = time.monotonic()
+        with self.state.lock:
+            if (
+                self.state.snap is not None
+                and self.state.snap_key[0] == gen
+                and now - self.state.snap_key[1] < SNAPSHOT_AGE_S
+            ):
+                return self.state.snap
+            if self.state.doctor is None or now - self.state.doctor_at > DOCTOR_AGE_S:
+                self.state.doctor, self.state.doctor_at = snapshot.doctor_envelope(), now
+            snap = snapshot.overview(self.targets, self.state.doctor)
+            self.state.snap, self.state.snap_key = snap, (gen, now)
+            self.state.running = [
+                r["runId"]
+                for p in snap["projects"]
+                for r in ((p["status"].get("data") or {}).get("running") or [])
+            ]
+            return snap
+
+    def forget(self) -> None:
+        """After an action: the next look is taken afresh, doctor included."""
+        with self.state.lock:
+            self.state.snap, self.state.doctor = None, None
+
+    def notices(self) -> list[dict[str, Any]]:
+        cut = time.monotonic() - NOTICE_AGE_S
+        with self.state.lock:
+            self.state.notices = [n for n in self.state.notices if n["at"] >= cut][-5:]
+            return list(self.state.notices)
+
+    def tell(self, kind: str, text: str) -> None:
+        with self.state.lock:
+            self.state.notices.append({"kind": kind, "text": text, "at": time.monotonic()})
+
+    # -- the buttons --------------------------------------------------------------------------------
+    def act(self, action: str, fields: dict[str, str]) -> dict[str, Any]:
+        root = self.targets.find(fields.get("project", ""))
+        try:
+            if root is None:
+                raise CroftError(
+                    "USAGE",
+                    f"this page does not show the project {fields.get('project')!r}",
+                    "Act on a project the page lists, or start `croft ui --project DIR` for it.",
+                )
+            project = load_project(root)
+            if action == "run":
+                result = actions.run_now(project, fields.get("asset", ""))
+            elif action == "pause":
+                result = actions.pause(project)
+            else:
+                result = actions.resume(project)
+        except CroftError as exc:
+            result = Result(problems=[exc.problem, *exc.extra])
+        self.forget()
+        self.tell(*_words(action, fields, result))
+        return result.envelope()
+
+
+def _words(action: str, fields: dict[str, str], result: Result) -> tuple[str, str]:
+    errors = [p for p in result.problems if p.severity == "error"]
+    if not result.is_ok or errors:
+        first = (errors or result.problems)[0]
+        return "bad", f"{first.code}: {first.message}"
+    if action == "run":
+        run_id = result.data.get("runId")
+        return "good", f"croft run {fields.get('asset')}: run {run_id} " + (
+            "started" if result.data.get("status") is None else str(result.data["status"])
+        )
+    return "good", "scheduling paused for 2 h" if action == "pause" else "scheduling resumed"
+
+
+def start(port: int, targets: snapshot.Targets) -> UiServer:
+    """Bind (raising PORT_IN_USE when the port is taken) and serve on a thread; ``close`` stops it."""
+    try:
+        server = UiServer(port, targets)
+    except OSError as exc:
+        raise CroftError(
+            "PORT_IN_USE",
+            f"croft ui cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}",
+            "Another program (or another croft ui) holds that port: pick another with --port, or --port 0"
+            " for any free one.",
+            fix={"kind": "command", "command": "croft ui --port 0", "description": "serve on any free port"},
+            details={"port": port},
+        ) from None
+    threading.Thread(target=server.serve_forever, name="croft-ui", daemon=True).start()
+    return server
+
+
+def _safe_back(value: str | None) -> str:
+    """Where a form goes back to: a path of this page only, never another site."""
+    if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
+        return "/"
+    return value
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: UiServer
+    protocol_version = "HTTP/1.1"
+    server_version = "croft-ui"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Nothing: a request line carries the token, and no log may."""
+
+    # -- answers ------------------------------------------------------------------------------------
+    def _send(self, status: int, body: bytes, ctype: str, extra: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for name, value in {**HEADERS, **(extra or {})}.items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _html(self, text: str, status: int = 200) -> None:
+        self._send(status, text.encode("utf-8"), "text/html; charset=utf-8")
+
+    def _json(self, value: Any, status: int = 200) -> None:
+        self._send(status, (dumps(value) + "\n").encode("utf-8"), "application/json")
+
+    def _refuse(self, status: int, why: str) -> None:
+        self.close_connection = True
+        if "json" in (self.headers.get("Accept") or "") or self.path.startswith("/api/"):
+            body = Result(problems=[problem("USAGE", why, _REFUSAL_HINTS[status])]).envelope()
+            self._json(body, status)
+        else:
+            self._html(page.refused_html(status, f"{why}. {_REFUSAL_HINTS[status]}"), status)
+
+    def _redirect(self, to: str, extra: dict[str, str] | None = None) -> None:
+        self._send(HTTPStatus.SEE_OTHER, b"", "text/plain", {"Location": to, **(extra or {})})
+
+    # -- the gate -----------------------------------------------------------------------------------
+    def _admitted(self) -> bool:
+        gate = self.server.gate
+        if not gate.host_ok(self.headers.get("Host")):
+            self._refuse(HTTPStatus.MISDIRECTED_REQUEST, f"this page answers only to 127.0.0.1:{gate.port}")
+            return False
+        if not gate.signed_in(self.headers.get("Cookie")):
+            self._refuse(HTTPStatus.FORBIDDEN, "this page needs the address croft ui printed")
+            return False
+        return True
+
+    def _token_visit(self, parts: Any, query: dict[str, list[str]]) -> bool:
+        """A visit with ``?token=``: swapped for the cookie, and the address bar loses it (303)."""
+        if "token" not in query:
+            return False
+        gate = self.server.gate
+        if not gate.host_ok(self.headers.get("Host")):
+            self._refuse(HTTPStatus.MISDIRECTED_REQUEST, f"this page answers only to 127.0.0.1:{gate.port}")
+        elif not gate.token_ok(query["token"][0]):
+            self._refuse(HTTPStatus.FORBIDDEN, "this token is not the one croft ui printed")
+        else:
+            rest = {k: v for k, v in query.items() if k != "token"}
+            to = parts.path + (f"?{urlencode(rest, doseq=True)}" if rest else "")
+            self._redirect(_safe_back(to), {"Set-Cookie": gate.set_cookie()})
+        return True
+
+    # -- GET ----------------------------------------------------------------------------------------
+    def do_HEAD(self) -> None:
+        self.do_GET()
+
+    def do_GET(self) -> None:
+        parts = urlsplit(self.path)
+        query = parse_qs(parts.query)
+        if self._token_visit(parts, query) or not self._admitted():
+            return
+        one = {k: v[0] for k, v in query.items()}
+        route = parts.path
+        if route in SHIPPED:
+            self._send(200, (STATIC / route.rsplit("/", 1)[1]).read_bytes(), SHIPPED[route])
+        elif route == "/":
+            self._html(
+                page.overview_html(self.server.overview(), self.server.gate.csrf, self.server.notices())
+            )
+        elif route == "/api/status":
+            self._json(self.server.overview())
+        elif route in ("/asset", "/api/asset", "/confirm"):
+            self._asset_route(route, one)
+        elif route == "/events":
+            self._events()
+        else:
+            self._refuse(HTTPStatus.NOT_FOUND, f"there is no {route} here")
+
+    def _asset_route(self, route: str, one: dict[str, str]) -> None:
+        root = self.server.targets.find(one.get("project", ""))
+        asset = one.get("asset", "")
+        if root is None or not asset:
+            self._refuse(HTTPStatus.NOT_FOUND, "no such project or asset on this page")
+            return
+        if route == "/confirm":
+            self._html(page.confirm_html(str(root), asset, self.server.gate.csrf))
+            return
+        run = one.get("run")
+        found = snapshot.asset_page(root, asset, run if run and run.startswith("r_") else None)
+        if route == "/api/asset":
+            self._json(found)
+        else:
+            self._html(page.asset_html(found, self.server.gate.csrf, self.server.notices()))
+
+    def _events(self) -> None:
+        """Server-sent events: ``change`` with the watcher's generation whenever it moves (and every
+        half minute regardless), until the page goes away or the server stops."""
+        self.send_response(200)
+        for name, value in HEADERS.items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        watcher = self.server.watcher
+        seen = watcher.generation
+        try:
+            self.wfile.write(f"retry: 2000\nevent: hello\ndata: {seen}\n\n".encode())
+            self.wfile.flush()
+            while not watcher.stopped:
+                seen = watcher.wait(seen)
+                self.wfile.write(f"event: change\ndata: {seen}\n\n".encode())
+                self.wfile.flush()
+        except OSError:
+            return  # the page went away
+
+    # -- POST ---------------------------------------------------------------------------------------
+    def do_POST(self) -> None:
+        if not self._admitted():
+            return
+        route = urlsplit(self.path).path
+        if route not in ACTIONS:
+            self._refuse(HTTPStatus.NOT_FOUND, f"there is no {route} here")
+            return
+        fields, is_form = self._body()
+        if fields is None:
+            return
+        why = self.server.gate.post_refusal(
+            self.headers.get("Origin"), self.headers.get("X-CSRF-Token") or fields.get("csrf")
+        )
+        if why:
+            self._refuse(HTTPStatus.FORBIDDEN, why)
+            return
+        answer = self.server.act(ACTIONS[route], fields)
+        if is_form:  # a page without JavaScript: back to where it was, the notice says what happened
+            self._redirect(_safe_back(fields.get("back")))
+        else:
+            self._json(answer)
+
+    def _body(self) -> tuple[dict[str, str] | None, bool]:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0 or length > MAX_BODY:
+            self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"a request body of at most {MAX_BODY} bytes")
+            return None, False
+        raw = self.rfile.read(length).decode("utf-8", "replace")
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype == "application/json":
+            try:
+                value = json.loads(raw or "{}")
+            except ValueError:
+                value = None
+            if not isinstance(value, dict):
+                self._refuse(HTTPStatus.BAD_REQUEST, "the body must be one JSON object")
+                return None, False
+            return {str(k): str(v) for k, v in value.items()}, False
+        return {k: v[0] for k, v in parse_qs(raw).items()}, True
+
+
+_REFUSAL_HINTS: dict[int, str] = {
+    HTTPStatus.FORBIDDEN: "Open the address `croft ui` printed (it carries the token), from this machine",
+    HTTPStatus.MISDIRECTED_REQUEST: "Open http://127.0.0.1:<port>/ or http://localhost:<port>/ as croft ui printed it",
+    HTTPStatus.NOT_FOUND: "The overview at / links to every asset",
+    HTTPStatus.BAD_REQUEST: "The page's own buttons send what it needs",
+    HTTPStatus.REQUEST_ENTITY_TOO_LARGE: "The page's own buttons send a few fields only",
+}

@@ -1,0 +1,94 @@
+"""When the page must change: a signature of what the shown projects' state folders hold, compared
+every half second by one thread, so any number of open pages cost one ``stat`` round.
+
+A project's whole state is in its state folder: ``runs.sqlite`` and its WAL (runs, steps, the setting,
+the heartbeat's row), the idle heartbeat stamp, and the step logs under ``logs/`` while a run writes
+them. The folder's files and the logs of the runs going now are looked at by size and modification
+time only; nothing is read.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+__all__ = ["Watcher", "signature"]
+
+POLL_S = 0.5
+QUIET_S = 30.0  # a page is told at least this often, so "in 3 min" and "running 40 s" keep moving
+
+
+def _stats(folder: Path, prefixes: tuple[str, ...] = ()) -> list[tuple[str, int, int]]:
+    out = []
+    try:
+        with os.scandir(folder) as found:
+            for entry in found:
+                if prefixes and not entry.name.startswith(prefixes):
+                    continue
+                try:
+                    st = entry.stat()
+                except OSError:
+                    continue
+                if not entry.is_dir():
+                    out.append((entry.name, st.st_mtime_ns, st.st_size))
+    except OSError:
+        out.append((str(folder), -1, -1))  # gone or unreadable: a change too, the page will say why
+    return sorted(out)
+
+
+def signature(state_dirs: Iterable[Path], running: Iterable[str] = ()) -> tuple[object, ...]:
+    """What changes when anything a page shows changes: the state folders' files, and the step logs of
+    the runs named in ``running`` (their names start with the run id)."""
+    ids = tuple(f"{r}." for r in running)
+    return tuple(
+        (str(d), tuple(_stats(d)), tuple(_stats(d / "logs", ids)) if ids else ()) for d in state_dirs
+    )
+
+
+class Watcher:
+    """One thread that bumps ``generation`` whenever :func:`signature` changes, and wakes the waiting
+    event streams. ``folders`` is asked at each look (a project may be registered meanwhile)."""
+
+    def __init__(self, folders: Callable[[], list[Path]], running: Callable[[], list[str]]) -> None:
+        self.generation = 0
+        self._folders, self._running = folders, running
+        self._changed = threading.Condition()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="croft-ui-watch", daemon=True)
+
+    def start(self) -> Watcher:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._changed:
+            self._changed.notify_all()
+
+    def _look(self) -> tuple[object, ...]:
+        try:
+            return signature(self._folders(), self._running())
+        except Exception as exc:  # a registry that cannot be read right now: a change, shown by the page
+            return (repr(exc),)
+
+    def _loop(self) -> None:
+        last = self._look()
+        while not self._stop.wait(POLL_S):
+            now = self._look()
+            if now != last:
+                last = now
+                with self._changed:
+                    self.generation += 1
+                    self._changed.notify_all()
+
+    def wait(self, seen: int, timeout: float = QUIET_S) -> int:
+        """The generation after ``seen``, or ``seen`` again after ``timeout`` (or when stopped)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self.generation != seen or self._stop.is_set(), timeout)
+            return self.generation
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
