@@ -13,13 +13,15 @@ prints, tracebacks included, as whole lines ``<ISO now> NAME: …`` (``NamedLine
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from croft.core.private import open_append
 
-TYPE_CHECKING = False
+TYPE_CHECKING = (
+    False  # a project tick started with --log-as loads this on its idle path: no pathlib, no typing
+)
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+    from pathlib import Path
     from typing import IO
 
 __all__ = [

@@ -139,3 +139,46 @@ def test_two_projects_ticking_in_the_same_minute_read_apart(
     said = [LINE.match(line).group(1) for line in lines if " tick: started r_" in line]  # type: ignore[union-attr]
     held = [LINE.match(line).group(1) for line in lines if "held items (ASSET_BUSY)" in line]  # type: ignore[union-attr]
     assert len(said) == 2 and len(held) == 1 and sorted(said + held) == sorted(names.values())
+
+
+PROBE = """
+import json, os, sys
+sys.argv = ["croft", "tick", "--log-as", "shop"]
+from croft.cli.main import main
+try:
+    main()
+except SystemExit:
+    pass
+loaded = [m for m in ("pathlib", "typing", "dataclasses", "hashlib") if m in sys.modules]
+full = "croft.scheduler.tick.project_tick" in sys.modules
+with open(os.environ["PROBE_OUT"], "w") as out:
+    json.dump({"full": full, "loaded": loaded}, out)
+"""
+
+
+def test_an_idle_tick_started_with_log_as_stays_light(tmp_path: Path, make_project: Any) -> None:
+    """The per-user tick starts every project tick with --log-as: its idle path still loads no pathlib,
+    typing or hashlib (the idle tick's promise), while every line it prints is named."""
+    root = _project(tmp_path, "shop", make_project)
+    conn = open_history(root / ".croft")
+    write_scheduling(conn, "on", parse_instant("2026-12-01T08:00:00Z"), via="os-job")
+    conn.close()
+    code, env = croft_json(root, "2026-12-01T08:01:00Z", "tick")  # nothing due: leaves the idle memo
+    assert code == 0 and not env["data"]["spawned"], env
+    log, report = tmp_path / "tick.log", tmp_path / "probe.json"
+    with open(log, "ab") as out:
+        subprocess.run(
+            [sys.executable, "-c", PROBE],
+            cwd=root,
+            env=env_at("2026-12-01T08:02:00Z", PROBE_OUT=str(report)),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=True,
+            timeout=120,
+        )
+    import json
+
+    probe = json.loads(report.read_text())
+    assert probe == {"full": False, "loaded": []}, (probe, log.read_text())
+    [line] = log.read_text().splitlines()
+    assert re.fullmatch(r"2026-12-01T08:02:00\.000Z shop: tick: nothing due \(\d+ ms\)", line), line
