@@ -18,7 +18,7 @@ from typing import Any
 
 from croft.core.problems import CroftError
 from croft.notify.desktop import Reach, reach
-from croft.notify.log import Logged, host_of, last_outcomes, scrub_urls
+from croft.notify.log import DRY_ENV, Logged, host_of, is_dry, last_outcomes, scrub_urls
 from croft.project.config import load_project
 from croft.scheduler.jobs.health import Link
 
@@ -74,6 +74,8 @@ def gather_notifying(root: str, via: str | None, seen: dict[bool, Reach]) -> Not
     )
     if not facts.desktop:
         return facts
+    if is_dry():  # the desktop's messages go to a file, as the sender does with this knob: nothing to reach
+        return replace(facts, reach=Reach(True, f"recorded in notifications.ndjson, not shown ({DRY_ENV}=1)"))
     job = via != "serve"  # croft serve runs in a person's shell and hands its session on; the OS job does not
     found = _asked(seen, job)
     here = _asked(seen, False) if job and not found.ok else None

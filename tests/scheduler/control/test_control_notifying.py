@@ -165,6 +165,11 @@ def test_no_session_bus_is_a_warning_with_its_hint_not_a_tick(
     assert f"⚠ notifications {root}: desktop (the default); nothing sent yet; last failure 08:58:" in human
     assert "warning: NOTIFY_FAILING" in human and "more: croft docs NOTIFY_FAILING" in human
 
+    _, envelope, _ = _doctor(root, NOW, XDG_RUNTIME_DIR=str(empty), CROFT_NOTIFY_DRY="1")
+    check = _line(envelope, root)  # dry: the desktop's messages are recorded in a file, as the sender does
+    assert "recorded in notifications.ndjson, not shown" in check["detail"]
+    assert "cannot be reached" not in check["detail"]  # (the logged desktop miss still warns: last_failed)
+
     (root / "croft.json").write_text(json.dumps({"timezone": "Europe/London", "notify": {"desktop": False}}))
     code_off, envelope, human = _doctor(root, NOW, XDG_RUNTIME_DIR=str(empty))
     check = _line(envelope, root)
