@@ -16,13 +16,15 @@ if TYPE_CHECKING:
 __all__ = ["ingest", "transform"]
 __version__ = "0.1.0"
 
+# Who is told, and when (docs/notifications.md): each wins over croft.json's notify for this asset.
+ALERT_OPTIONS = ("notify_after", "notify_remind", "run_ping", "fresh_within")
 INGEST_OPTIONS = frozenset(
     {
         "schedule", "key", "incremental", "secrets", "checks", "write", "description", "retries", "timeout",
-        "max_runtime",
+        "max_runtime", *ALERT_OPTIONS,
     }
 )  # fmt: skip
-TRANSFORM_OPTIONS = frozenset({"inputs", "key", "checks", "description", "max_runtime"})
+TRANSFORM_OPTIONS = frozenset({"inputs", "key", "checks", "description", "max_runtime", *ALERT_OPTIONS})
 
 
 def _mark(kind: str, allowed: frozenset[str], options: dict[str, Any]) -> Callable[[F], F]:

@@ -29,7 +29,7 @@ from croft.engine.sandbox import output_routing
 from croft.engine.staleness import stale_reasons
 from croft.engine.steps import StepInput, execute
 from croft.engine.stopping import stop_signals
-from croft.history import catalog, leases, runs, state
+from croft.history import catalog, leases, runs, state, steplogs
 from croft.history.db import open_history
 from croft.history.prune import prune_after_run
 from croft.project.asset import AssetFacts
@@ -110,6 +110,7 @@ class _Run:
         self.results: dict[str, dict[str, Any]] = {}
         self.problems: list[Problem] = []
         self.rules: Any = None  # the scheduler's rules in a scheduled run
+        self.pings: Any = None  # a scheduled run's healthchecks-style pings (notify.runping)
 
     def close(self) -> None:
         self.warehouse.close()
@@ -168,12 +169,43 @@ class _Run:
         facts = self.facts[name]
         delays = self.delays
         max_attempts = 1 + (0 if _errors(facts) or self.options.preview else max(0, facts.retries))
+        if self.pings is not None:
+            self.pings.step_started(name)
         for attempt in range(1, max_attempts + 1):
             outcome, wait = self._attempt(facts, reason, attempt, max_attempts, delays)
             if wait is None:
                 self.results[name] = outcome
+                if self.pings is not None:
+                    ok = outcome.get("status") in ("ok", "unchanged")
+                    self.pings.step_ended(name, ok, "" if ok else self._ping_body([outcome]))
                 return
             clock.pause(wait)
+
+    def _run_pings(self) -> Any:
+        """A scheduled run's pings (``notify.runPing``, each asset's ``run_ping``); none by hand."""
+        if self.options.trigger != "schedule" or self.options.preview:
+            return None
+        from croft.notify.policy import Policy
+        from croft.notify.runping import RunPings
+
+        pings = RunPings(self.project, Policy(self.project, self.facts), self.run_id)
+        pings.run_started()
+        return pings
+
+    def _ping_body(self, steps: list[dict[str, Any]]) -> str:
+        """A failure ping's body: each failed step's error, then the redacted tail of its log."""
+        from croft.notify.runping import tail_of
+
+        failed = [s for s in steps if s.get("status") in ("failed", "crashed", "interrupted")]
+        lines = [f"croft: {self.project.root.name}: run {self.run_id}"]
+        for step in failed:
+            error = step.get("error") or {}
+            lines.append(
+                f"{step['asset']} {step['status']}: {error.get('code', '')}: {error.get('message', '')}"
+            )
+        lines += [f"{p.code}: {p.message}" for p in self.problems if not p.asset]
+        logs = [self.project.config.state_dir / "logs" / f"{self.run_id}.{s['asset']}.log" for s in failed]
+        return self.redactor.text("\n".join(lines) + "\n\n" + tail_of(logs, self.redactor.text))
 
     def _attempt(
         self, facts: AssetFacts, reason: str, attempt: int, max_attempts: int, delays: tuple[float, ...]
@@ -181,7 +213,8 @@ class _Run:
         """One attempt: (its outcome, how long to wait before the next one, or None for no next one)."""
         name = facts.name
         digest = self._hash(facts)
-        # files, not a folder per run; one per attempt, so a failed attempt's log holds its own lines only
+        # one file per attempt while it runs (a crash leaves it), so a failed attempt's log holds its own
+        # lines only; a row of the history once it ended (``history.steplogs``)
         log_path = self.project.config.state_dir / "logs" / _log_name(self.run_id, name, attempt)
         where: dict[str, Any] = {"run_id": self.run_id, "asset": name, "attempt": attempt}
         if self.rules is not None:
@@ -237,6 +270,7 @@ class _Run:
             return outcome, wait
         finally:
             log.close()
+            steplogs.keep(self.conn, self.run_id, name, attempt, log_path)  # the file becomes a row
         return self._succeeded(facts, done, outcome, digest, started), None
 
     def _succeeded(
@@ -318,6 +352,7 @@ class _Run:
             argv=self.redactor.obj(self.options.argv),
             who=current(),
         )
+        self.pings = self._run_pings()
         if self.rules is not None:
             the_plan.order = self._due_leases(the_plan)
         try:
@@ -473,13 +508,15 @@ class _Run:
             )
         ):
             result.ok = False
+        if self.pings is not None:
+            self.pings.run_ended(ok, "" if ok else self._ping_body(steps))
         if not ended[0] and self.rules is not None:
             # The scheduler already ended this run (past its ceiling: scheduler.tick.ceiling), recorded it
             # TIMEOUT and notified; saying "interrupted" now would be a second, wrong message.
             return result
         from croft.notify.send import after_run  # lazy: decides in one settings read; never raises
 
-        after_run(self.project, self.conn, self.options, self.redactor.obj(summary))
+        after_run(self.project, self.conn, self.options, self.redactor.obj(summary), self.facts)
         return result
 
     def _recorded(self, write: Any) -> bool:

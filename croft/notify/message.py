@@ -62,9 +62,16 @@ def _sentence(text: str) -> str:
 
 
 def failure_message(
-    project: str, run_id: str, failed: Sequence[Failed], redact: Redact, streak: int = 1
+    project: str,
+    run_id: str,
+    failed: Sequence[Failed],
+    redact: Redact,
+    streak: int = 1,
+    reminder: bool = True,
 ) -> tuple[str, str]:
-    """(title, body) of a failed scheduled run; ``streak`` > 1 marks a reminder of a streak still going."""
+    """(title, body) of a failed scheduled run; ``streak`` > 1 is a streak still going: a ``reminder``
+    ("still fails"), or its first word when ``notify.after`` waited for it ("failed N scheduled runs in a
+    row")."""
     title = f"croft: {project}"
     if not failed:
         return title, f"A scheduled run failed. See it with: croft logs {run_id}"
@@ -74,8 +81,10 @@ def failure_message(
         code = str(shown.error.get("code") or "ERROR")
         what = ": " + _sentence(one_line(f"{code}: {shown.error.get('message') or ''}", redact))
     verb = "failed in a scheduled run"
-    if streak > 1:
+    if streak > 1 and reminder:
         verb = f"{'still fails' if len(failed) == 1 else 'still fail'} in scheduled runs ({streak} in a row)"
+    elif streak > 1:
+        verb = f"failed {streak} scheduled runs in a row"
     names = name_list([f.asset for f in failed])
     return title, f"{names} {verb}{what} See it with: croft logs {shown.asset} --failed"
 
@@ -170,3 +179,38 @@ def _payload(project: str, text: str, event: str, streak: int, summary: dict[str
         "exit": summary.get("exit", 0 if summary.get("ok") else 1),
         "ok": bool(summary.get("ok")),
     }
+
+
+def freshness_message(
+    project: str, asset: str, age: str, within: str, cause: str, fix: str, reminder: bool = False
+) -> tuple[str, str]:
+    """(title, body) when an asset's data is older than its ``fresh_within`` promise: how old, the
+    promise, the cause and the command that helps."""
+    still = "is still" if reminder else "is"
+    return (
+        f"croft: {project}",
+        f"{asset} {still} older than promised: its data is {age} old (fresh within {within}),"
+        f" because {cause}. Fix: {fix}",
+    )
+
+
+def fresh_again_message(project: str, asset: str, age: str, within: str) -> tuple[str, str]:
+    return (
+        f"croft: {project}",
+        f"{asset} is fresh again: its data is {age} old (fresh within {within}). See it with: croft status",
+    )
+
+
+def freshness_payload(
+    project: str, title: str, body: str, event: str, problem: dict[str, Any] | None, fix: str | None
+) -> dict[str, Any]:
+    """The webhook body of a freshness event: ``event`` ``freshness`` (with the FRESHNESS_BREACHED
+    problem and its fix as the next step) or ``fresh`` (the promise holds again); no run."""
+    summary: dict[str, Any] = {
+        "data": {"runId": None, "status": "stale" if problem else "fresh", "steps": []},
+        "problems": [problem] if problem else [],
+        "next": [{"command": fix, "reason": "what keeps it from being refreshed"}] if fix else [],
+        "exit": 1 if problem else 0,
+        "ok": problem is None,
+    }
+    return _payload(project, f"{title} — {body}", event, 1 if problem else 0, summary)

@@ -34,11 +34,13 @@ from croft.notify.message import (
     scheduler_message,
     scheduler_payload,
 )
+from croft.notify.policy import Policy
 
 if TYPE_CHECKING:
     import sqlite3
 
     from croft.core.problems import Problem
+    from croft.project.asset import AssetFacts
     from croft.project.config import Project
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "note_miss",
     "note_sent",
     "notify_crashed_runs",
+    "notify_event",
     "notify_failed_start",
     "notify_scheduled_failure",
     "notify_scheduler_problem",
@@ -56,8 +59,15 @@ FAILED_STATUSES = ("failed", "crashed", "interrupted")
 SUCCEEDED = ("ok", "unchanged")
 
 
-def after_run(project: Project, conn: sqlite3.Connection, options: Any, summary: dict[str, Any]) -> None:
-    """Decide what a finished run says, from its stored (redacted) summary; never raises."""
+def after_run(
+    project: Project,
+    conn: sqlite3.Connection,
+    options: Any,
+    summary: dict[str, Any],
+    facts: Mapping[str, AssetFacts] | None = None,
+) -> None:
+    """Decide what a finished run says, from its stored (redacted) summary; never raises. ``facts`` (the
+    runner's) give each asset's own notify_after / notify_remind (``notify.policy``)."""
     run_id = str((summary.get("data") or {}).get("runId") or "")
     try:
         steps = (summary.get("data") or {}).get("steps") or []
@@ -66,7 +76,7 @@ def after_run(project: Project, conn: sqlite3.Connection, options: Any, summary:
         if getattr(options, "trigger", "manual") == "schedule":
             failed = [Failed(s["asset"], s.get("error")) for s in steps if s.get("status") in FAILED_STATUSES]
             if failed:
-                _failed(project, conn, run_id, failed, summary)
+                _failed(project, conn, run_id, failed, summary, Policy(project, facts))
         succeeded = [s["asset"] for s in steps if s.get("status") in SUCCEEDED]
         if succeeded:
             _recovered(project, conn, run_id, succeeded, summary)
@@ -169,6 +179,15 @@ def notify_scheduler_problem(project: Project, problem: Problem) -> None:
         note_miss(project, None, f"notify: {type(exc).__name__}: {exc}")
 
 
+def notify_event(project: Project, event: str, title: str, body: str, payload: dict[str, Any]) -> None:
+    """A message that belongs to no run (a freshness breach, fresh again, a slow run, a test): every
+    channel, as for a failure; never raises."""
+    try:
+        _deliver(project, None, event, title, body, payload)
+    except (Exception, KeyboardInterrupt) as exc:
+        note_miss(project, None, f"notify: {type(exc).__name__}: {exc}")
+
+
 def ping_after_tick(project: Project) -> None:
     """GET ``notify.ping`` after a completed project tick, a few seconds at most; a miss is logged."""
     url = project.config.notify_ping
@@ -188,31 +207,35 @@ def _failed(
     run_id: str,
     failed: list[Failed],
     summary: dict[str, Any] | None,
+    policy: Policy | None = None,
 ) -> None:
 
     at = now()
+    policy = policy or Policy(project)
+
+    def rule(asset: str) -> tuple[int, float | None]:
+        return policy.after(asset), policy.remind(asset)
+
+    def change(old: streaks.Streaks) -> tuple[streaks.Streaks, tuple[list[str], int, bool]]:
+        new, told, longest = streaks.on_failures(old, [f.asset for f in failed], at, rule)
+        again = any((old.get(a) or {}).get("notifiedAt") for a in told)
+        return new, (told, longest, again)
+
     try:
-        fresh, longest = streaks.update(
-            conn, lambda old: _pick(streaks.on_failures(old, [f.asset for f in failed], at))
-        )
+        fresh, longest, again = streaks.update(conn, change)
     except Exception as exc:  # no memory of the streak: better one message too many than none
         note_miss(project, run_id, f"streaks: not saved: {type(exc).__name__}: {exc}")
-        fresh, longest = [f.asset for f in failed], 1
+        fresh, longest, again = [f.asset for f in failed], 1, False
     if failed and not fresh:
         return
     chosen = [f for f in failed if f.asset in fresh]
     name = project.root.name
     redact = project.redactor.text
-    title, body = failure_message(name, run_id, chosen, redact, streak=longest)
+    title, body = failure_message(name, run_id, chosen, redact, streak=longest, reminder=again)
     payload = failure_payload(
         name, title, body, run_id=run_id, failed=chosen, streak=longest or 1, summary=summary
     )
     _deliver(project, run_id, "failed", title, body, payload)
-
-
-def _pick(decided: tuple[Any, list[str], int]) -> tuple[Any, tuple[list[str], int]]:
-    new, notify, longest = decided
-    return new, (notify, longest)
 
 
 def _recovered(
@@ -256,6 +279,30 @@ def _deliver(
             note_miss(
                 project, run_id, f"webhook {host_of(config.notify_webhook)}: {type(exc).__name__}: {exc}"
             )
+    for configured in config.notify_urls:
+        _channel(project, run_id, event, configured, title, body)
+
+
+def _channel(project: Project, run_id: str | None, event: str, configured: str, title: str, body: str) -> str:
+    """One ``notify.urls`` entry through Apprise (imported here, only when something is sent): the
+    outcome in a few words; a miss is logged, naming the channel by its scheme only."""
+    from croft.notify.channels import send_one
+
+    outcome = send_one(project, configured, title, body)
+    if is_dry():
+        record(
+            project.config.state_dir,
+            {
+                "runId": run_id,
+                "kind": "apprise",
+                "event": event,
+                "via": outcome.via,
+                "status": outcome.status,
+            },
+        )
+    if outcome.error:
+        note_miss(project, run_id, f"apprise {outcome.via}: {outcome.error}")
+    return outcome.error or "sent"
 
 
 def _desktop(project: Project, run_id: str | None, event: str, title: str, body: str) -> None:

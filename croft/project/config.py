@@ -38,7 +38,8 @@ DEFAULT_DATABASE = "warehouse.sqlite"
 TOP_KEYS = ("$schema", "database", "notify", "stateDir", "timezone", "history", "maxRuntime")
 HISTORY_KEYS = ("keepDays",)
 DEFAULT_KEEP_DAYS = 90  # how long runs, steps and step logs are kept (the latest of each asset always is)
-NOTIFY_KEYS = ("desktop", "ping", "secret", "webhook")
+NOTIFY_KEYS = ("after", "desktop", "ping", "remind", "runPing", "secret", "urls", "webhook")
+DEFAULT_REMIND = "1 day"
 EXAMPLE = '{"timezone": "Europe/London"}'
 
 
@@ -53,6 +54,10 @@ class Config:
     notify_webhook: str | None = None
     notify_ping: str | None = None
     notify_secret: str | None = None
+    notify_after: int = 1  # tell at the Nth scheduled failure in a row
+    notify_remind_s: float = 86_400.0  # between reminders of a failing streak; rules.REMIND_NEVER: never
+    notify_run_ping: str | None = None  # healthchecks.io-style run pings: a URL or the name of a .env key
+    notify_urls: tuple[str, ...] = ()  # Apprise URLs; "$NAME" names a .env key
     history_keep_days: int = DEFAULT_KEEP_DAYS
     max_runtime_s: float | None = None  # the project's default ceiling of a scheduled run (None: 2 h)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -156,6 +161,10 @@ def load_config(root: Path) -> Config:
         notify_webhook=notify.get("webhook"),
         notify_ping=notify.get("ping"),
         notify_secret=notify.get("secret"),
+        notify_after=notify.get("after", 1),
+        notify_remind_s=_remind(notify.get("remind", DEFAULT_REMIND)),
+        notify_run_ping=notify.get("runPing"),
+        notify_urls=tuple(notify.get("urls") or ()),
         history_keep_days=(raw.get("history") or {}).get("keepDays", DEFAULT_KEEP_DAYS),
         max_runtime_s=_max_runtime(raw.get("maxRuntime")),
         raw=raw,
@@ -231,6 +240,12 @@ def _history_problems(history: Any, path: Path) -> list[Problem]:
     return problems
 
 
+def _remind(value: Any) -> float:
+    from croft.project.rules import remind_seconds
+
+    return remind_seconds(value)
+
+
 def _max_runtime(value: Any) -> float | None:
     from croft.core.duration import parse_seconds
 
@@ -282,6 +297,7 @@ def _notify_problems(notify: Any, path: Path) -> list[Problem]:
                     f'for example "https://example.com/croft-{key}"',
                 )
             )
+    problems.extend(_alert_problems(notify, path))
     secret = notify.get("secret")
     if secret is not None and (not isinstance(secret, str) or not secret):
         problems.append(
@@ -293,6 +309,41 @@ def _notify_problems(notify: Any, path: Path) -> list[Problem]:
             )
         )
     return problems
+
+
+def _alert_problems(notify: dict[str, Any], path: Path) -> list[Problem]:
+    """notify.after, notify.remind, notify.runPing and notify.urls, by the rules the assets' own
+    options use (``project.rules``)."""
+    from croft.project.rules import bound_problem, remind_problem, url_or_env_problem
+
+    found: list[Problem] = []
+    checks = (
+        ("after", lambda v: bound_problem("notify.after", v, as_json=True), '"after": 3 (the default is 1)'),
+        (
+            "remind",
+            lambda v: remind_problem(v, as_json=True),
+            '"remind": "2h" or "never" (the default is "1 day")',
+        ),
+        ("runPing", url_or_env_problem, '"runPing": "https://hc-ping.com/<uuid>" or the name of a .env key'),
+    )
+    for key, why_of, example in checks:
+        if key in notify and notify[key] is not None:
+            why = why_of(notify[key])
+            if why:
+                found.append(_bad(path, f"notify.{key}", f'"notify.{key}" {why}', f"for example {example}"))
+    urls = notify.get("urls")
+    if urls is not None and not (
+        isinstance(urls, list) and all(isinstance(u, str) and ("://" in u or u.startswith("$")) for u in urls)
+    ):
+        found.append(
+            _bad(
+                path,
+                "notify.urls",
+                '"notify.urls" must be a list of Apprise URLs (or "$NAME" for a .env key holding one)',
+                'for example "urls": ["ntfy://ntfy.sh/my-topic", "$SLACK_URL"]',
+            )
+        )
+    return found
 
 
 def _unknown(path: Path, key: str, known: tuple[str, ...] | list[str]) -> Problem:

@@ -19,7 +19,14 @@ from croft.core.duration import parse_seconds
 from croft.core.problems import Problem, problem
 from croft.core.suggest import nearest
 from croft.project.asset import DEFAULT_RETRIES, AssetFacts, Kind
-from croft.project.rules import bound_problem, max_runtime_problem, write_mode_problem
+from croft.project.rules import (
+    bound_problem,
+    max_runtime_problem,
+    remind_problem,
+    remind_seconds,
+    url_or_env_problem,
+    write_mode_problem,
+)
 
 __all__ = [
     "NAME_PATTERN",
@@ -259,8 +266,40 @@ class _Reader:
                 self.bad("max_runtime", why, 'e.g. max_runtime="30m", "2h" or 1800')
             else:
                 out["max_runtime_s"] = parse_seconds(v["max_runtime"])
+        self.alerts(out)
         self.cross_checks(kind, out)
         return self.facts(kind, **out)
+
+    def alerts(self, out: dict[str, Any]) -> None:
+        """notify_after=, notify_remind=, run_ping=, fresh_within=: the rules croft.json's
+        notify keys use too (``rules``)."""
+        v = self.values
+        if "notify_after" in v:
+            why = bound_problem("notify.after", v["notify_after"])
+            if why:
+                self.bad("notify_after", why, "e.g. notify_after=3: tell at the third failure in a row")
+            else:
+                out["notify_after"] = v["notify_after"]
+        if "notify_remind" in v:
+            why = remind_problem(v["notify_remind"])
+            if why:
+                self.bad("notify_remind", why, 'e.g. notify_remind="2h" or "never"')
+            else:
+                out["notify_remind_s"] = remind_seconds(v["notify_remind"])
+        if "run_ping" in v:
+            why = url_or_env_problem(v["run_ping"])
+            if why:
+                self.bad(
+                    "run_ping", why, 'e.g. run_ping="https://hc-ping.com/<uuid>" or run_ping="HC_ORDERS"'
+                )
+            else:
+                out["run_ping"] = v["run_ping"]
+        if "fresh_within" in v:
+            why = bound_problem("fresh_within", v["fresh_within"])
+            if why:
+                self.bad("fresh_within", why, 'e.g. fresh_within="6h"')
+            else:
+                out["fresh_within_s"] = parse_seconds(v["fresh_within"], bare_text=False)
 
     def names_list(
         self,

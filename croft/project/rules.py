@@ -13,6 +13,7 @@ check that validate and run both refuse it with the same code.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,14 +28,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BOUNDS",
+    "REMIND_NEVER",
     "RULES",
     "Bound",
     "Rule",
     "bound_problem",
     "lookback_problem",
     "max_runtime_problem",
+    "remind_problem",
+    "remind_seconds",
     "resolved_write_mode",
     "static_problems",
+    "url_or_env_problem",
     "write_mode_problem",
 ]
 
@@ -130,6 +135,33 @@ RULES: tuple[Rule, ...] = (
         "ages_sql.sql",
         "-- max_runtime: 9999 days\nSELECT 1 AS id\n",
     ),
+    # alerts (docs/notifications.md): the same rules as croft.json's notify keys
+    Rule("notify_after of zero", "ASSET_INVALID", "never_told.py", _ingest('key="id", notify_after=0')),
+    Rule(
+        "notify_remind is not a duration",
+        "ASSET_INVALID",
+        "nag.py",
+        _ingest('key="id", notify_remind="often"'),
+    ),
+    Rule("fresh_within without a unit", "ASSET_INVALID", "fresh.py", _ingest('key="id", fresh_within="6"')),
+    Rule(
+        "run_ping is neither a URL nor a name",
+        "ASSET_INVALID",
+        "pinged.py",
+        _ingest('key="id", run_ping="ftp://x"'),
+    ),
+    Rule(
+        "SQL fresh within past its range",
+        "ASSET_INVALID",
+        "old.sql",
+        "-- fresh within: 9999 days\nSELECT 1 AS id\n",
+    ),
+    Rule(
+        "SQL notify after is not a number",
+        "ASSET_INVALID",
+        "after.sql",
+        "-- notify after: soon\nSELECT 1 AS id\n",
+    ),
 )
 
 
@@ -161,7 +193,14 @@ BOUNDS: dict[str, Bound] = {
     "retries": Bound("count", 0, 20, "2"),
     "lookback": Bound("duration", 0, 3650 * 86_400, '"30 days"', bare_text=False),
     "pause": Bound("duration", 60, 365 * 86_400, '"90m"', bare_text=False),
+    # alerts (docs/notifications.md): croft.json's notify.after / notify.remind, and per asset
+    "notify.after": Bound("count", 1, 1000, "3"),
+    "notify.remind": Bound("duration", 60, 365 * 86_400, '"1 day"', bare_text=False),
+    "fresh_within": Bound("duration", 60, 365 * 86_400, '"6h"', bare_text=False),
 }
+
+REMIND_NEVER = 0.0  # notify.remind "never", as the seconds croft keeps (no real interval is 0: see BOUNDS)
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 
 
 def bound_problem(option: str, value: Any, *, as_json: bool = False) -> str | None:
@@ -181,6 +220,31 @@ def bound_problem(option: str, value: Any, *, as_json: bool = False) -> str | No
     if not bound.low <= number <= bound.high:
         return f"must be {bound.words()}, not {shown}"
     return None
+
+
+def remind_problem(value: Any, *, as_json: bool = False) -> str | None:
+    """Why ``value`` is no ``notify.remind`` (a duration, or ``"never"``), or None: croft.json, the
+    decorator's ``notify_remind=`` and the SQL header ``-- notify remind:`` all ask here."""
+    if value == "never":
+        return None
+    why = bound_problem("notify.remind", value, as_json=as_json)
+    return f'{why} (or "never")' if why else None
+
+
+def remind_seconds(value: Any) -> float:
+    """The seconds between reminders of a valid ``notify.remind``; ``REMIND_NEVER`` for "never"."""
+    if value == "never":
+        return REMIND_NEVER
+    return parse_seconds(value, bare_text=False) or REMIND_NEVER
+
+
+def url_or_env_problem(value: Any) -> str | None:
+    """Why ``value`` is neither an http(s) URL nor the name of a ``.env`` key (``notify.runPing``,
+    ``run_ping=``), or None."""
+    if isinstance(value, str) and (value.startswith(("http://", "https://")) or _ENV_NAME.fullmatch(value)):
+        return None
+    shown = clip(json.dumps(value), 60)
+    return f"must be an http(s) URL or the name of a .env key, not {shown}"
 
 
 def write_mode_problem(write: Any, key: Sequence[str], incremental: bool) -> tuple[str, str, str, str] | None:

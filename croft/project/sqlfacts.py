@@ -34,7 +34,11 @@ __all__ = [
     "tokenize",
 ]
 
-HEADER_NAMES = ("check", "description", "key", "timeout", "max_runtime")
+HEADER_NAMES = (
+    "check", "description", "key", "timeout", "max_runtime",
+    "notify_after", "notify_remind", "run_ping", "fresh_within",
+)  # fmt: skip
+ALERT_HEADERS = frozenset({"notify_after", "notify_remind", "run_ping", "fresh_within"})
 REPEATABLE = frozenset({"check"})
 MAX_ROUNDS = 200
 STUB_COLUMN = "_croft_stub"
@@ -54,7 +58,7 @@ _NOT_ALIAS = frozenset({
     "on", "using", "where", "join", "left", "right", "inner", "outer", "cross", "natural", "full", "group",
     "order", "limit", "union", "except", "intersect", "window", "having", "indexed", "not", "select", "from",
 })  # fmt: skip
-_HEADER_LINE = re.compile(r"--\s*([a-z][a-z_]*)\s*:(.*)")
+_HEADER_LINE = re.compile(r"--\s*([a-z][a-z_]*(?: [a-z][a-z_]*)?)\s*:(.*)")
 _TOKEN = re.compile(
     r"""
      (?P<ws>\s+)
@@ -151,7 +155,10 @@ def split_header(text: str) -> tuple[list[tuple[str, str, int]], int]:
             return entries, index
         match = _HEADER_LINE.fullmatch(stripped)
         if match:
-            entries.append((match.group(1), match.group(2).strip(), index + 1))
+            name = match.group(1).replace(" ", "_")
+            if " " in match.group(1) and name not in HEADER_NAMES:
+                continue  # `-- fresh within: 6h` is a header line; `-- note this: ...` stays a comment
+            entries.append((name, match.group(2).strip(), index + 1))
     return entries, len(lines)
 
 
@@ -213,8 +220,46 @@ def read_sql_facts(
         timeout_s=_timeout(header.get("timeout"), add, header.get("timeout_line")),
         max_runtime_s=_max_runtime(header.get("max_runtime"), add, header.get("max_runtime_line")),
         sql=statement,
+        **_alerts(header, add),
         problems=tuple(problems),
     )
+
+
+def _alerts(header: dict[str, Any], add: Any) -> dict[str, Any]:
+    """``-- notify after: 3``, ``-- notify remind: 2h``, ``-- run ping: URL``, ``-- fresh within: 6h``,
+    the same rules (``rules``) as the decorator's keywords and croft.json's."""
+    from croft.core.duration import parse_seconds
+    from croft.project.rules import bound_problem, remind_problem, remind_seconds, url_or_env_problem
+
+    out: dict[str, Any] = {}
+    for name in sorted(ALERT_HEADERS & set(header)):
+        value, line = header[name], header.get(f"{name}_line")
+        spoken = name.replace("_", " ")
+        if name == "notify_after":
+            number: Any = int(value) if value.isdigit() else value
+            why = bound_problem("notify.after", number)
+            if not why:
+                out["notify_after"] = number
+        elif name == "notify_remind":
+            why = remind_problem(value)
+            if not why:
+                out["notify_remind_s"] = remind_seconds(value)
+        elif name == "run_ping":
+            why = url_or_env_problem(value)
+            if not why:
+                out["run_ping"] = value
+        else:
+            why = bound_problem(name, value)
+            if not why:
+                out[f"{name}_s"] = parse_seconds(value, bare_text=False)
+        if why:
+            add(
+                "ASSET_INVALID",
+                f"`-- {spoken}: {clip(value)}` {why}",
+                "`croft docs notifications` shows each alert option with an example",
+                line,
+            )
+    return out
 
 
 def _timeout(value: str | None, add: Any, line: int | None) -> float:
@@ -285,7 +330,7 @@ def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any
             add("ASSET_INVALID", f"`-- {name}:` is given twice", f"keep one `-- {name}:` line", line)
         elif name == "key":
             header["key"] = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
-        elif name in ("timeout", "max_runtime"):
+        elif name in ("timeout", "max_runtime") or name in ALERT_HEADERS:
             header[name], header[f"{name}_line"] = value, line
         else:
             header[name] = value

@@ -14,7 +14,37 @@ from croft.project.graph import Graph
 from croft.schedule.cron import next_fires
 from croft.schedule.phrase import parse_schedule
 
-__all__ = ["validate_project"]
+__all__ = ["channel_problems", "validate_project"]
+
+APPRISE_INSTALL = "pip install 'croft[apprise]'"
+
+
+def channel_problems(project: Project) -> list[Problem]:
+    """A warning when ``notify.urls`` is set and Apprise, which sends to them, is not installed (validate
+    and doctor both say it): the project runs, but those channels would hear nothing."""
+    import importlib.util
+
+    urls = project.config.notify_urls
+    if not urls:
+        return []
+    try:
+        found = importlib.util.find_spec("apprise") is not None
+    except (ImportError, ValueError):
+        found = False
+    if found:
+        return []
+    return [
+        Problem(
+            "APPRISE_MISSING",
+            f"croft.json's notify.urls lists {len(urls)} channel(s), but the apprise package that sends to"
+            " them is not installed",
+            f"install it with `{APPRISE_INSTALL}` (in the environment croft runs from)",
+            severity="warning",
+            fix={"command": APPRISE_INSTALL},
+            file="croft.json",
+            details={"package": "apprise"},
+        )
+    ]
 
 
 def _schedule(
@@ -95,6 +125,7 @@ def validate_project(project: Project) -> Result:
             if bad:
                 problems.append(bad)
         assets.append(item)
+    problems.extend(channel_problems(project))
     ok = not any(p.severity == "error" for p in problems)
     nexts = (
         [Next("croft run", "build every asset; a run by a person approves its code for the scheduler")]

@@ -366,7 +366,9 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
     problems += _queue(project, data, now)
     if effective_state(setting, now) == "off":
         nexts.insert(0, Next("croft schedule on", "let the scheduler run this project's ingests"))
-    return Result(data=data, problems=problems, next=nexts)
+    from croft.scheduler.tick.freshview import add_freshness  # the promises and their breaches
+
+    return add_freshness(Result(data=data, problems=problems, next=nexts), project, now)
 
 
 def _queue(project: Project, data: dict[str, Any], now: datetime) -> list[Problem]:

@@ -34,7 +34,14 @@ def doctor(runner: Runner | None = None, project: Project | None = None) -> Resu
     data["notifications"] = [
         {"root": p.root, **p.notifying.to_json()} for p in chain.places if p.notifying is not None
     ]
-    return Result(data=data, problems=problems, ok=ok, exit=0 if ok else 1)
+    result = Result(data=data, problems=problems, ok=ok, exit=0 if ok else 1)
+    if project is not None:  # the project's alerts: channels that cannot send, promises broken
+        from croft.project.validate import channel_problems
+        from croft.scheduler.tick.freshview import add_freshness
+
+        result.problems.extend(channel_problems(project))
+        add_freshness(result, project, clock.now())
+    return result
 
 
 def broken_problem(link: Link) -> Problem:

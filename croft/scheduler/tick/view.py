@@ -127,7 +127,9 @@ def with_schedule(result: Any, project: Project) -> Any:
     result.problems.extend(
         Problem.from_dict(b["invalid"]) for b in view["assets"].values() if b.get("invalid")
     )
-    return result
+    from croft.scheduler.tick.freshview import add_freshness  # its own look: the promises (issue 23)
+
+    return add_freshness(result, project, now)
 
 
 def _held_warnings(view: dict[str, Any]) -> list[Any]:

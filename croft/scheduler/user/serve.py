@@ -24,6 +24,7 @@ from croft.core.paths import croft_home
 from croft.core.problems import CroftError
 from croft.scheduler.setting import effective_state, read_scheduling_file
 from croft.scheduler.ticklog import TickLog, project_names
+from croft.scheduler.user.freshcache import FreshCache, look
 from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Registry, presence, project_state_dir
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error, words
@@ -72,10 +73,14 @@ class Server:
             for message in registry.notes:  # a registry restored from its last good copy
                 self.say(message)
             env = croft_env(croft_home=str(self.home))
+            fresh = FreshCache(self.home / "fresh-cache.json")
             with self.log.open() as handle:
                 for entry in entries:
+                    if project_unsafe(entry.root) is None:  # its promises, whatever its setting
+                        look(fresh, entry.root, str(project_state_dir(entry.root)), now, self.say)
                     action = self._one(entry.root, names[entry.root], now, handle, env)
                     events.append({"root": entry.root, "action": action})
+            fresh.save()
         except Exception as exc:  # one bad round must not end the server
             self.say(f"tick failed: {type(exc).__name__}: {exc}")
             events.append({"root": None, "action": f"failed: {exc}"})

@@ -1,0 +1,72 @@
+"""Every other channel (Slack, Discord, ntfy, Pushover, e-mail, ...) through Apprise, an optional extra.
+
+``notify.urls`` lists Apprise URLs; one written ``$NAME`` is the value of ``NAME`` in ``.env``, so a
+channel's token stays there and is redacted like any secret. Apprise is imported here only, and this
+module only when something is sent: it costs a tenth of a second and pulls in ``requests``, which the
+every-minute tick must never pay for. The signed webhook, the desktop and the pings stay croft's own.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from croft.notify.policy import resolve_env_value
+
+if TYPE_CHECKING:
+    from croft.project.config import Project
+
+__all__ = ["INSTALL", "Outcome", "apprise_installed", "scheme_of", "send_one"]
+
+INSTALL = "pip install 'croft[apprise]'"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """``via`` names the channel by its scheme (a URL carries its token); ``error`` a one-line reason."""
+
+    via: str
+    status: str  # sent | failed | missing
+    error: str | None = None
+
+
+def apprise_installed() -> bool:
+    """Whether Apprise can be imported, without importing it (``validate`` and ``doctor`` ask)."""
+    try:
+        return importlib.util.find_spec("apprise") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def scheme_of(url: str) -> str:
+    """``ntfy://`` for ``ntfy://ntfy.sh/topic``: all a log may say about a channel URL."""
+    head, sep, _ = url.partition("://")
+    return f"{head}://" if sep and head.replace("+", "").replace("-", "").isalnum() else "?"
+
+
+def send_one(project: Project, configured: str, title: str, body: str) -> Outcome:
+    """Send one (already redacted) message to one ``notify.urls`` entry; never raises."""
+    url, refusal = resolve_env_value(project, configured)
+    via = configured if configured.startswith("$") else scheme_of(configured)
+    if url is None:
+        return Outcome(via, "failed", refusal or "no URL")
+    if not configured.startswith("$"):
+        via = scheme_of(url)
+    with warnings.catch_warnings():  # a plugin's deprecation notice is not a reason to stay silent
+        warnings.simplefilter("ignore")
+        try:
+            import apprise  # type: ignore[import-untyped, unused-ignore]
+        except ImportError:
+            return Outcome(via, "missing", f"notify.urls needs Apprise, which is not installed: {INSTALL}")
+        try:
+            sender = apprise.Apprise()
+            if not sender.add(url):
+                return Outcome(
+                    via, "failed", "Apprise does not understand this URL (see its list of services)"
+                )
+            sent = sender.notify(title=title, body=body)
+        except Exception as exc:  # a plugin's own error: logged, never raised
+            return Outcome(via, "failed", f"{type(exc).__name__}")
+    return Outcome(via, "sent") if sent else Outcome(via, "failed", "Apprise could not deliver it")

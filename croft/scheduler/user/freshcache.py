@@ -1,0 +1,122 @@
+"""The per-user tick's memory of when each project's freshness promises next need a look.
+
+Checking a promise reads the project's facts and history: too much for every project every minute. A
+promise can only break at a known instant (the earliest ``breach_at``) unless its facts change, and
+every change that matters writes runs.sqlite (a run, a setting, a told breach) or croft.json. So each
+project's entry holds that instant and the ``stat`` of those files: while both hold, the idle minute
+costs three ``stat`` calls. An asset file edited in place (a new ``fresh_within``) is seen at the next
+write of runs.sqlite (its run, or the tick's facts cache) or within ``RECHECK_S`` at the latest.
+
+Imports only ``os`` and the hint file: it runs every minute.
+"""
+
+from __future__ import annotations
+
+import os
+
+from croft.scheduler.user.settingcache import HintFile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["RECHECK_S", "FreshCache", "look"]
+
+RECHECK_S = 3600  # the longest a promise goes unlooked-at while nothing moved
+
+
+def _stamp(root: str, state_dir: str) -> list[int] | None:
+    out: list[int] = []
+    for path in (f"{state_dir}/runs.sqlite", f"{state_dir}/runs.sqlite-wal", f"{root}/croft.json"):
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            out += [0, 0]
+            continue
+        except OSError:
+            return None
+        # an empty WAL holds nothing (a reader may create one): the same as none
+        out += [st.st_mtime_ns, st.st_size] if st.st_size or not path.endswith("-wal") else [0, 0]
+    return out
+
+
+def _any_promise(root: str, state_dir: str) -> bool:
+    """Whether an asset file's text mentions a freshness promise (``fresh_within``, ``-- fresh within:``)
+    or a breach was told and not yet ended (``notify.freshness``): files read as text, one read-only
+    query, no asset parsed and no WAL created. Only a yes pays for the full look."""
+    from pathlib import Path  # loaded by the per-user tick already
+
+    from croft.history.peek import peek
+    from croft.scheduler.tick.filekeys import asset_paths
+
+    for path in asset_paths(f"{root}/assets"):
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read()
+        except OSError:
+            return True  # unreadable: the full look says what it can
+        if b"fresh_within" in text or b"fresh within" in text:
+            return True
+    rows = peek(
+        Path(state_dir) / "runs.sqlite",
+        "SELECT 1 FROM settings WHERE key = 'notify.freshness' AND value NOT IN ('{}', 'null')",
+    )
+    return bool(rows)
+
+
+class FreshCache(HintFile):
+    """``<CROFT_HOME>/fresh-cache.json``: per project root, ``{"stamp": [...], "next": ISO}``."""
+
+    def due(self, root: str, state_dir: str, now_iso: str) -> list[int] | bool | None:
+        """False while nothing moved and the next look is still ahead; else the stamp to ``remember``
+        after the look (None when the files cannot be stat'ed: look, and remember nothing)."""
+        self.seen.add(root)
+        stamp = _stamp(root, state_dir)
+        entry = self.entries.get(root)
+        if stamp is not None and isinstance(entry, dict) and entry.get("stamp") == stamp:
+            ahead = entry.get("next")
+            if isinstance(ahead, str) and now_iso < ahead:
+                return False
+        return stamp
+
+    def remember(self, root: str, stamp: list[int] | None, next_iso: str) -> None:
+        if stamp is None:
+            self.entries.pop(root, None)
+        else:
+            self.entries[root] = {"stamp": stamp, "next": next_iso}
+        self.changed = True
+
+
+def look(
+    cache: FreshCache, root: str, state_dir: str, now: Any, note: Any, now_iso: str | None = None
+) -> None:
+    """The freshness watch of one project (``scheduler.user.freshwatch``), only when its next look has
+    come or what it reads moved; never raises (a failed look is one note, and is tried within the hour)."""
+    from croft.core.clock import to_iso
+
+    stamp = cache.due(root, state_dir, now_iso or to_iso(now))  # the caller's text: to_iso is not free
+    if stamp is False:
+        return
+    from datetime import timedelta
+
+    if not _any_promise(root, state_dir):  # the usual project: nothing promised, nothing told; no facts read
+        cache.remember(
+            root, stamp if isinstance(stamp, list) else None, to_iso(now + timedelta(seconds=RECHECK_S))
+        )
+        return
+    from datetime import timedelta
+
+    from croft.scheduler.user.freshwatch import watch  # lazy: the look reads facts and history
+
+    try:
+        after = watch(root, now, RECHECK_S)
+    except Exception as exc:
+        note(f"{root}: freshness not checked: {type(exc).__name__}: {exc}")
+        after = to_iso(now + timedelta(seconds=RECHECK_S))
+    moved = _stamp(root, state_dir)
+    if isinstance(stamp, list) and moved != stamp:
+        # something wrote while we looked (or our own read touched the WAL): keep what the files are now,
+        # and look once more next minute, so a write we raced is never missed for longer
+        stamp = moved
+        after = min(after, to_iso(now + timedelta(seconds=60)))
+    cache.remember(root, stamp if isinstance(stamp, list) else None, after)
