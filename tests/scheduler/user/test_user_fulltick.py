@@ -119,7 +119,8 @@ def test_two_overlapping_tick_all_processes_never_tick_the_same_minute_twice(
     try:
         first = subprocess.Popen(command, env=env_at(NOW), stdout=subprocess.PIPE, text=True)
         wait_for(
-            lambda: log.is_file() and f"{roots[0].name}: tick started" in log.read_text(), "q0's tick to start"
+            lambda: log.is_file() and f"{roots[0].name}: tick started" in log.read_text(),
+            "q0's tick to start",
         )
         second = subprocess.run(command, env=env_at(NOW), capture_output=True, text=True, timeout=60)
     finally:
