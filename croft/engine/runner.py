@@ -194,7 +194,7 @@ class _Run:
 
     def _ping_body(self, steps: list[dict[str, Any]]) -> str:
         """A failure ping's body: each failed step's error, then the redacted tail of its log."""
-        from croft.notify.runping import tail_of
+        from croft.notify.runping import TAIL_BYTES
 
         failed = [s for s in steps if s.get("status") in ("failed", "crashed", "interrupted")]
         lines = [f"croft: {self.project.root.name}: run {self.run_id}"]
@@ -204,8 +204,16 @@ class _Run:
                 f"{step['asset']} {step['status']}: {error.get('code', '')}: {error.get('message', '')}"
             )
         lines += [f"{p.code}: {p.message}" for p in self.problems if not p.asset]
-        logs = [self.project.config.state_dir / "logs" / f"{self.run_id}.{s['asset']}.log" for s in failed]
-        return self.redactor.text("\n".join(lines) + "\n\n" + tail_of(logs, self.redactor.text))
+        tails = []
+        for step in failed:  # each failed attempt's log: a row once it ended (``history.steplogs``)
+            attempt = int(step.get("attempt") or 1)
+            name = _log_name(self.run_id, step["asset"], attempt)
+            path = self.project.config.state_dir / "logs" / name
+            body = steplogs.text(self.conn, self.run_id, step["asset"], attempt, str(path))
+            if body:
+                tails.append(f"== {name} ==\n{body[-TAIL_BYTES:]}")
+        tail = self.redactor.text("\n".join(tails))[-TAIL_BYTES:]
+        return self.redactor.text("\n".join(lines) + "\n\n" + tail)
 
     def _attempt(
         self, facts: AssetFacts, reason: str, attempt: int, max_attempts: int, delays: tuple[float, ...]
