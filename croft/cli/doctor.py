@@ -46,8 +46,9 @@ def doctor_text(data: dict[str, Any]) -> str:
     now = clock.now()
     lines = []
     for c in data.get("checks", []):
-        lines.append(f"{'✔' if c['ok'] else '✖'} {c['check']}: {when.in_text(c['detail'], now)}")
-        if not c["ok"] and c["fix"]:
+        mark = "⚠" if c.get("warning") else "✔" if c["ok"] else "✖"
+        lines.append(f"{mark} {c['check']}: {when.in_text(c['detail'], now)}")
+        if (c.get("warning") or not c["ok"]) and c["fix"]:
             lines.append(f"    fix: {c['fix']}")
     if data.get("logTail"):
         lines.append(f"tick log {data['logFile']} ends with:")

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = ["run"]
 
-USAGE = "usage: croft tick [--json] [--project DIR]"
+USAGE = "usage: croft tick [--json] [--project DIR] [--log-as NAME]"
 HELP = f"""{USAGE}
 
   Run the project's tick once: if scheduling is on, start one detached `croft run --due` per group of
@@ -25,6 +25,8 @@ HELP = f"""{USAGE}
 options:
   --json           print one JSON envelope on stdout
   --project DIR    the project folder (default: the one containing the current folder)
+  --log-as NAME    write every line printed as a tick log line naming NAME (how the per-user tick and
+                   croft serve start it, its output going to the tick log)
   -h, --help       show this message
 """
 
@@ -35,22 +37,26 @@ _EXITED = {
 }
 
 
-def _parse(args: list[str]) -> tuple[bool, str | None]:
-    as_json, project = False, None
+def _parse(args: list[str]) -> tuple[bool, str | None, str | None]:
+    """(--json, --project DIR, --log-as NAME)."""
+    as_json, project, name = False, None, None
     rest = list(args)
     while rest:
         word = rest.pop(0)
         if word == "--json":
             as_json = True
-        elif word == "--project" and rest:
-            project = rest.pop(0)
+        elif word in ("--project", "--log-as") and rest:
+            value = rest.pop(0)
+            project, name = (value, name) if word == "--project" else (project, value)
         elif word.startswith("--project="):
             project = word.split("=", 1)[1]
+        elif word.startswith("--log-as="):
+            name = word.split("=", 1)[1]
         else:
             from croft.core.problems import CroftError
 
             raise CroftError("USAGE", f"croft tick does not take {word!r}", USAGE)
-    return as_json, project
+    return as_json, project, name
 
 
 def human(data: dict[str, Any]) -> str:
@@ -69,7 +75,7 @@ def _idle(args: list[str]) -> dict[str, Any] | None:
 
     started = time.perf_counter()
     try:
-        _, project_dir = _parse(args)
+        _, project_dir, _ = _parse(args)
         from croft.core import knobs
         from croft.core.clock import now, to_iso
 
@@ -86,27 +92,59 @@ def _idle(args: list[str]) -> dict[str, Any] | None:
     return data
 
 
+def _log_as(args: list[str]) -> None:
+    """``--log-as NAME``: from here on, what this tick prints (stdout and stderr are the tick log, a
+    traceback included) is written as tick log lines naming its project (``scheduler.ticklog``)."""
+    try:
+        name = _parse(args)[2]
+    except Exception:  # a usage error: told below, in the lines it would name
+        name = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--log-as"), None)
+    if not name:
+        return
+    from croft.core.clock import now, to_iso
+    from croft.scheduler.ticklog import NamedLines
+
+    sys.stdout.flush()
+    sys.stdout = sys.stderr = NamedLines(sys.stdout.fileno(), name, lambda: to_iso(now()))
+
+
 def batch() -> int:
     """``croft tick --batch`` (hidden): the worker ``croft tick --all`` hands full ticks to. One project
     folder per line on stdin, one JSON answer per line on stdout; what each tick would print goes to
-    stderr, which is the per-user tick log. Ends at the end of its input."""
+    stderr, which is the per-user tick log, as lines naming the project as ``croft tick --all`` does
+    (``ticklog.project_names`` over the registry, read once; ``ticklog.NamedLines``); the worker's own
+    words (a traceback) name it. Ends at the end of its input."""
     import json
+    import os
 
+    from croft.core.clock import now, to_iso
     from croft.scheduler.tick.batch import tick_one
+    from croft.scheduler.ticklog import NamedLines, project_names
+    from croft.scheduler.user.registry import Registry
 
+    def stamp() -> str:
+        return to_iso(now())
+
+    sys.stderr.flush()
+    err = sys.stderr.fileno()
+    sys.stderr = NamedLines(err, f"croft tick --batch (pid {os.getpid()})", stamp)
+    try:
+        names = project_names(e.root for e in Registry().entries())
+    except Exception:  # a registry that cannot be read now: each project by its whole path
+        names = {}
     for line in sys.stdin:
         root = line.rstrip("\n")
         if not root:
             continue
-        data, problems, answer = tick_one(root)
-        said = [f"{root}: {human(data)}"] if data else []
+        name = names.get(root, root)
+        data, problems, answer = tick_one(root, name)
+        said = [human(data)] if data else []
         if problems:
             from croft.cli.boundary import problem_lines
 
-            said += [f"{root}: {line}" for line in problem_lines(problems)]
+            said += problem_lines(problems)
         if said:
-            sys.stderr.write("\n".join(said) + "\n")
-            sys.stderr.flush()
+            NamedLines(err, name, stamp).write("\n".join(said) + "\n")
         try:
             sys.stdout.write(json.dumps(answer) + "\n")
             sys.stdout.flush()
@@ -123,6 +161,7 @@ def run(args: list[str]) -> int:
     if args == ["--batch"]:
         return batch()
     as_json = "--json" in args
+    _log_as(args)
     quick = _idle(args)
     if quick is not None:
         if as_json:
@@ -138,7 +177,7 @@ def run(args: list[str]) -> int:
     from croft.core.result import Result
 
     try:
-        as_json, project_dir = _parse(args)
+        as_json, project_dir, name = _parse(args)
         from pathlib import Path
 
         from croft.core import knobs
@@ -154,7 +193,7 @@ def run(args: list[str]) -> int:
 
             tick_failed_to_load(Path(project_dir) if project_dir else None, exc, clock.now())
             raise
-        data, problems = project_tick(project, clock.now())
+        data, problems = project_tick(project, clock.now(), log_name=name)
         result = Result(data=data, problems=problems, ok=True)
     except CroftError as exc:
         result = Result(problems=[exc.problem, *exc.extra])

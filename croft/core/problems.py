@@ -75,6 +75,7 @@ CODES: dict[str, tuple[str, int]] = {
     "LARGE_REPROCESS": ("run", 4),
     "KNOB_INVALID": ("project", 2),
     "SCHEDULER_BROKEN": ("state", 1),
+    "NOTIFY_FAILING": ("state", 1),
     "FRESHNESS_BREACHED": ("state", 1),
     "APPRISE_MISSING": ("project", 2),
     "PORT_IN_USE": ("project", 2),

@@ -21,6 +21,7 @@ from croft.core.children import child_env
 __all__ = [
     "DESKTOP_TIMEOUT_S",
     "Outcome",
+    "Reach",
     "applescript_string",
     "desktop_command",
     "markup_escape",
@@ -28,6 +29,7 @@ __all__ = [
     "notify_send_body",
     "notify_send_command",
     "osascript_command",
+    "reach",
     "show",
 ]
 
@@ -161,3 +163,91 @@ def _plyer(title: str, body: str, platform: str) -> Outcome:
     except Exception as exc:
         return Outcome("plyer", f"desktop: plyer failed: {type(exc).__name__}: {exc}")
     return Outcome("plyer")
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Whether a scheduled run could show a desktop notification from here (``croft doctor`` asks): ``ok``,
+    in ``said`` words; when not, ``cause`` (``no_bus``, ``bus_silent``, ``no_sender``, ``unsupported``)
+    and ``fix``, a command that repairs it where croft knows one."""
+
+    ok: bool
+    said: str
+    cause: str | None = None
+    fix: str | None = None
+
+
+_INSTALLERS = (  # the package manager found first, and its package holding notify-send
+    ("apt-get", "apt-get install libnotify-bin"),
+    ("dnf", "dnf install libnotify"),
+    ("pacman", "pacman -S libnotify"),
+    ("zypper", "zypper install libnotify-tools"),
+    ("apk", "apk add libnotify"),
+)
+
+
+def reach(
+    environ: Mapping[str, str] | None = None,
+    platform: str | None = None,
+    *,
+    job: bool = True,
+    uid: int | None = None,
+) -> Reach:
+    """What ``show`` would meet, by its own rules (``notifier_env``, the same program lookup).
+
+    ``job``: as a run started by the OS job sees it. cron and launchd give it none of the session's
+    variables, so a ``DBUS_SESSION_BUS_ADDRESS`` of the shell doctor runs in does not count: only the bus
+    socket of the user's runtime folder does. A bus is reached when its socket takes a connection."""
+    platform = platform or sys.platform
+    environ = os.environ if environ is None else environ
+    if platform == "darwin":
+        if os.access(OSASCRIPT, os.X_OK):
+            return Reach(True, f"shown with {OSASCRIPT}")
+        return Reach(False, f"{OSASCRIPT} is missing", "no_sender")
+    if not (platform.startswith("linux") or platform.startswith("freebsd")):
+        import importlib.util
+
+        if importlib.util.find_spec("plyer") is not None:
+            return Reach(True, "shown with plyer")
+        return Reach(False, f"desktop notifications are not supported on {platform}", "unsupported")
+    seen = {k: v for k, v in environ.items() if not (job and k == "DBUS_SESSION_BUS_ADDRESS")}
+    env = notifier_env(seen, platform, uid)
+    if not shutil.which("notify-send", path=env["PATH"]):
+        return Reach(False, "notify-send is not installed", "no_sender", _install_command())
+    address = env.get("DBUS_SESSION_BUS_ADDRESS")
+    if not address:
+        runtime = env.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid() if uid is None else uid}"
+        return Reach(
+            False, f"no session bus: there is no bus socket {os.path.join(runtime, 'bus')}", "no_bus"
+        )
+    where, answered = _bus_answers(address)
+    if not answered:
+        return Reach(False, f"the session bus {where} does not answer", "bus_silent")
+    return Reach(True, f"notify-send over the session bus {where}")
+
+
+def _bus_answers(address: str) -> tuple[str, bool]:
+    """(the bus as a person reads it, whether its socket takes a connection); an address croft cannot
+    try (tcp:, launchd:) counts as answering."""
+    import socket  # doctor only
+
+    for part in address.split(";"):
+        kind, _, rest = part.partition(":")
+        keys = dict(item.partition("=")[::2] for item in rest.split(",") if "=" in item)
+        target = keys.get("path") or ("\0" + keys["abstract"] if "abstract" in keys else None)
+        if kind != "unix" or target is None:
+            continue
+        shown = keys.get("path") or f"@{keys['abstract']}"
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                probe.settimeout(2.0)
+                probe.connect(target)
+        except OSError:
+            return shown, False
+        return shown, True
+    return address.split(";")[0].split(",")[0], True
+
+
+def _install_command() -> str | None:
+    sudo = "" if os.geteuid() == 0 else "sudo "
+    return next((sudo + how for tool, how in _INSTALLERS if shutil.which(tool)), None)

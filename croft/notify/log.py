@@ -1,8 +1,13 @@
-"""Where notifications leave a trace: ``notify.log`` for every miss, ``notifications.ndjson`` in dry mode.
+"""Where notifications leave a trace: ``notify.log`` for every miss and every message delivered,
+``notifications.ndjson`` in dry mode.
 
 Both writers swallow their own errors: a notification that cannot even be logged must still never fail
 the run or the tick that sent it. Every line is redacted and shows URLs by host only, because a webhook
-URL often carries a token in its path or query.
+URL often carries a token in its path or query. A delivered message is one line too (``sent <channel>:
+<event>``), so ``croft doctor`` can say when the last one went out and whether the last try failed; a
+ping that answered is not (it goes every minute, and its receiver keeps that record). ``notify.log``
+is bounded: past 1 MB it becomes ``notify.log.1`` and a new one starts, and ``last_outcomes`` reads the
+two tails.
 """
 
 from __future__ import annotations
@@ -21,9 +26,24 @@ TYPE_CHECKING = False  # loaded by the per-user tick for a failed ping: nothing 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["DRY_ENV", "host_of", "is_dry", "log_miss", "record", "scrub_urls"]
+__all__ = [
+    "DRY_ENV",
+    "ROTATE_BYTES",
+    "SENT",
+    "Logged",
+    "host_of",
+    "is_dry",
+    "last_outcomes",
+    "log_miss",
+    "log_sent",
+    "record",
+    "scrub_urls",
+]
 
 DRY_ENV = "CROFT_NOTIFY_DRY"
+SENT = "sent "  # how a delivery's line begins after its run id; no miss croft writes begins so
+ROTATE_BYTES = 1024 * 1024
+TAIL_BYTES = 64 * 1024
 _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+")
 _TOKEN_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -59,9 +79,75 @@ def _clean(text: str, redact: Any = None) -> str:
 
 def log_miss(state_dir: Path, run_id: str | None, message: str, redact: Any = None) -> None:
     """Append ``<ISO now> <runId> <message>`` to ``<state>/logs/notify.log`` (one line, redacted)."""
+    _note(state_dir, run_id, _clean(message, redact))
+
+
+def log_sent(state_dir: Path, run_id: str | None, channel: str, event: str, redact: Any = None) -> None:
+    """Append ``<ISO now> <runId> sent <channel>: <event>``: a message that went out (one line, redacted)."""
+    _note(state_dir, run_id, SENT + _clean(f"{channel}: {event}", redact))
+
+
+def _note(state_dir: Path, run_id: str | None, text: str) -> None:
     token = _TOKEN_UNSAFE.sub("_", run_id or "") or "-"
-    line = f"{_now_iso()} {token} {_clean(message, redact)}\n"
-    _append(Path(state_dir) / "logs" / "notify.log", line)
+    path = Path(state_dir) / "logs" / "notify.log"
+    _rotate(path)
+    _append(path, f"{_now_iso()} {token} {text}\n")
+
+
+class Logged:
+    """One line of notify.log: when (ISO UTC), the run it was about (None: no run), what it says, and
+    ``order``, its place in the log (later lines are larger: two lines of one moment still have an order)."""
+
+    __slots__ = ("at", "order", "run_id", "text")
+
+    def __init__(self, at: str, run_id: str | None, text: str, order: int = 0) -> None:
+        self.at, self.run_id, self.text, self.order = at, run_id, text, order
+
+    def to_json(self) -> dict[str, Any]:
+        return {"at": self.at, "runId": self.run_id, "text": self.text}
+
+
+def last_outcomes(state_dir: Path, keep: Any = None) -> tuple[Logged | None, Logged | None]:
+    """(the last delivery, the last miss) in ``<state>/logs/notify.log`` and its rotated copy, from their
+    last 64 KiB; ``keep(text)`` picks the lines that count (all when None). Never raises."""
+    sent: Logged | None = None
+    missed: Logged | None = None
+    path = Path(state_dir) / "logs" / "notify.log"
+    order = 0
+    for name in (path.name + ".1", path.name):  # the older file first: the newer lines win
+        for line in _tail(path.with_name(name)):
+            order += 1
+            at, _, rest = line.partition(" ")
+            token, _, text = rest.partition(" ")
+            if not text or (keep is not None and not keep(text)):
+                continue
+            run_id = None if token == "-" else token
+            if text.startswith(SENT):
+                sent = Logged(at, run_id, text[len(SENT) :], order)
+            else:
+                missed = Logged(at, run_id, text, order)
+    return sent, missed
+
+
+def _tail(path: Path) -> list[str]:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - TAIL_BYTES))
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+    return lines[1:] if size > TAIL_BYTES else lines  # the first may be cut
+
+
+def _rotate(path: Path) -> None:
+    """Past 1 MB the log becomes ``notify.log.1`` (one stat per line written: lines are rare)."""
+    try:
+        if os.stat(path).st_size > ROTATE_BYTES:
+            os.replace(path, path.with_name(path.name + ".1"))
+    except OSError:
+        pass
 
 
 def record(state_dir: Path, entry: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@
 - ``ping_after_tick``: the tick's call after each completed project tick (the dead-man's switch).
 
 None of them raises: every notification that does not go out is one redacted line in
-``<state>/logs/notify.log``. Desktop and webhook code (and httpx) load only when something is sent.
+``<state>/logs/notify.log``, and so is every message delivered (``sent desktop (notify-send): failed``). Desktop and webhook code (and httpx) load only when something is sent.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from croft.core.clock import now
 from croft.history import runs
 from croft.history.db import open_history
 from croft.notify import streaks
-from croft.notify.log import host_of, is_dry, log_miss, record
+from croft.notify.log import host_of, is_dry, log_miss, log_sent, record
 from croft.notify.message import (
     Failed,
     failure_message,
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "after_run",
     "note_miss",
+    "note_sent",
     "notify_crashed_runs",
     "notify_event",
     "notify_failed_start",
@@ -317,6 +318,8 @@ def _desktop(project: Project, run_id: str | None, event: str, title: str, body:
     outcome = show(title, body)
     if outcome.error:
         note_miss(project, run_id, outcome.error)
+    else:
+        note_sent(project, run_id, f"desktop ({outcome.via})", event)
 
 
 def _webhook(project: Project, run_id: str | None, event: str, url: str, payload: dict[str, Any]) -> None:
@@ -342,6 +345,8 @@ def _webhook(project: Project, run_id: str | None, event: str, url: str, payload
         )
     if delivery.status != "sent":
         note_miss(project, run_id, f"webhook {host}: {delivery.error}")
+    else:
+        note_sent(project, run_id, f"webhook {host} (HTTP {delivery.http_status})", event)
 
 
 def _signing_secret(project: Project) -> tuple[str | None, str | None]:
@@ -366,9 +371,22 @@ def _signing_secret(project: Project) -> tuple[str | None, str | None]:
 
 def note_miss(project: Project, run_id: str | None, message: str) -> None:
 
-    try:
-        redact = project.redactor.text
-    except Exception:
-        redact = None
     with contextlib.suppress(Exception):
-        log_miss(project.config.state_dir, run_id, message, redact)
+        log_miss(project.config.state_dir, run_id, message, _redact(project))
+
+
+_TOLD = {"failed": "a failed run", "recovered": "a recovery", "scheduler": "a scheduler problem"}
+
+
+def note_sent(project: Project, run_id: str | None, channel: str, event: str) -> None:
+    """A message went out: one line in notify.log (``sent desktop (notify-send): a failed run``), so
+    doctor can tell the last delivery."""
+    with contextlib.suppress(Exception):
+        log_sent(project.config.state_dir, run_id, channel, _TOLD.get(event, event), _redact(project))
+
+
+def _redact(project: Project) -> Any:
+    try:
+        return project.redactor.text
+    except Exception:
+        return None

@@ -85,8 +85,14 @@ def _doctor_line(doctor: dict[str, Any]) -> str:
     if not checks:
         first = (doctor.get("problems") or [{}])[0]
         return f'<span class="doctor bad">doctor: {_e(first.get("message", "could not check"))}</span>'
-    if not broken:
+    warned = [c for c in checks if c.get("warning")]  # it holds, but a person would be told nothing
+    if not broken and not warned:
         return f'<span class="doctor good">doctor: all {len(checks)} checks pass</span>'
+    if not broken:
+        first = warned[0]
+        more = f" (and {len(warned) - 1} more)" if len(warned) > 1 else ""
+        fix = f" · fix: <code>{_e(first['fix'])}</code>" if first.get("fix") else ""
+        return f'<span class="doctor warn">doctor: ⚠ {_e(first["check"])}: {_e(first["detail"])}{more}{fix}</span>'
     first = broken[0]
     more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
     fix = f" · fix: <code>{_e(first['fix'])}</code>" if first.get("fix") else ""

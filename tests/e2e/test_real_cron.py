@@ -181,7 +181,9 @@ def _journey(http_server: TestServer, user: User) -> None:
     assert data["firstTick"]["ok"] and data["firstTick"]["waitedMs"] <= 70_000, (
         json.dumps(data["firstTick"]) + " tick log: " + logged()
     )
-    assert f"{project}: tick started (pid " in log.read_text()  # cron ran croft tick --all, which ticked it
+    assert (
+        f"{project.name}: tick started (pid " in log.read_text()
+    )  # cron ran croft tick --all, which ticked it
 
     runs = wait_for(
         lambda: [r for r in _scheduled_runs(project) if r[1] == "succeeded"],

@@ -113,7 +113,10 @@ def test_a_scheduled_ingest_meeting_a_400_is_told_once_redacted_held_on_edit_and
         assert len(server.requests_to("/orders")) == 5
         assert server.requests_to("/orders")[-1].query["limit"] == "100"
         assert len(desktop(root)) == 2 and len(server.requests_to("/hook")) == 2
-        assert not (root / ".croft/logs/notify.log").exists()
+        logged = [
+            line.split(" ", 2)[2] for line in (root / ".croft/logs/notify.log").read_text().splitlines()
+        ]
+        assert len(logged) == 2 and all(line.startswith("sent webhook ") for line in logged)  # no miss
         assert server.errors == []
 
 

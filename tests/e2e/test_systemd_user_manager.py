@@ -67,7 +67,8 @@ def test_schedule_on_picks_systemd_its_timer_ticks_under_a_hostile_croft_home_an
         log = home / "logs" / "tick.log"
         assert data["firstTick"]["ok"], json.dumps(data["firstTick"]) + manager.logs()
         wait_for(
-            lambda: log.exists() and f"{root}: tick started (pid " in log.read_text(), "the tick's log line"
+            lambda: log.exists() and f"{root.name}: tick started (pid " in log.read_text(),
+            "the tick's log line",
         )
         assert heartbeat.last_heartbeat(root / ".croft") is not None
         shown = manager.systemctl("show", f"{LABEL}.service", "-p", "ExecStart", "--value").stdout

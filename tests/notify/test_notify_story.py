@@ -142,7 +142,16 @@ def test_a_scheduled_ingest_meeting_a_400_is_told_once_redacted_and_its_recovery
 
         scheduled(root, "2026-11-02T13:00:00Z", monkeypatch)
         assert len(desktop(root)) == 2 and len(server.requests_to("/hook")) == 2
-        assert not (root / ".croft/logs/notify.log").exists()
+        logged = [
+            line.split(" ", 2)[2] for line in (root / ".croft/logs/notify.log").read_text().splitlines()
+        ]
+        hook = server.url("/hook").split("/")[
+            2
+        ]  # no miss; the two webhook messages went out (desktop is dry)
+        assert logged == [
+            f"sent webhook {hook} (HTTP 204): a failed run",
+            f"sent webhook {hook} (HTTP 204): a recovery",
+        ]
         assert server.errors == []
 
 

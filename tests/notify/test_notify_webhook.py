@@ -43,9 +43,27 @@ def project_with(make_project, url: str | None, root: Path | None = None, **noti
     return load_project(root)
 
 
-def notify_log(project) -> list[str]:
+def _lines(project) -> list[str]:
     path = project.config.state_dir / "logs" / "notify.log"
     return path.read_text().splitlines() if path.exists() else []
+
+
+def notify_log(project) -> list[str]:
+    """The misses of notify.log (every line but the deliveries)."""
+    return [
+        line
+        for line in _lines(project)
+        if line.split(" ", 2)[2:3] and not line.split(" ", 2)[2].startswith("sent ")
+    ]
+
+
+def deliveries(project) -> list[str]:
+    """What notify.log says went out: ``<channel>: <what>`` per delivery."""
+    return [
+        line.split(" ", 2)[2][len("sent ") :]
+        for line in _lines(project)
+        if line.split(" ", 2)[2].startswith("sent ")
+    ]
 
 
 def documented_verify():
@@ -80,6 +98,7 @@ def test_the_failure_envelope_is_posted_signed_and_redacted(make_project, server
     assert not verify(SIGNING_KEY, request.body + b" ", header)
     assert not verify("another key", request.body, header)
     assert notify_log(project) == []
+    assert deliveries(project) == [f"webhook {server.url('/hook').split('/')[2]} (HTTP 204): a failed run"]
 
 
 def test_a_literal_secret_signs_and_an_undefined_variable_name_is_refused(make_project, server, tmp_path):
@@ -101,7 +120,9 @@ def test_500_then_200_is_retried_and_delivered(make_project, server, waits):
     notify_scheduled_failure(project, "r_1", [Failed("orders", ERROR)])
     assert len(server.requests_to("/hook")) == 2
     assert waits == [1.0]
-    assert notify_log(project) == []
+    assert notify_log(project) == [] and deliveries(project) == [
+        f"webhook {server.url('/hook').split('/')[2]} (HTTP 200): a failed run"
+    ]
 
 
 def test_429_waits_for_retry_after_capped_and_gives_up_after_three_attempts(make_project, server, waits):
@@ -224,7 +245,9 @@ def test_a_loopback_webhook_bypasses_the_http_proxy(make_project, server, monkey
     server.route("POST", "/hook", server.reply(200))
     project = project_with(make_project, server.url("/hook"))
     notify_scheduled_failure(project, "r_1", [Failed("orders", ERROR)])
-    assert len(server.requests_to("/hook")) == 1 and notify_log(project) == []
+    assert (
+        len(server.requests_to("/hook")) == 1 and notify_log(project) == [] and len(deliveries(project)) == 1
+    )
 
 
 @pytest.mark.processes

@@ -82,6 +82,22 @@ def test_the_overview_has_one_row_per_asset_the_strip_and_the_queue() -> None:
     html = overview_html(snap(), "c", [])
     assert html.count("<tr class=asset") == 1 and 'data-mark="failed"' in html
     assert "queue: 1 of 2 going, 3 waiting" in html and "doctor: all 1 checks pass" in html
+    warned = {
+        "data": {
+            "checks": [
+                {"ok": True},
+                {
+                    "ok": True,
+                    "warning": True,
+                    "check": "notifications /p",
+                    "detail": "no session bus",
+                    "fix": None,
+                },
+            ]
+        }
+    }
+    html = overview_html({**snap(), "doctor": warned}, "c", [])  # a warning is never "all pass"
+    assert "all 2 checks pass" not in html and "doctor: ⚠ notifications /p: no session bus" in html
     assert 'data-state="on"' in html and "Pause 2h" in html and 'name=csrf value="c"' in html
     assert "failed once" in html  # its runs, newest first: failed, ok, crashed: a streak of one
     assert 'title="*/5 * * * * · UTC"' in html

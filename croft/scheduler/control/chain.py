@@ -10,7 +10,8 @@ registry (readable, the project in it) -> permissions (CROFT_HOME and its files 
 job (installed, loaded) -> the interpreter it runs -> the tick log's folder -> the backend's own links ->
 croft serve (for ``--no-os-job`` projects) -> each project (there, trusted, not in a folder macOS hides
 from background jobs, ticking). A project that is quiet while every link above it holds gets its cause
-from the tick log's tail.
+from the tick log's tail. Doctor's chain ends with each project's notifications (``control.notifying``),
+which can warn but never break it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 from croft.core.problems import Problem
 from croft.core.trust import Unsafe
+from croft.scheduler.control.notifying import Notifying, notify_link
 from croft.scheduler.jobs.base import SERVE_FALLBACK, JobState
 from croft.scheduler.jobs.health import Link
 
@@ -68,6 +70,7 @@ class Place:
     unsafe: Unsafe | None = None  # user.trusted.project_unsafe: the part croft does not trust
     ahead: str | None = None  # its last mark, when that is far ahead of the clock (heartbeat.ahead_of)
     troubles: tuple[Problem, ...] = ()  # what stops it, first things first (control.troubles.look)
+    notifying: Notifying | None = None  # doctor's notification facts (control.notifying)
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,16 @@ def links(chain: Chain) -> list[Link]:
     jobs = _job_links(chain) if any(p.via == "os-job" for p in chain.places) else [_NO_JOB_NEEDED]
     serve = [_serve_link(chain)] if any(p.via == "serve" for p in chain.places) else []
     projects = [_project_link(chain, p, _upstream(chain, p, jobs, serve)) for p in chain.places]
-    return [_registry_link(chain), _permissions_link(chain), _home_link(chain), *jobs, *serve, *projects]
+    told = [notify_link(p.root, p.notifying, p.via) for p in chain.places if p.notifying is not None]
+    return [
+        _registry_link(chain),
+        _permissions_link(chain),
+        _home_link(chain),
+        *jobs,
+        *serve,
+        *projects,
+        *told,
+    ]
 
 
 def diagnose(chain: Chain) -> Link:

@@ -15,7 +15,7 @@ from croft.scheduler.control.gather import user_chain
 from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Runner
 
-__all__ = ["broken_problem", "doctor"]
+__all__ = ["broken_problem", "doctor", "warning_problem"]
 
 SHOWN_LOG_LINES = 5
 
@@ -30,6 +30,10 @@ def doctor(runner: Runner | None = None, project: Project | None = None) -> Resu
         "logTail": list(chain.log[-SHOWN_LOG_LINES:]),
     }
     problems = [broken_problem(c) for c in checks if not c.ok]  # a non-zero exit always says why
+    problems += [warning_problem(c) for c in checks if c.warn]
+    data["notifications"] = [
+        {"root": p.root, **p.notifying.to_json()} for p in chain.places if p.notifying is not None
+    ]
     result = Result(data=data, problems=problems, ok=ok, exit=0 if ok else 1)
     if project is not None:  # the project's alerts: channels that cannot send, promises broken
         from croft.project.validate import channel_problems
@@ -50,5 +54,18 @@ def broken_problem(link: Link) -> Problem:
         "Scheduled ingests that depend on this link do not run until it is repaired"
         + (": the fix does it." if fix else "; `croft docs scheduler` explains the chain."),
         fix=fix,
+        details={"check": link.check, "cause": link.cause},
+    )
+
+
+def warning_problem(link: Link) -> Problem:
+    """A link that holds but warns (a desktop croft cannot reach): its own code, hint and fix."""
+    fix = None if link.fix is None else {"kind": "command", "command": link.fix, "description": link.detail}
+    return problem(
+        link.code or "SCHEDULER_BROKEN",
+        f"{link.check}: {link.detail}",
+        link.hint or "",
+        fix=fix,
+        severity="warning",
         details={"check": link.check, "cause": link.cause},
     )

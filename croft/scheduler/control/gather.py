@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from croft.core.disk import folder_problem
 from croft.core.jsonfile import read_object
@@ -21,6 +23,7 @@ from croft.core.problems import CroftError
 from croft.project.config import Project
 from croft.scheduler import heartbeat
 from croft.scheduler.control.chain import Chain, Interpreter, Place
+from croft.scheduler.control.notifying import gather_notifying
 from croft.scheduler.control.troubles import look
 from croft.scheduler.jobs.base import JobState
 from croft.scheduler.jobs.health import Link
@@ -87,7 +90,19 @@ def user_chain(project: Project | None, now: datetime, *, runner: Runner | None 
                 if lost is not None:
                     places.append(lost)
                     listed.add(root)
-    return _chain(places, registry, len(entries), error, runner, None)
+    return _chain(_with_notifying(places), registry, len(entries), error, runner, None)
+
+
+def _with_notifying(places: list[Place]) -> list[Place]:
+    """Doctor's places with their notification facts: each present project croft may read (the desktop
+    is asked once per way of ticking, for all of them)."""
+    seen: dict[bool, Any] = {}
+    out = []
+    for place in places:
+        if place.presence == "present" and (place.unsafe is None or not place.unsafe.theirs):
+            place = replace(place, notifying=gather_notifying(place.root, place.via, seen))
+        out.append(place)
+    return out
 
 
 def _project_place(

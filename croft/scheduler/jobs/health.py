@@ -20,6 +20,8 @@ class Link:
     cause: str | None = None  # SCHEDULER_STALE's ``details.cause`` when broken
     fix: str | None = None  # a command that repairs it, when croft knows one
     code: str | None = None  # the problem code doctor reports it with (None: SCHEDULER_BROKEN)
+    warn: bool = False  # it holds (the scheduler runs), but something a person relies on does not: a ⚠
+    hint: str | None = None  # a warning's hint (a broken link's is doctor's own)
 
     @classmethod
     def holds(cls, check: str, detail: str) -> Link:
@@ -31,6 +33,17 @@ class Link:
     ) -> Link:
         return cls(check, False, detail, cause, fix, code)
 
+    @classmethod
+    def warns(
+        cls, check: str, detail: str, cause: str, fix: str | None, hint: str, code: str | None = None
+    ) -> Link:
+        """A link that holds for the scheduler (``ok``: never SCHEDULER_STALE's cause, doctor exits 0) but
+        is shown as a warning, with its hint and fix."""
+        return cls(check, True, detail, cause, fix, code, warn=True, hint=hint)
+
     def to_json(self) -> dict[str, Any]:
-        """Doctor's shape; the cause code travels in SCHEDULER_STALE, not here."""
-        return {"check": self.check, "ok": self.ok, "detail": self.detail, "fix": self.fix}
+        """Doctor's shape; the cause code travels in SCHEDULER_STALE, not here. A warning says so."""
+        out = {"check": self.check, "ok": self.ok, "detail": self.detail, "fix": self.fix}
+        if self.warn:
+            out["warning"] = True
+        return out

@@ -24,14 +24,15 @@ from croft.scheduler.tick.project_tick import project_tick
 __all__ = ["tick_one"]
 
 
-def tick_one(root: str) -> tuple[dict[str, Any], list[Problem], dict[str, Any]]:
+def tick_one(root: str, name: str | None = None) -> tuple[dict[str, Any], list[Problem], dict[str, Any]]:
     """Tick the project at ``root`` now: (the tick's data, its problems, the answer for the caller:
-    ``{root, exited, ping, error}``). Never raises for the project's sake."""
+    ``{root, exited, ping, error}``). Never raises for the project's sake. ``name``: its name in the
+    tick log."""
     answer: dict[str, Any] = {"root": root, "exited": None, "ping": None, "error": None}
     try:
         os.chdir(root)
         project = load_project(Path(root))
-        data, problems = project_tick(project, clock.now(), ping=False)
+        data, problems = project_tick(project, clock.now(), ping=False, log_name=name)
     except CroftError as exc:
         answer["error"] = f"{exc.problem.code}: {exc.problem.message}"
         return {}, [exc.problem, *exc.extra], answer

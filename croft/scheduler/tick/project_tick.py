@@ -84,12 +84,13 @@ def _refresh_catalog(project: Project, conn: Any, assets: list[str], infos: dict
 
 
 def project_tick(
-    project: Project, now: datetime, *, ping: bool = True
+    project: Project, now: datetime, *, ping: bool = True, log_name: str | None = None
 ) -> tuple[dict[str, Any], list[Problem]]:
     """Run one tick of ``project`` at ``now``; returns the ``croft tick --json`` data and its problems.
 
     ``ping``: send the dead-man's-switch ping after a completed tick (``croft tick --all`` sends the
-    pings of the ticks it hands to a worker itself, all at once)."""
+    pings of the ticks it hands to a worker itself, all at once). ``log_name``: the project's name in the
+    tick log (``croft tick --log-as``); by hand, its whole path."""
 
     started = time.perf_counter()
     data = tick_data()
@@ -112,7 +113,7 @@ def project_tick(
                 previous = (read_tick(conn) or {}).get("heartbeat_at")
                 data["heartbeatAt"] = to_iso(now)
                 write_tick(conn, who, data["heartbeatAt"])
-                failed_starts = _work(project, conn, now, data, problems, previous)
+                failed_starts = _work(project, conn, now, data, problems, previous, log_name)
             finally:
                 release_tick(conn, who)
             _tell(project, conn, now, failed_starts)
@@ -142,6 +143,7 @@ def _work(
     data: dict[str, Any],
     problems: list[Problem],
     previous: str | None = None,
+    log_name: str | None = None,
 ) -> list[tuple[Any, Problem]]:
     """Returns the failed starts found or made, each with the problem reported for it (to notify)."""
 
@@ -181,7 +183,7 @@ def _work(
     never = never_fires(work)  # SCHEDULE_INVALID: said every tick, and kept in the memo for the idle ones
     data["held"] += never
     env = croft_env()
-    grant = _grant(project, conn, work, now, previous)
+    grant = _grant(project, conn, work, now, previous, log_name or str(project.root))
     if grant.wake_line:
         data["woke"] = grant.wake_line
     for want in grant.waiting:
@@ -244,7 +246,7 @@ def _leave_memo(
     put_setting(conn, MEMO_KEY, memo)
 
 
-def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str | None) -> Any:
+def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str | None, name: str) -> Any:
     """Which due groups start now under the per-user cap (``scheduler.tick.slots``); a wake is logged once."""
 
     wants = [
@@ -268,7 +270,7 @@ def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str 
         return grant
     grant = slots.take(slots.home(), str(project.root), wants, now, current(), asleep=asleep)
     if grant.wake_line:
-        TickLog.of(slots.home()).write(to_iso(now), f"{project.root}: {grant.wake_line}")
+        TickLog.of(slots.home()).write(to_iso(now), f"{name}: {grant.wake_line}")
     return grant
 
 

@@ -56,8 +56,10 @@ def start_tick_worker(cwd: str, err: IO[bytes], env: dict[str, str]) -> subproce
 
 
 def start_project_tick(root: str, out: IO[bytes], env: dict[str, str]) -> int:
-    """Start ``croft tick`` in ``root``, detached, its output to ``out``; its pid. OSError when it cannot."""
-    child = detach(tick_argv(), root, out, env)
+    """Start ``croft tick`` in ``root``, detached, its output to ``out`` (the tick log, its lines named by
+    the project's whole path: the registry that gives short names is not this room's); its pid. OSError
+    when it cannot."""
+    child = detach([*tick_argv(), "--log-as", root], root, out, env)
     _CHILDREN.append(child)
     return child.pid
 

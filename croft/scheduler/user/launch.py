@@ -2,7 +2,7 @@
 tick and serve.
 
 The child is detached (its own session, so the OS job ending does not take it along), its output goes
-to the tick log, and its environment is a croft child's (``core.children``): never the whole
+to the tick log (every line naming its project), and its environment is a croft child's (``core.children``): never the whole
 environment of whoever started the job.
 """
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["spawn_tick"]
 
 
-def spawn_tick(root: str, log: IO[bytes], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """Start ``croft tick`` in ``root``; returns at once. Raises OSError when it cannot start."""
-    return detach(tick_argv(), root, log, env)
+def spawn_tick(root: str, log: IO[bytes], env: dict[str, str], name: str) -> subprocess.Popen[bytes]:
+    """Start ``croft tick`` in ``root``, its lines in the tick log named ``name`` (``ticklog.project_names``);
+    returns at once. Raises OSError when it cannot start."""
+    return detach([*tick_argv(), "--log-as", name], root, log, env)

@@ -23,7 +23,7 @@ from croft.core.jsonfile import read_object, write_atomic
 from croft.core.paths import croft_home
 from croft.core.problems import CroftError
 from croft.scheduler.setting import effective_state, read_scheduling_file
-from croft.scheduler.ticklog import TickLog
+from croft.scheduler.ticklog import TickLog, project_names
 from croft.scheduler.user.freshcache import FreshCache, look
 from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Registry, presence, project_state_dir
@@ -34,7 +34,7 @@ __all__ = ["Server", "interval_s", "serve", "serve_alive", "serve_path", "write_
 
 SOURCE = "serve"  # whose incidents these are (scheduler.incidents)
 
-Spawn = Callable[[str, IO[bytes], dict[str, str]], "subprocess.Popen[bytes]"]
+Spawn = Callable[[str, IO[bytes], dict[str, str], str], "subprocess.Popen[bytes]"]
 
 
 def interval_s() -> float:
@@ -67,7 +67,9 @@ class Server:
             self.log.rotate()
             now = clock.now()
             registry = Registry(self.home)
-            entries = [e for e in registry.entries() if e.via == "serve"]
+            listed = registry.entries()
+            names = project_names(e.root for e in listed)  # as tick --all names them: all registered
+            entries = [e for e in listed if e.via == "serve"]
             for message in registry.notes:  # a registry restored from its last good copy
                 self.say(message)
             env = croft_env(croft_home=str(self.home))
@@ -76,17 +78,18 @@ class Server:
                 for entry in entries:
                     if project_unsafe(entry.root) is None:  # its promises, whatever its setting
                         look(fresh, entry.root, str(project_state_dir(entry.root)), now, self.say)
-                    events.append({"root": entry.root, "action": self._one(entry.root, now, handle, env)})
+                    action = self._one(entry.root, names[entry.root], now, handle, env)
+                    events.append({"root": entry.root, "action": action})
             fresh.save()
         except Exception as exc:  # one bad round must not end the server
             self.say(f"tick failed: {type(exc).__name__}: {exc}")
             events.append({"root": None, "action": f"failed: {exc}"})
         return events
 
-    def _one(self, root: str, now: Any, handle: IO[bytes], env: dict[str, str]) -> str:
+    def _one(self, root: str, name: str, now: Any, handle: IO[bytes], env: dict[str, str]) -> str:
         previous = self.children.get(root)
         if previous is not None and previous.poll() is None:
-            self.say(f"{root}: previous tick (pid {previous.pid}) is still running; skipped")
+            self.say(f"{name}: previous tick (pid {previous.pid}) is still running; skipped")
             return "previous_alive"
         state, _why = presence(root)
         if state != "present":
@@ -94,7 +97,7 @@ class Server:
         state_dir = project_state_dir(root)
         unsafe = project_unsafe(root, state_dir)
         if unsafe is not None:
-            self.say(f"{root}: not ticked, croft does not trust {words(unsafe)}")
+            self.say(f"{name}: not ticked, croft does not trust {words(unsafe)}")
             return "unsafe_permissions"
         trouble = folder_trouble(str(state_dir))
         if trouble is None:
@@ -104,20 +107,20 @@ class Server:
                 trouble = exc.problem
         if trouble is not None:
             if troubled(root, trouble, now, SOURCE):  # logged and told once per incident
-                self.say(f"{root}: not ticked: {trouble.code}: {trouble.message}")
+                self.say(f"{name}: not ticked: {trouble.code}: {trouble.message}")
             return "troubled"
         untroubled(root, SOURCE)
         current = effective_state(setting, now)
         if current != "on" or setting.via != "serve":
             return "off" if current == "on" else current
         try:
-            child = self.spawn(root, handle, env)
+            child = self.spawn(root, handle, env, name)
         except OSError as exc:
-            self.say(f"{root}: could not start its tick: {exc.strerror or exc}")
+            self.say(f"{name}: could not start its tick: {exc.strerror or exc}")
             return "spawn_failed"
         self.children[root] = child
         self.started += 1
-        self.say(f"{root}: tick started (pid {child.pid})")
+        self.say(f"{name}: tick started (pid {child.pid})")
         return "started"
 
     def _keep_note(self) -> None:

@@ -25,7 +25,7 @@ from croft.core.paths import croft_home
 from croft.core.problems import CroftError
 from croft.scheduler.heartbeat import write_user_beats
 from croft.scheduler.setting import effective_state
-from croft.scheduler.ticklog import TickLog
+from croft.scheduler.ticklog import TickLog, project_names
 from croft.scheduler.user.freshcache import FreshCache, look
 from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
@@ -108,11 +108,13 @@ def _minute(
     fresh = FreshCache(home / "fresh-cache.json")
     full: list[str] = []
     pings: list[tuple[str, str]] = []
+    names = project_names(e.root for e in entries)  # every line about a project names it, short
     for entry in entries:
+        say = _naming(note, entry.root, names[entry.root])
         try:
-            _one(entry, now, cache, idle, fresh, out, note, full, pings)
+            _one(entry, now, cache, idle, fresh, out, say, full, pings)
         except Exception as exc:  # one broken project never stops the others
-            note(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
+            say(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
             out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
     cache.save()
     idle.save()
@@ -137,18 +139,28 @@ def _minute(
         with log.open() as handle:
 
             def started(root: str, pid: int) -> None:
-                note(f"{root}: tick started (pid {pid})")
+                note(f"{names[root]}: tick started (pid {pid})")
                 out["started"].append({"root": root, "pid": pid})
 
             for root, answer in full_ticks(full, str(home), handle, env, started).items():
                 if answer.get("error"):
-                    note(f"{root}: tick not finished: {answer['error']}")
+                    note(f"{names.get(root, root)}: tick not finished: {answer['error']}")
                 elif answer.get("ping"):
                     pings.append((str(answer["ping"]), os.path.join(root, ".croft")))
     if pings:
         from croft.notify.ping import ping_many  # lazy: only a minute with a ping loads urllib
 
         ping_many([(url, state, _redactor_of(state)) for url, state in pings])
+
+
+def _naming(note: Any, root: str, name: str) -> Any:
+    """``note`` for one project's lines: the ``<root>: `` they begin with becomes its tick log name."""
+    prefix = f"{root}: "
+
+    def say(message: str) -> None:
+        note(f"{name}: {message[len(prefix) :]}" if message.startswith(prefix) else message)
+
+    return say
 
 
 def _minute_lock(home: Path) -> int | None:

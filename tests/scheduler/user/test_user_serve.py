@@ -34,7 +34,7 @@ def test_server_skips_a_project_while_its_previous_tick_lives(tmp_path: Path, _c
     reg.add(osjob, "os-job", parse_instant(NOW))
     started: list[subprocess.Popen[bytes]] = []
 
-    def slow(root: str, log: IO[bytes], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    def slow(root: str, log: IO[bytes], env: dict[str, str], name: str) -> subprocess.Popen[bytes]:
         child = subprocess.Popen(["sleep", "0.6"], stdout=log, stderr=subprocess.STDOUT)
         started.append(child)
         return child
@@ -47,14 +47,14 @@ def test_server_skips_a_project_while_its_previous_tick_lives(tmp_path: Path, _c
     assert server.tick_once()[0]["action"] == "started"
     started[-1].wait()
     log = (_croft_home / "logs" / "tick.log").read_text()
-    assert "previous tick (pid" in log and "still running; skipped" in log
+    assert ": on: previous tick (pid" in log and "still running; skipped" in log  # named by its folder
 
 
 def test_a_failing_round_is_logged_and_the_next_one_runs(tmp_path: Path, _croft_home: Path) -> None:
     reg = Registry()
     reg.add(scheduled(tmp_path / "on", "on", via="serve"), "serve", parse_instant(NOW))
 
-    def broken(root: str, log: IO[bytes], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    def broken(root: str, log: IO[bytes], env: dict[str, str], name: str) -> subprocess.Popen[bytes]:
         raise RuntimeError("boom")
 
     server = Server(spawn=broken)
@@ -82,7 +82,9 @@ def test_croft_serve_ticks_at_start_and_each_interval_and_exits_0_on_sigterm(
     def three_rounds() -> bool:
         text = log.read_text() if log.exists() else ""
         ticked = heartbeat.last_heartbeat(project / ".croft") is not None  # a real project tick beat
-        return text.count(f"{project}: tick started") + text.count("still running; skipped") >= 3 and ticked
+        return (
+            text.count(f"{project.name}: tick started") + text.count("still running; skipped") >= 3 and ticked
+        )
 
     def logged() -> str:
         return log.read_text() if log.exists() else "(none)"

@@ -107,7 +107,7 @@ def test_starts_only_os_job_projects_whose_scheduling_is_on(
     passed = {name for name in on["env"] if not name.startswith("CROFT_")}  # every CROFT_* knob passes
     assert passed <= {"PWD", "SHLVL", "_", "OLDPWD", "PYTHONUNBUFFERED", *ENV_TABLE}
     log = (_croft_home / "logs" / "tick.log").read_text()
-    assert f"{NOW[:-1]}.000Z {roots['on']}: tick started (pid " in log
+    assert f"{NOW[:-1]}.000Z on: tick started (pid " in log  # its folder's name: no other project has it
     assert (_croft_home / "logs" / "tick.log").stat().st_mode & 0o777 == 0o600
     assert f"project tick output from {roots['on']}" in log  # the child's own output is appended too
 
@@ -287,5 +287,5 @@ def test_one_broken_project_never_stops_the_others(
     monkeypatch.setattr(usertick, "project_state_dir", state_dir)
     result = usertick.tick_all()
     assert [s["root"] for s in result["started"]] == [str(fine)]
-    assert f"{broken}: tick not started: RuntimeError: cannot read this one" in result["notes"]
+    assert "broken: tick not started: RuntimeError: cannot read this one" in result["notes"]
     wait_records(fake_python, 1)

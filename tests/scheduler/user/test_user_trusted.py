@@ -52,7 +52,9 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The project ticks ``tick --all`` would start (recorded, not started)."""
     roots: list[str] = []
 
-    def full_ticks(full: list[str], home: str, log: Any, env: dict[str, str], started: Any) -> dict[str, Any]:
+    def full_ticks(
+        full: list[str], home: str, log: Any, env: dict[str, str], started: Any, **_: Any
+    ) -> dict[str, Any]:
         answers = {}
         for root in full:
             roots.append(root)
@@ -135,7 +137,7 @@ def test_a_project_others_can_write_is_skipped_logged_and_the_rest_tick(
     assert skipped[str(shared)]["reason"] == "unsafe permissions"
     assert skipped[str(shared)]["path"] == str(shared / ".croft")
     line = (
-        f"{shared}: not ticked, croft does not trust {shared / '.croft'}: anyone on this machine can write it"
+        f"shared: not ticked, croft does not trust {shared / '.croft'}: anyone on this machine can write it"
     )
     assert f"{line}; fix: chmod o-w {shared / '.croft'}" in log_of(_croft_home)
 
@@ -256,10 +258,10 @@ def test_serve_skips_an_unsafe_project_and_refuses_an_unsafe_home(
     (shared / "lib").mkdir()
     (shared / "lib").chmod(0o777)
     spawned: list[str] = []
-    server = userserve.Server(spawn=lambda root, log, env: spawned.append(root) or Child(1))  # type: ignore[func-returns-value]
+    server = userserve.Server(spawn=lambda root, log, env, name: spawned.append(root) or Child(1))  # type: ignore[func-returns-value]
     events = {e["root"]: e["action"] for e in server.tick_once()}
     assert events == {str(mine): "started", str(shared): "unsafe_permissions"} and spawned == [str(mine)]
-    assert f"{shared}: not ticked, croft does not trust {shared / 'lib'}" in log_of(_croft_home)
+    assert f"shared: not ticked, croft does not trust {shared / 'lib'}" in log_of(_croft_home)
     _croft_home.chmod(0o777)
     size = (_croft_home / "logs" / "tick.log").stat().st_size
     assert server.tick_once()[0]["action"].startswith("refused: ")
