@@ -178,13 +178,20 @@ def notify_scheduler_problem(project: Project, problem: Problem) -> None:
         note_miss(project, None, f"notify: {type(exc).__name__}: {exc}")
 
 
-def notify_event(project: Project, event: str, title: str, body: str, payload: dict[str, Any]) -> None:
-    """A message that belongs to no run (a freshness breach, fresh again, a slow run, a test): every
-    channel, as for a failure; never raises."""
+def notify_event(
+    project: Project,
+    event: str,
+    title: str,
+    body: str,
+    payload: dict[str, Any],
+    run_id: str | None = None,
+) -> None:
+    """A message outside the streak rule (a freshness breach, fresh again, a slow run, a test), of
+    ``run_id`` when it is about one: every channel, as for a failure; never raises."""
     try:
-        _deliver(project, None, event, title, body, payload)
+        _deliver(project, run_id, event, title, body, payload)
     except (Exception, KeyboardInterrupt) as exc:
-        note_miss(project, None, f"notify: {type(exc).__name__}: {exc}")
+        note_miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
 
 
 def ping_after_tick(project: Project) -> None:
