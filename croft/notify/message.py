@@ -27,6 +27,8 @@ __all__ = [
     "scheduler_payload",
     "slow_message",
     "slow_payload",
+    "test_message",
+    "test_payload",
 ]
 
 MESSAGE_CHARS = 180
@@ -256,3 +258,23 @@ def slow_payload(
         "ok": True,
     }
     return _payload(project, f"{title} — {body}", "slow", 0, summary)
+
+
+def test_message(project: str) -> tuple[str, str]:
+    """(title, body) of ``croft notify test``: says what it is, so nobody takes it for an alert."""
+    return (
+        f"croft: {project}",
+        "A test message from `croft notify test`: this channel reaches you. Nothing failed.",
+    )
+
+
+def test_payload(project: str, title: str, body: str) -> dict[str, Any]:
+    """The webhook body of ``croft notify test``: ``event: test``, no run, nothing wrong."""
+    summary: dict[str, Any] = {
+        "data": {"runId": None, "status": "test", "steps": []},
+        "problems": [],
+        "next": [],
+        "exit": 0,
+        "ok": True,
+    }
+    return _payload(project, f"{title} — {body}", "test", 0, summary)

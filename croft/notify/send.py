@@ -52,6 +52,7 @@ __all__ = [
     "notify_scheduled_failure",
     "notify_scheduler_problem",
     "ping_after_tick",
+    "signing_secret",
 ]
 
 FAILED_STATUSES = ("failed", "crashed", "interrupted")
@@ -275,23 +276,28 @@ def _deliver(
     title, body = redact(title), redact(body)
     if config.notify_desktop:
         try:
-            _desktop(project, run_id, event, title, body)
+            deliver_desktop(project, run_id, event, title, body)
         except Exception as exc:
             note_miss(project, run_id, f"desktop: {type(exc).__name__}: {exc}")
     if config.notify_webhook:
         try:
-            _webhook(project, run_id, event, config.notify_webhook, payload)
+            deliver_webhook(project, run_id, event, config.notify_webhook, payload)
         except Exception as exc:
             note_miss(
                 project, run_id, f"webhook {host_of(config.notify_webhook)}: {type(exc).__name__}: {exc}"
             )
     for configured in config.notify_urls:
-        _channel(project, run_id, event, configured, title, body)
+        deliver_channel(project, run_id, event, configured, title, body)
 
 
-def _channel(project: Project, run_id: str | None, event: str, configured: str, title: str, body: str) -> str:
+# -- one channel each: ``_deliver`` and ``croft notify test`` (``notify.probe``) send through these ------
+
+
+def deliver_channel(
+    project: Project, run_id: str | None, event: str, configured: str, title: str, body: str
+) -> str:
     """One ``notify.urls`` entry through Apprise (imported here, only when something is sent): the
-    outcome in a few words; a miss is logged, naming the channel by its scheme only."""
+    outcome in a few words ("sent", or why not); a miss is logged, naming the channel by its scheme only."""
     from croft.notify.channels import send_one
 
     outcome = send_one(project, configured, title, body)
@@ -311,7 +317,8 @@ def _channel(project: Project, run_id: str | None, event: str, configured: str, 
     return outcome.error or "sent"
 
 
-def _desktop(project: Project, run_id: str | None, event: str, title: str, body: str) -> None:
+def deliver_desktop(project: Project, run_id: str | None, event: str, title: str, body: str) -> str | None:
+    """The desktop notification (recorded instead in dry mode); why it was not shown, or None."""
 
     from croft.notify.desktop import show
 
@@ -320,22 +327,26 @@ def _desktop(project: Project, run_id: str | None, event: str, title: str, body:
     if is_dry():
         entry = {"runId": run_id, "kind": "desktop", "event": event, "title": title, "body": body}
         record(state, {**entry, "via": via, "status": "dry"})
-        return
+        return None
     outcome = show(title, body)
     if outcome.error:
         note_miss(project, run_id, outcome.error)
+    return outcome.error
 
 
-def _webhook(project: Project, run_id: str | None, event: str, url: str, payload: dict[str, Any]) -> None:
+def deliver_webhook(
+    project: Project, run_id: str | None, event: str, url: str, payload: dict[str, Any]
+) -> str | None:
+    """The signed webhook POST; why it was not delivered, or None."""
 
     from croft import __version__
     from croft.notify.webhook import post, sign
 
     host = host_of(url)
-    secret, refusal = _signing_secret(project)
+    secret, refusal = signing_secret(project)
     if refusal:
         note_miss(project, run_id, f"webhook {host}: {refusal}")
-        return
+        return refusal
     body = json.dumps(project.redactor.obj(payload), ensure_ascii=False).encode("utf-8")
     headers = {"Content-Type": "application/json", "User-Agent": f"croft/{__version__}"}
     if secret:
@@ -349,9 +360,11 @@ def _webhook(project: Project, run_id: str | None, event: str, url: str, payload
         )
     if delivery.status != "sent":
         note_miss(project, run_id, f"webhook {host}: {delivery.error}")
+        return delivery.error or "not sent"
+    return None
 
 
-def _signing_secret(project: Project) -> tuple[str | None, str | None]:
+def signing_secret(project: Project) -> tuple[str | None, str | None]:
     """(the key that signs, or None) and a refusal: ``notify.secret`` is the key or the name of a .env one.
 
     A value written like a variable name that ``.env`` does not define is refused rather than used as
