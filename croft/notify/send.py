@@ -52,7 +52,6 @@ __all__ = [
     "notify_scheduled_failure",
     "notify_scheduler_problem",
     "ping_after_tick",
-    "signing_secret",
 ]
 
 FAILED_STATUSES = ("failed", "crashed", "interrupted")
@@ -343,7 +342,7 @@ def deliver_webhook(
     from croft.notify.webhook import post, sign
 
     host = host_of(url)
-    secret, refusal = signing_secret(project)
+    secret, refusal = _signing_secret(project)
     if refusal:
         note_miss(project, run_id, f"webhook {host}: {refusal}")
         return refusal
@@ -364,7 +363,7 @@ def deliver_webhook(
     return None
 
 
-def signing_secret(project: Project) -> tuple[str | None, str | None]:
+def _signing_secret(project: Project) -> tuple[str | None, str | None]:
     """(the key that signs, or None) and a refusal: ``notify.secret`` is the key or the name of a .env one.
 
     A value written like a variable name that ``.env`` does not define is refused rather than used as
