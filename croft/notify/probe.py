@@ -22,7 +22,7 @@ from typing import Any
 from croft.core.problems import Problem, problem
 from croft.core.result import Result
 from croft.notify.channels import scheme_of
-from croft.notify.log import host_of, is_dry
+from croft.notify.log import host_of, is_dry, scrub_urls
 from croft.notify.message import test_message, test_payload
 from croft.notify.ping import ping
 from croft.notify.policy import Policy, resolve_env_value
@@ -66,7 +66,9 @@ def try_channels(project: Project) -> list[Tried]:
             error = send()
         except Exception as exc:  # a channel's own crash is its answer, never the command's
             error = f"{type(exc).__name__}: {exc}"
-        tried.append(Tried(channel, redact(target), None if error is None else redact(str(error))))
+        tried.append(
+            Tried(channel, redact(target), None if error is None else scrub_urls(redact(str(error))))
+        )
 
     if config.notify_desktop:
         attempt("desktop", _desktop_target(), lambda: deliver_desktop(project, None, EVENT, title, body))
