@@ -767,12 +767,23 @@ def bench_logs() -> Section:
     return Section("History: `croft logs` reads as the history grows", body, ok)
 
 
+def bench_scale() -> Section:
+    """Issue 20's goals: a backlog, a long history, a hundred pings, a thousand projects, command start
+    (scripts/bench_scale.py; whole processes, ratios within one run)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_scale
+
+    body, ok = bench_scale.run()
+    return Section("Scale: a backlog, a long history, many projects, command start", body, ok)
+
+
 BENCHMARKS: list[Callable[[], Section]] = [
     bench_schedule_fires,
     bench_idle_tick,
     bench_tick_all,
     bench_warehouse,
     bench_logs,
+    bench_scale,
 ]
 
 

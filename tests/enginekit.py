@@ -63,3 +63,20 @@ def cursor(root: Path, asset: str) -> Any:
         return json.loads(row[0]) if row and row[0] is not None else None
     finally:
         conn.close()
+
+
+def step_log(root: Path, asset: str) -> str:
+    """The log of ``asset``'s latest attempt, read the way ``croft logs`` reads it (its row in the history
+    once the attempt ended, its file while it runs); "" when it has none yet."""
+    from croft.history.steplogs import text
+
+    conn = sqlite3.connect(root / ".croft" / "runs.sqlite")
+    try:
+        row = conn.execute(
+            "SELECT run_id, attempt, log_path FROM steps WHERE asset = ?"
+            " ORDER BY started_at DESC, attempt DESC, rowid DESC LIMIT 1",
+            (asset,),
+        ).fetchone()
+        return (text(conn, row[0], asset, row[1], row[2]) or "") if row else ""
+    finally:
+        conn.close()

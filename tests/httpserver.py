@@ -184,6 +184,7 @@ def _request_handler(server: TestServer) -> type[BaseHTTPRequestHandler]:
 
 class _Httpd(ThreadingHTTPServer):
     daemon_threads = True  # a handler blocked on purpose must not hold up shutdown
+    request_queue_size = 256  # a hundred pings side by side are not dropped by a full accept queue
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up (timeouts in tests) is expected; anything else is printed as usual."""

@@ -66,6 +66,21 @@ def main(argv: list[str] | None = None) -> None:
         from croft.cli.tick import run as tick
 
         sys.exit(tick(args[1:]))
+    if args == ["--version"]:  # what click's version option prints, without loading click for it
+        from croft import __version__
+
+        sys.stdout.write(f"croft, version {__version__}\n")
+        sys.exit(0)
+    if args[:2] == ["run", "--due"]:  # a scheduled run, as its tick starts it: no click (croft/cli/run.py)
+        from croft.cli import run
+
+        if run.due_args(args[1:]) is not None:
+            run.run_due(args[1:])
+    if args[:1] == ["status"]:  # the command typed most: its plain forms start without click
+        from croft.cli import status
+
+        if status.plain(args[1:]) is not None:
+            status.run(args[1:])
     _run_click(args)
 
 

@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-import click
+__all__ = ["load"]  # and project_option, built on first use (below)
 
-__all__ = ["load", "project_option"]
 
-project_option = click.option(
-    "--project",
-    "project_dir",
-    type=click.Path(file_okay=False, exists=True),
-    default=None,
-    help="The project folder (default: the one containing the current folder).",
-)
+def __getattr__(name: str) -> Any:
+    """``project_option``, built with click when a click command asks for it (``croft status`` may run
+    without click; ``load`` never needs it)."""
+    if name != "project_option":
+        raise AttributeError(name)
+    import click
+
+    option = click.option(
+        "--project",
+        "project_dir",
+        type=click.Path(file_okay=False, exists=True),
+        default=None,
+        help="The project folder (default: the one containing the current folder).",
+    )
+    globals()["project_option"] = option
+    return option
 
 
 def load(project_dir: str | None):  # -> croft.project.config.Project

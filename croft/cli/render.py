@@ -11,20 +11,36 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import click
-
 from croft.cli.boundary import problem_lines
 from croft.core.envelope import dumps
 from croft.core.problems import CroftError
 from croft.core.result import Result
 
-__all__ = ["command_line", "emit", "json_option", "problem_lines", "respond", "run_command"]
+__all__ = ["command_line", "emit", "problem_lines", "respond", "run_command"]  # and json_option (below)
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON envelope on stdout.")
+
+def __getattr__(name: str) -> Any:
+    """``json_option``, built with click when a click command asks for it: a command that starts without
+    click (``croft status``) prints through ``emit`` without loading it."""
+    if name != "json_option":
+        raise AttributeError(name)
+    import click
+
+    option = click.option("--json", "as_json", is_flag=True, help="Print one JSON envelope on stdout.")
+    globals()["json_option"] = option
+    return option
+
+
+def _echo(text: str, err: bool = False) -> None:
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text + "\n")
+    stream.flush()
 
 
 def command_line() -> list[str]:
     """The arguments croft was really invoked with (after ``croft``), as main() received them."""
+    import click  # only a command run through click records its command line
+
     ctx = click.get_current_context(silent=True)
     obj = ctx.find_root().obj if ctx is not None else None
     if isinstance(obj, dict) and isinstance(obj.get("argv"), list):
@@ -34,20 +50,20 @@ def command_line() -> list[str]:
 
 def emit(result: Result, as_json: bool, human: Callable[[Result], str] | None = None) -> None:
     if as_json:
-        click.echo(dumps(result.envelope()))
+        _echo(dumps(result.envelope()))
     else:
         # A failed result that carries no data (a CroftError, a refusal) is told by its problems alone:
         # the renderers only ever see the data their command's success builds.
         text = human(result) if human and result.data else ""
         if text:
-            click.echo(text)
+            _echo(text)
         lines = problem_lines(result.problems)
         if lines:
-            click.echo("\n".join(lines), err=not result.is_ok or not text)
+            _echo("\n".join(lines), err=not result.is_ok or not text)
         if result.next:
-            click.echo("next:")
+            _echo("next:")
             for step in result.next:
-                click.echo(f"  {step.command}    # {step.reason}")
+                _echo(f"  {step.command}    # {step.reason}")
     sys.exit(result.exit_code)
 
 

@@ -86,11 +86,42 @@ def _idle(args: list[str]) -> dict[str, Any] | None:
     return data
 
 
+def batch() -> int:
+    """``croft tick --batch`` (hidden): the worker ``croft tick --all`` hands full ticks to. One project
+    folder per line on stdin, one JSON answer per line on stdout; what each tick would print goes to
+    stderr, which is the per-user tick log. Ends at the end of its input."""
+    import json
+
+    from croft.scheduler.tick.batch import tick_one
+
+    for line in sys.stdin:
+        root = line.rstrip("\n")
+        if not root:
+            continue
+        data, problems, answer = tick_one(root)
+        said = [f"{root}: {human(data)}"] if data else []
+        if problems:
+            from croft.cli.boundary import problem_lines
+
+            said += [f"{root}: {line}" for line in problem_lines(problems)]
+        if said:
+            sys.stderr.write("\n".join(said) + "\n")
+            sys.stderr.flush()
+        try:
+            sys.stdout.write(json.dumps(answer) + "\n")
+            sys.stdout.flush()
+        except OSError:  # croft tick --all stopped waiting: finish the input it gave, quietly
+            pass
+    return 0
+
+
 def run(args: list[str]) -> int:
     """Parse, tick, print; returns the exit code. Never raises a CroftError to the caller."""
     if "-h" in args or "--help" in args:
         print(HELP)
         return 0
+    if args == ["--batch"]:
+        return batch()
     as_json = "--json" in args
     quick = _idle(args)
     if quick is not None:

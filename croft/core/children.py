@@ -115,19 +115,26 @@ def croft_env(
 
 
 def detach(
-    argv: list[str], cwd: str | os.PathLike[str], out: IO[bytes] | int, env: dict[str, str]
+    argv: list[str],
+    cwd: str | os.PathLike[str],
+    out: IO[bytes] | int,
+    env: dict[str, str],
+    *,
+    talk: bool = False,
 ) -> subprocess.Popen[bytes]:
     """A child in its own session (the OS job or the tick ending does not take it along), no stdin, its
-    stdout and stderr to ``out``, and exactly ``env``. Raises OSError when it cannot start."""
+    stdout and stderr to ``out``, and exactly ``env``. Raises OSError when it cannot start.
+
+    ``talk``: the starter speaks to it (its stdin and stdout are pipes; only stderr goes to ``out``)."""
     import subprocess  # only when something starts: an idle minute does not pay for it
 
     return subprocess.Popen(
         argv,
         cwd=cwd,
         env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=out,
-        stderr=subprocess.STDOUT,
+        stdin=subprocess.PIPE if talk else subprocess.DEVNULL,
+        stdout=subprocess.PIPE if talk else out,
+        stderr=out if talk else subprocess.STDOUT,
         start_new_session=True,
         close_fds=True,
     )

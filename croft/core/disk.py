@@ -131,10 +131,11 @@ def _os_error(exc: BaseException | None) -> OSError | None:
     return None
 
 
-def folder_problem(folder: Any, what: str | None = None) -> Problem | None:
+def folder_problem(folder: Any, what: str | None = None, *, exists: bool = False) -> Problem | None:
     """Why ``folder`` (or, when it does not exist yet, the nearest folder above it) cannot take a write
-    now: no permission, a read-only disk, less than ``LOW_SPACE_BYTES`` free; None when it can."""
-    path = _existing(os.fspath(folder))
+    now: no permission, a read-only disk, less than ``LOW_SPACE_BYTES`` free; None when it can.
+    ``exists``: the caller has just seen ``folder`` (an absolute path) there, so it is not looked for."""
+    path = os.fspath(folder) if exists else _existing(os.fspath(folder))
     if path is None:
         return None
     what = what or f"the folder {os.fspath(folder)}"

@@ -17,14 +17,15 @@ reading message text later.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
-
 from croft.core.text import MESSAGE_LIMIT, cut
 
-__all__ = ["CODES", "CroftError", "Problem", "Stopped", "exit_code_for", "problem"]
+TYPE_CHECKING = False  # every command imports this, the per-user tick's minute included: no typing,
+if TYPE_CHECKING:  # and no dataclasses (it imports inspect and ast: more than the minute's own work)
+    from typing import Any, Literal
 
-Severity = Literal["error", "warning", "info"]
+    Severity = Literal["error", "warning", "info"]
+
+__all__ = ["CODES", "CroftError", "Problem", "Stopped", "exit_code_for", "problem"]
 
 # code -> (family, exit code). The family decides whether a step failure is the project's fault
 # (fix the files) or the run's (maybe try again).
@@ -81,21 +82,79 @@ CODES: dict[str, tuple[str, int]] = {
 }
 
 
-@dataclass(frozen=True)
+_FIELDS = (
+    "code",
+    "message",
+    "hint",
+    "severity",
+    "fix",
+    "suggestion",
+    "details",
+    "retryable",
+    "asset",
+    "file",
+    "line",
+)
+
+
 class Problem:
-    """One thing that is wrong (or worth a word), in the shape every envelope and history row uses."""
+    """One thing that is wrong (or worth a word), in the shape every envelope and history row uses.
+
+    An immutable value (equal by its fields, changed only through ``with_``), written by hand rather
+    than as a dataclass: this module is on the path of every command and of the every-minute tick."""
+
+    __slots__ = _FIELDS
 
     code: str
     message: str
     hint: str
-    severity: Severity = "error"
-    fix: dict[str, Any] | None = None
-    suggestion: str | None = None
-    details: dict[str, Any] | None = None
-    retryable: bool = False
-    asset: str | None = None
-    file: str | None = None
-    line: int | None = None
+    severity: Severity
+    fix: dict[str, Any] | None
+    suggestion: str | None
+    details: dict[str, Any] | None
+    retryable: bool
+    asset: str | None
+    file: str | None
+    line: int | None
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        hint: str,
+        severity: Severity = "error",
+        fix: dict[str, Any] | None = None,
+        suggestion: str | None = None,
+        details: dict[str, Any] | None = None,
+        retryable: bool = False,
+        asset: str | None = None,
+        file: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        values = (code, message, hint, severity, fix, suggestion, details, retryable, asset, file, line)
+        for name, value in zip(_FIELDS, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _FIELDS)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a Problem is immutable; use with_({name}=...)")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("a Problem is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return self._values() == other._values() if isinstance(other, Problem) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return "Problem(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in _FIELDS) + ")"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy and pickle rebuild it through __init__
+        return (Problem, self._values())
 
     def __post_init__(self) -> None:
         # The last resort of ``core.text``'s rule: a message quoting a huge input never grows with it.
@@ -127,11 +186,13 @@ class Problem:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Problem:
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**{k: v for k, v in data.items() if k in _FIELDS})
 
     def with_(self, **changes: Any) -> Problem:
-        return replace(self, **changes)
+        unknown = set(changes) - set(_FIELDS)
+        if unknown:
+            raise TypeError(f"not fields of a Problem: {sorted(unknown)}")
+        return Problem(**{name: changes.get(name, getattr(self, name)) for name in _FIELDS})
 
 
 def problem(code: str, message: str, hint: str, **extra: Any) -> Problem:
@@ -139,12 +200,11 @@ def problem(code: str, message: str, hint: str, **extra: Any) -> Problem:
     return Problem(code=code, message=message, hint=hint, **extra)
 
 
-@dataclass
 class CroftError(Exception):
     """The only exception croft raises on purpose; the CLI turns it into an envelope."""
 
     problem: Problem
-    extra: list[Problem] = field(default_factory=list)
+    extra: list[Problem]
 
     def __init__(self, code_or_problem: str | Problem, message: str = "", hint: str = "", **extra: Any):
         if isinstance(code_or_problem, Problem):
@@ -164,6 +224,9 @@ class CroftError(Exception):
 
     def __str__(self) -> str:
         return f"{self.problem.code}: {self.problem.message}"
+
+    def __repr__(self) -> str:
+        return f"CroftError(problem={self.problem!r}, extra={self.extra!r})"
 
 
 class Stopped(BaseException):

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from croft.core.clock import parse_instant, to_iso
 from croft.core.problems import CroftError
 from croft.core.result import Result
 from croft.engine.reconcile import reconcile
-from croft.history import runs
+from croft.history import runs, steplogs
 from croft.history.db import open_history
 from croft.project.config import Project
 
@@ -18,14 +17,18 @@ __all__ = ["show_logs"]
 TAIL_LINES = 200
 
 
-def _tail(path: str | None, redact: Any) -> tuple[list[str], bool]:
-    if not path or not Path(path).is_file():
+def _tail(conn: Any, step: dict[str, Any], redact: Any) -> tuple[list[str], bool]:
+    """The end of the attempt's log (``history.steplogs``: its row once it ended, its file before)."""
+    body = steplogs.text(conn, step["run_id"], step["asset"], step["attempt"], step.get("log_path"))
+    if not body:
         return [], False
-    lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    lines = body.splitlines()
     return [redact(line) for line in lines[-TAIL_LINES:]], len(lines) > TAIL_LINES
 
 
-def _step(step: dict[str, Any], redact: Any, with_lines: bool, trigger: str | None = None) -> dict[str, Any]:
+def _step(
+    conn: Any, step: dict[str, Any], redact: Any, with_lines: bool, trigger: str | None = None
+) -> dict[str, Any]:
     out = {
         "runId": step["run_id"],
         "trigger": trigger,
@@ -40,7 +43,7 @@ def _step(step: dict[str, Any], redact: Any, with_lines: bool, trigger: str | No
         "log": step.get("log_path"),
     }
     if with_lines:
-        out["lines"], out["truncated"] = _tail(step.get("log_path"), redact)
+        out["lines"], out["truncated"] = _tail(conn, step, redact)
     return out
 
 
@@ -82,7 +85,7 @@ def show_logs(
             data = {
                 "mode": "run",
                 "run": {**_run(run), "summary": run.get("summary")},
-                "steps": [_step(s, redact, True, run["trigger"]) for s in steps],
+                "steps": [_step(conn, s, redact, True, run["trigger"]) for s in steps],
             }
             return Result(data=project.redactor.obj(data), ok=True)
         asset = target
@@ -92,14 +95,17 @@ def show_logs(
             for run in found:
                 in_order = reversed(runs.list_steps(conn, run_id=run["id"], limit=1000))  # as they ran
                 out.append(
-                    {**_run(run), "steps": [_step(s, redact, False, run["trigger"]) for s in in_order]}
+                    {**_run(run), "steps": [_step(conn, s, redact, False, run["trigger"]) for s in in_order]}
                 )
             return Result(data=project.redactor.obj({"mode": "runs", "runs": out}), ok=True)
         steps = runs.list_steps(conn, asset=asset, failed=failed, since=since_iso, limit=50)
         if asset and not steps:
             _require_asset(project, conn, asset)
         triggers = {s["run_id"]: (runs.get_run(conn, s["run_id"]) or {}).get("trigger") for s in steps}
-        data = {"mode": "steps", "steps": [_step(s, redact, True, triggers[s["run_id"]]) for s in steps]}
+        data = {
+            "mode": "steps",
+            "steps": [_step(conn, s, redact, True, triggers[s["run_id"]]) for s in steps],
+        }
         return Result(data=project.redactor.obj(data), ok=True)
     finally:
         conn.close()

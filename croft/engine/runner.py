@@ -29,7 +29,7 @@ from croft.engine.sandbox import output_routing
 from croft.engine.staleness import stale_reasons
 from croft.engine.steps import StepInput, execute
 from croft.engine.stopping import stop_signals
-from croft.history import catalog, leases, runs, state
+from croft.history import catalog, leases, runs, state, steplogs
 from croft.history.db import open_history
 from croft.history.prune import prune_after_run
 from croft.project.asset import AssetFacts
@@ -213,7 +213,8 @@ class _Run:
         """One attempt: (its outcome, how long to wait before the next one, or None for no next one)."""
         name = facts.name
         digest = self._hash(facts)
-        # files, not a folder per run; one per attempt, so a failed attempt's log holds its own lines only
+        # one file per attempt while it runs (a crash leaves it), so a failed attempt's log holds its own
+        # lines only; a row of the history once it ended (``history.steplogs``)
         log_path = self.project.config.state_dir / "logs" / _log_name(self.run_id, name, attempt)
         where: dict[str, Any] = {"run_id": self.run_id, "asset": name, "attempt": attempt}
         if self.rules is not None:
@@ -269,6 +270,7 @@ class _Run:
             return outcome, wait
         finally:
             log.close()
+            steplogs.keep(self.conn, self.run_id, name, attempt, log_path)  # the file becomes a row
         return self._succeeded(facts, done, outcome, digest, started), None
 
     def _succeeded(

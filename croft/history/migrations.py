@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = [
+    "COST_GUARD_WHERE",
+    "GENERATION_TABLES",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "Migration",
@@ -20,6 +22,7 @@ __all__ = [
     "m001_core_tables",
     "m002_settings",
     "m003_history_indexes",
+    "m004_bounded_reads",
     "pending",
     "user_version",
 ]
@@ -128,7 +131,50 @@ def m003_history_indexes(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (m001_core_tables, m002_settings, m003_history_indexes)
+# The tables whose rows the due decision reads. Every write to them bumps ``generation`` in the same
+# transaction (by trigger, so no writer can forget, the scheduler's raw UPDATEs included): the idle
+# tick compares one integer instead of reading the whole history.
+GENERATION_TABLES = ("runs", "steps", "schedule_state", "catalog", "leases")
+# The cost guard's records: a step a scheduled run stopped at LARGE_REPROCESS. A partial index holds
+# only those (none, until a guard exists), so looking for them never reads the other steps.
+COST_GUARD_WHERE = "error LIKE '%\"LARGE_REPROCESS\"%'"
+
+
+def m004_bounded_reads(conn: sqlite3.Connection) -> None:
+    """Reads that do not grow with the history: a generation counter for the idle tick, each asset's
+    latest step by one index probe, the cost guard's steps in a partial index, and step logs kept as
+    rows (one per attempt with a log) instead of a file each."""
+    statements = [
+        "CREATE TABLE generation (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL)",
+        "INSERT INTO generation (id, n) VALUES (1, 0)",
+        # (asset, started_at, attempt) and the rowid every index ends with: the latest step of an asset,
+        # ties to the highest attempt then the latest row, is the last entry of its range
+        "CREATE INDEX steps_asset_latest ON steps(asset, started_at, attempt)",
+        "DROP INDEX IF EXISTS steps_asset_started",
+        f"CREATE INDEX steps_cost_guard ON steps(asset, started_at) WHERE {COST_GUARD_WHERE}",
+        """CREATE TABLE step_logs (
+            run_id TEXT NOT NULL,
+            asset TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            PRIMARY KEY (run_id, asset, attempt)
+        )""",
+    ]
+    for table in GENERATION_TABLES:
+        for event in ("INSERT", "UPDATE", "DELETE"):
+            statements.append(
+                f"CREATE TRIGGER {table}_{event.lower()}_generation AFTER {event} ON {table}"
+                " BEGIN UPDATE generation SET n = n + 1 WHERE id = 1; END"
+            )
+    _run(conn, statements)
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    m001_core_tables,
+    m002_settings,
+    m003_history_indexes,
+    m004_bounded_reads,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -28,6 +28,13 @@ DEFAULT_KEEP_DAYS = 90
 BATCH = 2000
 SCHEDULER_SETTINGS = ("schedule.spawned", "schedule.failedStarts")
 _RUN_ID_PREFIX = "r_"
+# The assets with steps, one index probe each (a skip-scan of the asset index), not one read per step:
+# pruning runs at the end of every run, so it must not grow with the history it keeps.
+_ASSETS = (
+    "WITH RECURSIVE a(x) AS (SELECT MIN(asset) FROM steps"
+    " UNION ALL SELECT (SELECT MIN(asset) FROM steps WHERE asset > a.x) FROM a WHERE a.x IS NOT NULL)"
+    " SELECT x FROM a WHERE x IS NOT NULL"
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +61,7 @@ def _run_ids_in(value: Any) -> Iterable[str]:
 def kept_runs(conn: sqlite3.Connection) -> set[str]:
     """The runs pruning never removes, whatever their age (see the module doc)."""
     kept: set[str] = set()
-    assets = [row[0] for row in conn.execute("SELECT DISTINCT asset FROM steps")]
+    assets = [row[0] for row in conn.execute(_ASSETS)]
     order = "ORDER BY started_at DESC, attempt DESC, rowid DESC LIMIT 1"
     for asset in assets:
         for extra in ("", " AND status IN ('ok', 'unchanged')"):
@@ -96,6 +103,7 @@ def prune_history(
         ]
         with immediate(conn, "pruning the run history"):
             steps = conn.execute(f"DELETE FROM steps WHERE run_id IN ({marks})", doomed).rowcount
+            conn.execute(f"DELETE FROM step_logs WHERE run_id IN ({marks})", doomed)
             runs = conn.execute(f"DELETE FROM runs WHERE id IN ({marks})", doomed).rowcount
     removed = _remove_logs(logs, doomed, logs_dir)
     return Pruned(runs, steps, removed)

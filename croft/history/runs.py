@@ -343,22 +343,27 @@ def latest_step(conn: sqlite3.Connection, asset: str) -> dict[str, Any] | None:
 def failing_streak(conn: sqlite3.Connection, asset: str, limit: int = 200) -> tuple[int, str | None]:
     """How many of the asset's latest runs failed in a row (a run counts by its last attempt; skipped
     and interrupted steps are left out), and when the first of them started. Reads at most ``limit``
-    steps, so a streak longer than that reads as that long."""
+    steps, so a streak longer than that reads as that long. The rows are read one at a time from the
+    (asset, started_at, attempt) index and the read stops at the streak's end: ``croft status`` reads as
+    much at 100,000 runs as at 100."""
     rows = conn.execute(
         "SELECT run_id, status, started_at FROM steps WHERE asset = ? AND status NOT IN ('skipped',"
         " 'interrupted', 'running') ORDER BY started_at DESC, attempt DESC, rowid DESC LIMIT ?",
         (asset, limit),
-    ).fetchall()
+    )
     seen: set[str] = set()
     count, since = 0, None
-    for run_id, status, started_at in rows:
-        if run_id in seen:
-            since = started_at  # an earlier attempt of a run already counted
-            continue
-        seen.add(run_id)
-        if status not in FAILED_STATUSES:
-            break
-        count, since = count + 1, started_at
+    try:
+        for run_id, status, started_at in rows:
+            if run_id in seen:
+                since = started_at  # an earlier attempt of a run already counted
+                continue
+            seen.add(run_id)
+            if status not in FAILED_STATUSES:
+                break
+            count, since = count + 1, started_at
+    finally:
+        rows.close()
     return count, since if count else None
 
 

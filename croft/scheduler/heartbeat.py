@@ -1,9 +1,12 @@
 """Is the scheduler ticking this project: its last heartbeat, and when quiet means stale.
 
 The heartbeat is the ``tick`` row of runs.sqlite, written by every project tick that passes the on-check,
-or the idle beat beside it (``<state>/tick-beat``) that the per-user tick writes for a project whose idle
-check held. Scheduling that is on and quiet for more than 3 minutes (counted from the latest of the last
-heartbeat, turning on, and the end of a pause) is stale; ``control.diagnosis`` says why.
+or the idle beat of a minute the per-user tick settled in-process (the project's idle check held): one
+file for the user, ``<CROFT_HOME>/idle-beats.json`` (the minute and the projects it beat), written once
+a minute instead of a file per project (a thousand projects made the minute pay a thousand opens and
+writes). ``<state>/tick-beat``, the per-project beat an earlier croft wrote, is still read. Scheduling that
+is on and quiet for more than 3 minutes (counted from the latest of the last heartbeat, turning on, and
+the end of a pause) is stale; ``control.diagnosis`` says why.
 
 A mark more than ``AHEAD_LIMIT`` ahead of the clock (a clock moved backwards, a bad ``CROFT_NOW``) would
 make a project look freshly ticked until the clock caught up, so it counts for nothing while a mark
@@ -13,12 +16,15 @@ backwards"): it never hides a scheduler that stopped.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from croft.core import clock
 from croft.core.clock import from_iso, to_iso
+from croft.core.paths import croft_home
 from croft.history.peek import peek
 from croft.scheduler.setting import Scheduling, effective_state
 
@@ -26,24 +32,27 @@ __all__ = [
     "AHEAD_LIMIT",
     "BEAT_FILE",
     "STALE_AFTER",
+    "USER_BEATS",
     "ahead_of",
     "is_stale",
     "last_heartbeat",
     "quiet_since",
     "read_beat",
     "write_beat",
+    "write_user_beats",
 ]
 
 STALE_AFTER = timedelta(minutes=3)
 AHEAD_LIMIT = timedelta(minutes=5)
 BEAT_FILE = "tick-beat"
+USER_BEATS = "idle-beats.json"
 
 
 def last_heartbeat(state_dir: Path, now: datetime | None = None) -> str | None:
-    """The later of the tick row's heartbeat (read-only: runs.sqlite is never created here) and the idle
-    beat the per-user tick writes beside it (``scheduler.user.idlecache``); None when there is neither.
-    One far ahead of ``now`` (the clock) loses to one that is not (``_latest``)."""
-    beats = [b for b in (_row_heartbeat(Path(state_dir)), read_beat(state_dir)) if b]
+    """The latest of the tick row's heartbeat (read-only: runs.sqlite is never created here), the idle
+    beat of this user's per-user tick (``write_user_beats``) and a ``tick-beat`` beside it; None when
+    there is none. One far ahead of ``now`` (the clock) loses to one that is not (``_latest``)."""
+    beats = [b for b in (_row_heartbeat(Path(state_dir)), read_beat(state_dir), _user_beat(state_dir)) if b]
     return _latest(beats, now or clock.now())
 
 
@@ -57,6 +66,44 @@ def _latest(marks: list[str], now: datetime) -> str | None:
 def ahead_of(mark: str | None, now: datetime) -> bool:
     """Whether ``mark`` lies more than ``AHEAD_LIMIT`` ahead of the clock: the clock moved backwards."""
     return mark is not None and mark > to_iso(now + AHEAD_LIMIT)
+
+
+def write_user_beats(home: str, at: str, roots: list[str]) -> None:
+    """The heartbeat at ``at`` of every project in ``roots`` (those the per-user tick beat in-process),
+    one file written whole (temp + rename): a reader sees this minute's list or the last one."""
+    path = os.path.join(home, USER_BEATS)
+    tmp = os.path.join(home, f".{USER_BEATS}.{os.getpid()}.tmp")
+    data = json.dumps({"at": at, "roots": roots}).encode()
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)  # a stale one, or a link at its name: never written through
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:  # a beat not written reads as a quiet minute; the next one tries again
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _user_beat(state_dir: str | Path) -> str | None:
+    """This user's idle beat of the project whose state folder is ``state_dir`` (only ``<root>/.croft``:
+    the per-user tick never settles a relocated state folder in-process), or None."""
+    folder = os.path.realpath(state_dir)
+    if os.path.basename(folder) != ".croft":
+        return None
+    try:
+        with open(os.path.join(croft_home(), USER_BEATS), encoding="utf-8") as handle:
+            found = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    at = found.get("at") if isinstance(found, dict) else None
+    roots = found.get("roots") if isinstance(found, dict) else None
+    if not isinstance(at, str) or len(at) != 24 or not isinstance(roots, list):
+        return None
+    return at if os.path.dirname(folder) in roots else None
 
 
 def _row_heartbeat(state_dir: Path) -> str | None:
@@ -89,9 +136,8 @@ def is_stale(setting: Scheduling, heartbeat: str | None, now: datetime) -> bool:
 
 
 def write_beat(state_dir: str, at: str) -> None:
-    """The heartbeat of an idle minute, written in place: every beat has the same length (``to_iso``
-    text), and one small write is not seen half done by a reader (a temp file + rename costs ~15 times
-    the CPU here, for 100 projects a minute)."""
+    """A ``<state>/tick-beat`` heartbeat, as an earlier croft's per-user tick wrote it for each idle
+    project (this one writes ``write_user_beats``): written in place, every beat the same length."""
     data = at.encode()
     fd = os.open(os.path.join(state_dir, BEAT_FILE), os.O_WRONLY | os.O_CREAT, 0o600)
     try:
@@ -103,7 +149,7 @@ def write_beat(state_dir: str, at: str) -> None:
 
 
 def read_beat(state_dir: str | Path) -> str | None:
-    """The instant ``write_beat`` last stored, or None."""
+    """The instant an earlier croft's per-user tick stored in ``<state>/tick-beat``, or None."""
     try:
         with open(os.path.join(state_dir, BEAT_FILE), encoding="utf-8") as handle:
             text = handle.read(64).strip()

@@ -42,7 +42,7 @@ def incident_path(root: str, home: str | Path | None = None) -> str:
     checksums of the path (zlib: hashlib would cost the idle tick more than the rest of its imports); the
     file names its root, and one that names another is not this project's."""
     raw = root.encode("utf-8", "surrogateescape")
-    return os.path.join(home or home_text(), FOLDER, f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}.json")
+    return f"{home or home_text()}/{FOLDER}/{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}.json"
 
 
 def read(root: str, home: Path | None = None) -> dict[str, Any] | None:

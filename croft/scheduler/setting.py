@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
-from datetime import datetime
+from collections import namedtuple
 from pathlib import Path
-from typing import Any, Literal
 
 from croft.core.clock import from_iso, to_iso
 from croft.core.problems import CroftError
 from croft.history.peek import peek
+
+TYPE_CHECKING = False  # the per-user tick reads the setting every minute: no typing, no dataclasses
+if TYPE_CHECKING:
+    from datetime import datetime
+    from typing import Any, Literal
+
+    State = Literal["on", "off", "paused"]
+    Via = Literal["os-job", "serve"]
 
 __all__ = [
     "SETTING_KEY",
@@ -31,20 +37,21 @@ __all__ = [
 
 SETTING_KEY = "scheduling"
 
-State = Literal["on", "off", "paused"]
-Via = Literal["os-job", "serve"]
 _STATES = ("on", "off", "paused")
 _VIAS = ("os-job", "serve")
 
 
-@dataclass(frozen=True)
-class Scheduling:
-    """``state`` as stored; ``since`` is when it was last turned on or its way of ticking changed."""
+class Scheduling(
+    namedtuple("Scheduling", ["state", "via", "paused_until", "since"], defaults=("off", None, None, None))
+):
+    """``state`` as stored; ``since`` is when it was last turned on or its way of ticking changed. An
+    immutable record (a named tuple: the per-user tick reads one per project every minute)."""
 
-    state: State = "off"
-    via: Via | None = None
-    paused_until: str | None = None
-    since: str | None = None
+    __slots__ = ()
+    state: State
+    via: Via | None
+    paused_until: str | None
+    since: str | None
 
     def to_json(self) -> dict[str, Any]:
         return {"state": self.state, "via": self.via, "pausedUntil": self.paused_until, "since": self.since}

@@ -28,7 +28,7 @@ from croft.core.clock import parse_instant
 from croft.core.problems import problem
 from croft.history.db import open_history
 from croft.scheduler import incidents
-from croft.scheduler.heartbeat import last_heartbeat, write_beat
+from croft.scheduler.heartbeat import last_heartbeat, write_beat, write_user_beats
 from croft.scheduler.setting import write_scheduling
 from croft.scheduler.user.registry import Registry
 
@@ -106,6 +106,8 @@ STATE_FILES = [
         lambda w: w.home / "idle-cache.json",
         rebuilt=lambda w: _json_dict(w.home / "idle-cache.json"),
     ),
+    StateFile("idle-beats.json", lambda w: w.home / "idle-beats.json", rebuilt=lambda w: True),
+    StateFile("tick-all.lock", lambda w: w.home / "tick-all.lock", rebuilt=lambda w: True),
     StateFile("config.json", lambda w: w.home / "config.json", reported=frozenset({"CONFIG_INVALID"})),
     StateFile(
         "incidents/<project>.json",
@@ -122,9 +124,7 @@ STATE_FILES = [
         ),  # garbage: corrupt; 0 bytes: setting lost
     ),
     StateFile("tick-beat", lambda w: w.a / ".croft" / "tick-beat", rebuilt=lambda w: True),
-    StateFile(
-        "a step's log", lambda w: next((w.a / ".croft" / "logs").glob("*.issues.log")), rebuilt=lambda w: True
-    ),
+    # a step's log is a row of runs.sqlite once its attempt ended (history.steplogs): the runs.sqlite entry
     StateFile("notify.log", lambda w: w.a / ".croft" / "logs" / "notify.log", rebuilt=lambda w: True),
     StateFile(
         "process.log of a scheduled run",
@@ -154,7 +154,8 @@ def world(make_project, _croft_home: Path, tmp_path: Path) -> World:
     # the files only some minutes make, made as those minutes would
     incidents.record(str(w.a.resolve()), _a_problem(), parse_instant(T0), "tick", w.home)
     (w.a / ".croft" / "logs" / "notify.log").write_text("2026-06-01T10:05:00.000Z - a line\n")
-    write_beat(str(w.a / ".croft"), "2026-06-01T10:05:00.000Z")  # the per-user tick's idle beat
+    write_beat(str(w.a / ".croft"), "2026-06-01T10:05:00.000Z")  # an earlier croft's per-project beat
+    write_user_beats(str(_croft_home), "2026-06-01T10:05:00.000Z", [str(w.a.resolve())])  # the user's minute
     (_croft_home / "slots.sqlite.lock").touch()  # taken when a broken slots file is rebuilt
     return w
 

@@ -10,6 +10,8 @@ import pytest
 from enginekit import spawn
 
 from croft.engine.logcap import HEAD_BYTES, LINE_CHARS, TAIL_BYTES, CappedLog, cut_line
+from croft.history import steplogs
+from croft.history.db import open_history
 
 pytestmark = pytest.mark.processes
 
@@ -43,10 +45,17 @@ def test_a_step_that_prints_without_end_keeps_a_bounded_log(make_project):
     out, err = child.communicate(timeout=300)
     envelope = json.loads(out)
     assert child.returncode == 0 and envelope["data"]["status"] == "succeeded", (out, err)
-    [log] = (root / ".croft" / "logs").glob("*.flood.log")
-    size = log.stat().st_size
+    assert not list((root / ".croft" / "logs").glob("*.flood.log"))  # the ended step's log is a row
+    conn = open_history(root / ".croft")
+    try:
+        run_id, attempt, path = conn.execute(
+            "SELECT run_id, attempt, log_path FROM steps WHERE asset = 'flood'"
+        ).fetchone()
+        text = steplogs.text(conn, run_id, "flood", attempt, path) or ""
+    finally:
+        conn.close()
+    size = len(text.encode())
     assert size < HEAD_BYTES + TAIL_BYTES + 2 * LINE_CHARS + 4096, f"the log is {size} bytes"
-    text = log.read_text()
     assert "stdout: first line of the flood" in "".join(text.splitlines()[:3])  # the head
     assert "output: last line of the flood" in text  # the tail
     [note] = [line for line in text.splitlines() if "of output cut here" in line]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from enginekit import croft, cursor, history, table
+from enginekit import croft, cursor, history, step_log, table
 from httpserver import serve
 
 ORDERS = """
@@ -352,8 +352,7 @@ def test_croft_now_reaches_history_stamps_logs_and_run_ids(make_project, monkeyp
     assert run == {"started_at": "2026-07-04T15:30:00.000Z", "finished_at": "2026-07-04T15:30:00.000Z"}
     assert history(root, "SELECT started_at FROM steps") == [{"started_at": "2026-07-04T15:30:00.000Z"}]
     assert table(root, "one")[0]["_loaded_at"].startswith("2026-07-04T15:30:00")
-    log = next((root / ".croft" / "logs").glob("*.one.log")).read_text()
-    assert log.splitlines()[0].startswith("2026-07-04T15:30:00.000Z ")
+    assert step_log(root, "one").splitlines()[0].startswith("2026-07-04T15:30:00.000Z ")
 
 
 def test_a_bug_in_croft_fails_the_step_with_internal_error_not_a_running_row(make_project, monkeypatch):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from enginekit import history, spawn
+from enginekit import history, spawn, step_log
 from httpserver import serve
 
 pytestmark = pytest.mark.processes
@@ -64,8 +64,7 @@ def test_a_redirect_to_another_origin_carries_no_secret_header(make_project):
     for name in ("x-api-key", "x-custom", "authorization"):
         assert name not in received.headers, received.headers
     assert SECRET not in json.dumps(received.headers)
-    [log] = (root / ".croft" / "logs").rglob("*.items.log")
-    line = next(x for x in log.read_text().splitlines() if "another origin" in x)
+    line = next(x for x in step_log(root, "items").splitlines() if "another origin" in x)
     assert "x-api-key" in line and "authorization" in line and "x-custom" in line and "x-plain" not in line
 
 
@@ -127,8 +126,7 @@ def test_asset_print_goes_to_the_step_log_redacted_and_stdout_stays_one_envelope
     code, envelope, err = run(root, "run")  # json.loads of the whole stdout: exactly one document
     assert code == 0 and envelope["ok"] is True
     assert SECRET not in json.dumps(envelope) and SECRET not in err and "the key is" not in err
-    [log] = (root / ".croft" / "logs").rglob("*.chatty.log")
-    text = log.read_text()
+    text = step_log(root, "chatty")
     assert "stdout: the key is [redacted:API_KEY]" in text
     assert "stderr: to stderr [redacted:API_KEY]" in text
     assert "output: raw fd write [redacted:API_KEY]" in text

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from enginekit import history, spawn
+from enginekit import history, spawn, step_log
 from httpserver import serve
 from waiting import wait_for
 
@@ -98,10 +98,9 @@ def rows(ctx):
 
 
 def _logged(root: Path, asset: str) -> str:
-    """The log of ``asset``'s step so far ("" until the step has one)."""
-    steps = history(root, "SELECT log_path FROM steps WHERE asset = ?", asset)
-    path = Path(steps[0]["log_path"]) if steps else None
-    return path.read_text() if path is not None and path.exists() else ""
+    """The log of ``asset``'s step so far ("" until the step has one): its file while the step runs,
+    its row in the history once it ended."""
+    return step_log(root, asset)
 
 
 def finished(child) -> tuple[int, dict, str]:

@@ -127,8 +127,8 @@ def test_a_run_prunes_by_the_keep_days_of_croft_json(make_project) -> None:
     assert croft(root, "run", env={"CROFT_NOW": "2026-03-01T09:00:00Z"})[0] == 0
     left = [r["id"] for r in history(root, "SELECT id FROM runs ORDER BY started_at")]
     assert first not in left and len(left) == 1  # only the run that just ended is the latest
-    logs = sorted(p.name for p in (root / ".croft" / "logs").iterdir())
-    assert logs == [f"{left[0]}.one.log"]
+    assert [p.name for p in (root / ".croft" / "logs").iterdir()] == []  # ended steps keep no file
+    assert history(root, "SELECT run_id FROM step_logs") == [{"run_id": left[0]}]  # the pruned logs went
 
 
 @pytest.mark.parametrize("value", [0, -1, "90", 1.5, True])

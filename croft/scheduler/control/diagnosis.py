@@ -11,25 +11,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from croft.core import clock
 from croft.core.clock import from_iso, to_iso
 from croft.core.duration import words
+from croft.core.paths import croft_home
 from croft.core.problems import CroftError, Problem, problem
 from croft.project.config import Project
 from croft.scheduler import heartbeat
-from croft.scheduler.control.chain import UNSAFE, diagnose, links
-from croft.scheduler.control.gather import permissions_chain, project_chain
 from croft.scheduler.control.troubles import look
 from croft.scheduler.heartbeat import ahead_of, quiet_since
-from croft.scheduler.jobs.health import Link
-from croft.scheduler.jobs.oscmd import Runner
-from croft.scheduler.jobs.record import InstalledJob
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
 from croft.scheduler.user.registry import Registry
-from croft.scheduler.user.trusted import unsafe_problem
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_problem
+
+if TYPE_CHECKING:
+    from croft.scheduler.jobs.health import Link
+    from croft.scheduler.jobs.oscmd import Runner
+    from croft.scheduler.jobs.record import InstalledJob
 
 __all__ = ["no_tick_problem", "project_troubles", "stale_problem", "stale_warning", "unsafe_warning"]
 
@@ -109,6 +110,11 @@ def _problem(
     job: InstalledJob | None,
     waited_ms: int | None = None,
 ) -> Problem:
+    # lazy: only a quiet project gathers the chain (it reads the OS job, the backends and the tick log);
+    # croft status and schedule status of a project that ticks pay for none of it
+    from croft.scheduler.control.chain import diagnose
+    from croft.scheduler.control.gather import project_chain
+
     chain = project_chain(project, setting, now, runner=runner, job=job)
     return stale_problem(
         setting,
@@ -159,6 +165,15 @@ def unsafe_warning(project: Project, now: datetime | None = None) -> Problem | N
     setting = read_scheduling_file(project.config.state_dir)
     if effective_state(setting, now) == "off":
         return None
+    if (
+        home_unsafe(croft_home()) is None
+        and project_unsafe(str(project.root), project.config.state_dir) is None
+    ):
+        return None  # the usual case, by the facts the chain's permission links are decided from
+    # lazy, both: the chain's modules load the OS job backends, which only a refusal needs (its words)
+    from croft.scheduler.control.chain import UNSAFE, links
+    from croft.scheduler.control.gather import permissions_chain
+
     chain = permissions_chain(project, setting, now)
     broken = next((link for link in links(chain) if not link.ok and link.cause == UNSAFE), None)
     unsafe = chain.home_unsafe or chain.places[0].unsafe

@@ -39,6 +39,7 @@ from croft.schedule import cron
 from croft.schedule.phrase import Schedule, parse_schedule
 from croft.scheduler.due import AssetInfo, approval_hold
 from croft.scheduler.setting import effective_state, read_scheduling
+from croft.scheduler.tick.afterrun import after_run
 from croft.scheduler.tick.gather import live_leases
 from croft.scheduler.tick.rungroup import end_own_group
 from croft.scheduler.tick.settle import SPAWNED_KEY, not_started_path
@@ -187,7 +188,9 @@ def _due_run(project_dir: str | None, assets: list[str], run_id: str | None, arg
         options = RunOptions(
             selectors=assets, trigger="schedule", human=False, argv=argv, run_id=run_id, due_rules=DueRules
         )
-        return run_assets(project, options)
+        result = run_assets(project, options)
+        after_run(run_id or str(result.data.get("runId")))  # its slot goes to the next group at once
+        return result
     except CroftError as exc:
         if run_id:
             try:

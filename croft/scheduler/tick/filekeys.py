@@ -11,7 +11,7 @@ import os
 import zlib
 from collections.abc import Iterable
 
-__all__ = ["asset_paths", "files_fingerprint", "stat_text"]
+__all__ = ["asset_paths", "asset_tree", "files_fingerprint", "stat_text"]
 
 _SUFFIXES = (".py", ".sql")
 
@@ -19,7 +19,14 @@ _SUFFIXES = (".py", ".sql")
 def asset_paths(folder: str) -> list[str]:
     """``assets/**/*.py|.sql`` as discovery sees them (hidden entries, ``__pycache__`` and ``__init__.py``
     left out), as sorted path strings found with ``os.scandir``: the listing costs no parse."""
+    return asset_tree(folder)[1]
+
+
+def asset_tree(folder: str) -> tuple[list[str], list[str]]:
+    """(the folders walked, the asset files in them), each sorted. A file added, removed or renamed moves
+    the stat of the folder it is in, so the per-user tick can watch a listing without listing it."""
     found: list[str] = []
+    folders: list[str] = []
     todo = [folder]
     while todo:
         current = todo.pop()
@@ -27,6 +34,7 @@ def asset_paths(folder: str) -> list[str]:
             entries = list(os.scandir(current))
         except OSError:
             continue
+        folders.append(current)
         for entry in entries:
             name = entry.name
             if name.startswith(".") or name == "__pycache__":
@@ -36,7 +44,8 @@ def asset_paths(folder: str) -> list[str]:
             elif name.endswith(_SUFFIXES) and name != "__init__.py" and entry.is_file():
                 found.append(entry.path)
     found.sort()
-    return found
+    folders.sort()
+    return folders, found
 
 
 def stat_text(path: str) -> str:

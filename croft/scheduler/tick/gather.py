@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from croft.core.identity import is_alive
 from croft.engine.peek import committed_attempts
 from croft.history import catalog, leases, state
 from croft.history.db import translate_sqlite_errors
+from croft.history.migrations import COST_GUARD_WHERE
 from croft.scheduler.due import AssetInfo, DueInput, FailedStart
 from croft.scheduler.setting import Scheduling
 
@@ -30,38 +31,46 @@ __all__ = [
 
 
 @translate_sqlite_errors("reading the last successful steps")
-def last_ok_starts(conn: sqlite3.Connection) -> dict[str, str]:
-    rows = conn.execute(
-        "SELECT asset, MAX(started_at) AS at FROM steps WHERE status IN ('ok', 'unchanged') GROUP BY asset"
-    )
-    return {r["asset"]: r["at"] for r in rows}
+def last_ok_starts(conn: sqlite3.Connection, assets: Iterable[str]) -> dict[str, str]:
+    """Each asset's latest successful step start: one probe of the (asset, status, started_at) index per
+    asset, so the cost is the number of assets, never the length of the history."""
+    out: dict[str, str] = {}
+    for asset in assets:
+        row = conn.execute(_LAST_OK, (asset,)).fetchone()
+        if row is not None and row[0] is not None:
+            out[asset] = row[0]
+    return out
+
+
+_LAST_OK = "SELECT MAX(started_at) FROM steps WHERE asset = ? AND status IN ('ok', 'unchanged')"
+_LATEST = "SELECT * FROM steps WHERE asset = ? ORDER BY started_at DESC, attempt DESC, rowid DESC LIMIT 1"
 
 
 @translate_sqlite_errors("reading the latest steps")
-def latest_steps(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
-    """Each asset's most recent step row (any status), as ``runs`` would give it.
-
-    The inner MAX per asset is answered from the (asset, started_at) index, so this stays cheap as the
-    history grows; ties on the start time go to the highest attempt.
-    """
-    rows = conn.execute(
-        "SELECT s.* FROM steps s JOIN (SELECT asset, MAX(started_at) AS at FROM steps GROUP BY asset) m"
-        " ON s.asset = m.asset AND s.started_at = m.at ORDER BY s.attempt, s.rowid"
-    )
+def latest_steps(conn: sqlite3.Connection, assets: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Each asset's most recent step row (any status), as ``runs`` would give it; ties on the start
+    time go to the highest attempt, then the latest row. One probe of the (asset, started_at, attempt)
+    index per asset (its last entry), so this stays as cheap at 100k runs as at 100."""
     out: dict[str, dict[str, Any]] = {}
-    for r in rows:
+    for asset in assets:
+        r = conn.execute(_LATEST, (asset,)).fetchone()
+        if r is None:
+            continue
         step = dict(r)
         step["error"] = json.loads(step["error"]) if step.get("error") else None
-        out[step["asset"]] = step
+        out[asset] = step
     return out
 
 
 @translate_sqlite_errors("reading the cost guard's records")
 def scheduled_cost_guard(conn: sqlite3.Connection) -> frozenset[str]:
-    """Assets a scheduled run stopped at the cost guard, with no successful run by a person since."""
+    """Assets a scheduled run stopped at the cost guard, with no successful run by a person since.
+
+    The guard's steps are read through their partial index (``steps_cost_guard``), which holds only
+    them, so the other steps of the history are never read."""
     rows = conn.execute(
         "SELECT s.asset, MAX(s.started_at) AS at FROM steps s JOIN runs r ON r.id = s.run_id"
-        " WHERE r.human = 0 AND s.error LIKE '%\"LARGE_REPROCESS\"%' GROUP BY s.asset"
+        f" WHERE r.human = 0 AND s.{COST_GUARD_WHERE} GROUP BY s.asset"
     ).fetchall()
     held = set()
     for row in rows:
@@ -100,11 +109,11 @@ def due_input(
     """
     if conn is None:
         return DueInput(assets=assets, now=now, tz=tz, setting=setting)
-    last_ok = last_ok_starts(conn)
+    last_ok = last_ok_starts(conn, assets)
     for asset, at in (landed or {}).items():
         if at > last_ok.get(asset, ""):
             last_ok[asset] = at
-    latest = dict(latest) if latest is not None else latest_steps(conn)
+    latest = dict(latest) if latest is not None else latest_steps(conn, assets)
     for asset in landed or {}:
         latest.pop(asset, None)
     return DueInput(
@@ -125,14 +134,10 @@ def due_input(
     )
 
 
-def landed_writes(
-    conn: sqlite3.Connection, database: Path, latest: dict[str, dict[str, Any]] | None = None
-) -> dict[str, str]:
+def landed_writes(database: Path, latest: dict[str, dict[str, Any]]) -> dict[str, str]:
     """Crashed latest steps whose write the warehouse committed anyway (a crash after COMMIT, before the
     step row was finished): asset -> the step's start. The warehouse is looked into only when there is
     such a step."""
-    with translate_sqlite_errors("reading crashed steps"):
-        steps = latest if latest is not None else latest_steps(conn)
-        crashed = [s for s in steps.values() if s["status"] == "crashed" and s["attempt"] >= 1]
+    crashed = [s for s in latest.values() if s["status"] == "crashed" and s["attempt"] >= 1]
     done = committed_attempts(database, [(s["asset"], s["run_id"], s["attempt"]) for s in crashed])
     return {s["asset"]: s["started_at"] for s in crashed if (s["asset"], s["run_id"], s["attempt"]) in done}

@@ -3,10 +3,10 @@
 Most ticks of most projects find nothing due. When a full tick (``scheduler.tick.project_tick``) ends having started
 nothing, held nothing and reported nothing, it leaves a memo (settings ``schedule.idle``): the instant it
 looked, the next instant anything could fire, and fingerprints of everything its decision read (the
-scheduling setting and croft.json as text, the history tables the decision reads, the asset files and
-the modules they import, by ``stat``). The next tick checks that memo with nothing but ``os``, ``json``,
-``sqlite3`` and ``zlib``; if every fingerprint still matches and the clock is between the two instants,
-the decision cannot have changed, so it takes the singleton, writes the heartbeat and stops. Anything
+scheduling setting and croft.json as text, the history's generation counter, the asset files and the
+modules they import, by ``stat``). The next tick checks that memo with nothing but ``os``, ``json``,
+``sqlite3`` and ``zlib``, reading one row of the history however long it is; if every fingerprint
+still matches and the clock is between the two instants, the decision cannot have changed, so it takes the singleton, writes the heartbeat and stops. Anything
 else (a fingerprint moved, a fire came, the clock went back, a run is going, a spawned run is not
 settled, a relocated state folder) falls through to the full tick, which decides as always.
 """
@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import zlib
 
 try:  # the C module itself: hashlib would first load OpenSSL's, ~4 ms of every idle minute
     from _blake2 import blake2b
@@ -32,33 +31,31 @@ TYPE_CHECKING = False  # typing itself is not loaded on this path: it is what th
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["MEMO_KEY", "config_digest", "history_fingerprint", "idle_tick", "make_memo", "memo_holds"]
+__all__ = [
+    "MEMO_KEY",
+    "config_digest",
+    "history_fingerprint",
+    "idle_tick",
+    "make_memo",
+    "memo_holds",
+    "project_redactor",
+]
 
 MEMO_KEY = "schedule.idle"
 _NOT_SETTLED = ("schedule.spawned", "schedule.failedStarts")
 
-_HISTORY_SQL = """
-SELECT
-  (SELECT COUNT(*) || ':' || IFNULL(MAX(rowid), 0) || ':' || TOTAL(rowid * unicode(status) * length(status))
-     || ':' || IFNULL(MAX(finished_at), '') FROM steps),
-  (SELECT COUNT(*) || ':' || IFNULL(MAX(rowid), 0) || ':' || TOTAL(rowid * unicode(status) * length(status))
-     FROM runs),
-  (SELECT group_concat(x, ';') FROM (SELECT asset || '|' || IFNULL(last_fire_at, '') || '|'
-     || IFNULL(last_attempt_at, '') || '|' || IFNULL(approved_code_hash, '') AS x
-     FROM schedule_state ORDER BY asset)),
-  (SELECT group_concat(x, ';') FROM (SELECT asset || '|' || refreshed_at || '|' || json AS x
-     FROM catalog ORDER BY asset)),
-  (SELECT COUNT(*) FROM leases),
-  (SELECT COUNT(*) FROM runs WHERE status = 'running')
-"""
+_HISTORY_SQL = "SELECT n FROM generation WHERE id = 1"
 
 
 def history_fingerprint(conn: sqlite3.Connection) -> str:
-    """One value for what the due decision reads from runs.sqlite (steps, runs, schedule state, catalog,
-    leases); any write that could change the decision changes it."""
+    """One value for what the due decision reads from runs.sqlite (runs, steps, schedule state, catalog,
+    leases): the history's generation, which a trigger bumps in the same transaction as any write to
+    those tables (``history.migrations.m004_bounded_reads``). One row read, whatever the history's
+    length; a history without the counter (not migrated yet) raises, and the full tick decides."""
     row = conn.execute(_HISTORY_SQL).fetchone()
-    text = "\x00".join("" if v is None else str(v) for v in tuple(row))
-    return f"{zlib.crc32(text.encode()):08x}:{len(text)}"
+    if row is None:
+        raise sqlite3.DatabaseError("the history has no generation row")
+    return f"g{int(row[0])}"
 
 
 def _raw_settings(conn: sqlite3.Connection) -> dict[str, str]:
@@ -133,19 +130,26 @@ def idle_tick(start: str, now_iso: str) -> dict[str, Any] | None:
     return data
 
 
-def _ping(root: str, config: dict[str, Any]) -> None:
-    """The same ping the full tick sends (``notify_ping.ping_logged``); nothing is imported without one."""
+def _ping_url(config: dict[str, Any]) -> str | None:
+    """The ``notify.ping`` URL croft.json sets, or None: the dead-man's switch of each completed tick."""
     notify = config.get("notify")
     url = notify.get("ping") if isinstance(notify, dict) else None
-    if not url or not isinstance(url, str):
+    return url if isinstance(url, str) and url else None
+
+
+def _ping(root: str, config: dict[str, Any]) -> None:
+    """The same ping the full tick sends (``notify_ping.ping_logged``); nothing is imported without one."""
+    url = _ping_url(config)
+    if url is None:
         return
     from croft.notify.ping import ping_logged
 
-    ping_logged(url, os.path.join(root, ".croft"), lambda: _redactor(root))
+    ping_logged(url, os.path.join(root, ".croft"), lambda: project_redactor(root))
 
 
-def _redactor(root: str) -> Any:
-    """Only on a failed ping: the project's redactor, for the line in notify.log."""
+def project_redactor(root: str) -> Any:
+    """Only on a failed ping: the project's redactor, for the line in notify.log (the project is loaded
+    then, never on a ping that answered)."""
     from pathlib import Path
 
     from croft.project.config import load_project
@@ -154,13 +158,14 @@ def _redactor(root: str) -> Any:
 
 
 def memo_holds(root: str, now_iso: str) -> dict[str, Any] | None:
-    """The memo when it still holds at ``now_iso`` (the same check as ``idle_tick``), writing nothing;
-    None: a full tick must decide. For the per-user tick, which beats idle projects itself."""
+    """The memo when it still holds at ``now_iso`` (the same check as ``idle_tick``), writing nothing,
+    with ``pingUrl``: croft.json's ``notify.ping`` (the memo keeps only a digest of croft.json); None: a
+    full tick must decide. For the per-user tick, which beats idle projects and sends their pings itself."""
     try:
         found = _idle(root, now_iso, beat=False)
     except (OSError, ValueError, KeyError, TypeError, RecursionError, sqlite3.Error):
         return None
-    return found[0] if found else None
+    return {**found[0], "pingUrl": _ping_url(found[2])} if found else None
 
 
 def _idle(start: str, now_iso: str, beat: bool) -> tuple[dict[str, Any], str, dict[str, Any]] | None:

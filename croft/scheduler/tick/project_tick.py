@@ -36,6 +36,7 @@ from croft.scheduler.tick.ceiling import deadline_for, enforce_ceilings
 from croft.scheduler.tick.factcache import cached_deps, load_facts
 from croft.scheduler.tick.failure import tick_failed, tick_succeeded
 from croft.scheduler.tick.gather import due_input, landed_writes, latest_steps
+from croft.scheduler.tick.handoff import pass_on
 from croft.scheduler.tick.memo import MEMO_KEY, make_memo
 from croft.scheduler.tick.report import held, never_fires, tick_data
 from croft.scheduler.tick.rungroup import end_group
@@ -46,6 +47,7 @@ from croft.scheduler.tick.settle import (
     note_child,
     note_spawn,
     settle,
+    tidy_reported,
 )
 from croft.scheduler.tick.slow import Slow, claim_slow, tell_slow
 from croft.scheduler.tick.tell import tell_after_tick
@@ -82,8 +84,13 @@ def _refresh_catalog(project: Project, conn: Any, assets: list[str], infos: dict
         warehouse.close()
 
 
-def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[Problem]]:
-    """Run one tick of ``project`` at ``now``; returns the ``croft tick --json`` data and its problems."""
+def project_tick(
+    project: Project, now: datetime, *, ping: bool = True
+) -> tuple[dict[str, Any], list[Problem]]:
+    """Run one tick of ``project`` at ``now``; returns the ``croft tick --json`` data and its problems.
+
+    ``ping``: send the dead-man's-switch ping after a completed tick (``croft tick --all`` sends the
+    pings of the ticks it hands to a worker itself, all at once)."""
 
     started = time.perf_counter()
     data = tick_data()
@@ -118,7 +125,8 @@ def project_tick(project: Project, now: datetime) -> tuple[dict[str, Any], list[
         tick_failed(project, exc, now)
         raise
     tick_succeeded(project)
-    ping_after_tick(project)  # a completed tick only: an early exit (off, paused, busy) returned above
+    if ping:
+        ping_after_tick(project)  # a completed tick only: an early exit (off, paused, busy) returned above
     return data, problems
 
 
@@ -156,6 +164,7 @@ def _work(
         reconcile(conn, lambda assets: _refresh_catalog(project, conn, assets, infos))
     settled = settle(conn, state_dir, now)
     apply_settled(conn, settled)
+    tidy_reported(state_dir, settled)
     for ended in settled.ended:  # what a run that crashed or was killed left running ends with it
         end_group(ended, LEFTOVER_GRACE_S)
     told: list[tuple[Any, Problem]] = []
@@ -163,7 +172,7 @@ def _work(
         again = f"it runs again after {_words(failure, now, tz)}"
         problems.append(_crash_warning(state_rel, failure.run_id, failure.assets, failure.reason, again))
         told.append((failure, problems[-1]))
-    latest = latest_steps(conn)
+    latest = latest_steps(conn, infos)
     given = due_input(
         conn,
         infos,
@@ -172,7 +181,7 @@ def _work(
         setting=read_scheduling(conn),
         starting=settled.starting,
         failed_starts=settled.failed_starts,
-        landed=landed_writes(conn, project.config.database, latest),
+        landed=landed_writes(project.config.database, latest),
         latest=latest,
         next_fires=False,
     )
@@ -216,6 +225,7 @@ def _work(
         slots.attach(slots.home(), slot, child)
         note_child(conn, run_id, child)
         data["spawned"].append({"runId": run_id, "assets": group, "reason": work.group_reason(group)})
+    pass_on(grant.kick, now, "a slot is free for its waiting groups")
     waiting = len(data["held"]) > len(never)
     idle = not (data["spawned"] or waiting or problems or settled.still or settled.failed_starts)
     _leave_memo(project, conn, now, infos if idle else None, never)
@@ -261,8 +271,10 @@ def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str 
         )
         if gap > slots.WAKE_GAP and (since is None or since <= previous) and not paused:
             asleep = gap
-    if not wants:
-        return slots.Grant()
+    if not wants:  # nothing to start: leave the queue at once, and pass this project's turn on
+        grant = slots.Grant()
+        grant.kick = slots.withdraw(slots.home(), str(project.root), now)
+        return grant
     grant = slots.take(slots.home(), str(project.root), wants, now, current(), asleep=asleep)
     if grant.wake_line:
         TickLog.of(slots.home()).write(to_iso(now), f"{project.root}: {grant.wake_line}")

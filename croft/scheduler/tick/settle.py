@@ -10,6 +10,7 @@ try (settings ``schedule.failedStarts``).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -30,12 +31,17 @@ __all__ = [
     "apply_settled",
     "not_started_path",
     "settle",
+    "tidy_reported",
 ]
 
 SPAWNED_KEY = "schedule.spawned"
 FAILED_KEY = "schedule.failedStarts"
 SPAWN_GRACE = timedelta(seconds=10)
 NOT_STARTED = "_not_started.json"
+PROCESS_LOG = "process.log"
+# A run that ended with one of these wrote its own envelope into its row (``runs.summary``): the copy
+# its process printed is not needed once the tick has settled it.
+REPORTED = ("succeeded", "failed")
 
 
 def not_started_path(state_dir: Path, run_id: str) -> Path:
@@ -53,6 +59,7 @@ class Settled:
     ended: list[ProcessIdentity] = field(default_factory=list)  # the noted runs' processes, now over
     noted: int = 0  # how many notes and failed starts were stored (to skip a write that changes nothing)
     failed_read: int = 0
+    reported: list[str] = field(default_factory=list)  # runs that ended and recorded their own report
 
     def rollback_view(self) -> dict[str, str | None]:
         return {asset: before for asset, (_, before) in self.rollbacks.items()}
@@ -88,6 +95,9 @@ def settle(conn: sqlite3.Connection, state_dir: Path, now: datetime) -> Settled:
                 out.still.append(note)
                 out.starting.append((run_id, assets))
                 continue
+            if is_alive(who):  # its row ended and it is finishing: handing its slot on (tick.afterrun),
+                out.still.append(note)  # then ending its own group; a later tick settles it, and ends
+                continue  # what it left running, once it is gone (a group signalled now would end it too)
             out.ended.append(who)
             attempted = {
                 r["asset"]
@@ -97,6 +107,8 @@ def settle(conn: sqlite3.Connection, state_dir: Path, now: datetime) -> Settled:
             if unstarted and row["status"] in ("crashed", "interrupted", "running"):
                 verb = "was interrupted" if row["status"] == "interrupted" else "crashed"
                 why = f"the run {verb} before it started {_plural(unstarted, 'it', 'them')}"
+            elif row["status"] in REPORTED:
+                out.reported.append(run_id)
         else:
             refusal = not_started_path(state_dir, run_id)
             if refusal.is_file():
@@ -127,6 +139,22 @@ def settle(conn: sqlite3.Connection, state_dir: Path, now: datetime) -> Settled:
             if parse_instant(failed.at) + RETRY_BACKOFF > now:
                 out.failed_starts.append(failed)
     return out
+
+
+def tidy_reported(state_dir: Path, settled: Settled) -> None:
+    """Remove the log folder of each settled run that reported itself, when it holds only the output
+    the run printed (its envelope, already in its row): 1,100 scheduled runs a day would otherwise
+    keep a folder and a file each for the whole history. A crashed, interrupted or refused run keeps
+    its folder: what it printed is the evidence the tick's warning points to."""
+    for run_id in settled.reported:
+        folder = Path(state_dir) / "logs" / run_id
+        try:
+            names = os.listdir(folder)
+            if names == [PROCESS_LOG]:
+                os.unlink(folder / PROCESS_LOG)
+                os.rmdir(folder)
+        except OSError:
+            continue  # not there, or not ours to tidy: pruning removes it with the run
 
 
 def _child_may_live(note: dict[str, Any], now: datetime) -> bool:

@@ -13,6 +13,16 @@ One small SQLite file, ``<CROFT_HOME>/slots.sqlite``, is shared by every project
   group was started or held).
 - ``meta``: the staggered wake-up: the last wake (when, until when it lasts, how many groups it has
   started), so the minute after a long sleep starts at most N groups whatever finishes meanwhile.
+- ``kicks``: the projects asked to tick now because a slot is theirs (see below), and when.
+
+The cap limits runs alive, not starts per minute. A scheduled run that ends hands its slot over at
+once (``hand_over``): it gives its slot back and asks the project ticks of the groups now first in the
+order (``kicks``) to tick; the tick that comes takes the slot through ``take`` like any other, so every
+hold rule, the fire recorded before the spawn and the order itself are the project tick's own. A tick
+that finds another project's group ahead of its own with a slot free asks that project too, and a tick
+that no longer wants anything withdraws its waiting groups (``withdraw``) and passes its turn on, so a
+backlog drains at the speed its runs take, never with more than N alive. A project is asked once until
+its tick has come (or ``KICK_LASTS`` went by: a tick that found its project busy does not block it).
 
 Everything is decided inside ONE ``BEGIN IMMEDIATE`` transaction, so two project ticks starting in the
 same instant can never both take the last slot. Runs by hand never come here.
@@ -47,12 +57,14 @@ __all__ = [
     "Grant",
     "Want",
     "attach",
+    "hand_over",
     "home",
     "max_scheduled_runs",
     "queue_json",
     "queue_view",
     "release",
     "take",
+    "withdraw",
 ]
 
 DEFAULT_MAX = 2
@@ -61,6 +73,7 @@ CONFIG_KEY = "maxScheduledRuns"
 STALE_AFTER = timedelta(minutes=3)
 WAKE_GAP = timedelta(minutes=5)
 WAKE_LASTS = timedelta(seconds=60)
+KICK_LASTS = timedelta(seconds=30)
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS slots (id TEXT PRIMARY KEY, root TEXT NOT NULL, pid INTEGER NOT NULL,"
@@ -68,6 +81,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS waiting (root TEXT NOT NULL, grp TEXT NOT NULL, fire TEXT NOT NULL,"
     " seen_at TEXT NOT NULL, PRIMARY KEY (root, grp))",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS kicks (root TEXT PRIMARY KEY, at TEXT NOT NULL)",
 )
 
 
@@ -138,6 +152,7 @@ class Grant:
         self.queued = 0  # waiting groups of the whole user, after this tick
         self.room = 0
         self.wake_line: str | None = None
+        self.kick: list[str] = []  # other projects whose groups are first in the order, asked to tick now
 
     def reason(self) -> str:
         cap = f"at most {self.cap} at once for this user"
@@ -304,6 +319,8 @@ def take(
     """Decide, in one transaction, which of ``wants`` start now; reserve their slots under ``who``.
 
     ``asleep``: how long since this project's previous tick when that was more than ``WAKE_GAP`` (a wake).
+    Other projects whose waiting groups are ahead of these with a slot free are asked to tick
+    (``Grant.kick``).
     """
     grant = Grant()
     grant.cap = cap if cap is not None else max_scheduled_runs(home)[0]
@@ -317,23 +334,15 @@ def take(
             conn.execute(
                 "DELETE FROM waiting WHERE root = ? OR seen_at < ?", (root, to_iso(now - STALE_AFTER))
             )
-            others = [
-                (fire, r, grp)
-                for r, grp, fire in conn.execute(
-                    "SELECT root, grp, fire FROM waiting WHERE seen_at <= ?", (stamp,)
-                )
-            ]
-            room = max(0, grant.cap - len(live))
-            wake = _meta(conn, "wake") or {}
-            in_wake = bool(wake) and wake.get("at", "") <= stamp < wake.get("until", "")
+            conn.execute("DELETE FROM kicks WHERE root = ?", (root,))  # this project's tick has come
+            others = _others(conn, stamp)
+            room, wake, in_wake = _room(conn, grant.cap, len(live), stamp)
             if asleep is not None and not in_wake:
                 wake = {"at": stamp, "until": to_iso(now + WAKE_LASTS), "started": 0}
                 in_wake = True
                 due = len(wants) + len(others)
                 groups = "group" if due == 1 else "groups"
                 grant.wake_line = f"woke after {words(asleep.total_seconds())}; {due} {groups} due"
-            if in_wake:
-                room = min(room, max(0, grant.cap - int(wake.get("started", 0))))
             grant.room = room
             mine = sorted(wants, key=lambda w: (w.fire, w.key))
             order = sorted([*others, *((w.fire, root, w.key) for w in mine)])
@@ -356,6 +365,7 @@ def take(
             if in_wake:
                 wake["started"] = int(wake.get("started", 0)) + len(grant.start)
                 _put_meta(conn, "wake", wake)
+            grant.kick = _kick(conn, [(r, g) for _, r, g in order[:room] if r != root], now)
             grant.queued = len(others) + len(grant.waiting)
             conn.execute("COMMIT")
         except BaseException:
@@ -365,6 +375,113 @@ def take(
     finally:
         conn.close()
     return grant
+
+
+def _others(conn: sqlite3.Connection, stamp: str | None = None) -> list[tuple[str, str, str]]:
+    """(fire, root, group) of the waiting groups of the user (seen up to ``stamp``, when given: a tick
+    decides only over what was queued by its own instant; a slot handed on goes to whatever waits)."""
+    rows = conn.execute("SELECT root, grp, fire FROM waiting WHERE seen_at <= ?", (stamp or "\uffff",))
+    return [(fire, r, grp) for r, grp, fire in rows]
+
+
+def _room(conn: sqlite3.Connection, cap: int, alive: int, stamp: str) -> tuple[int, dict[str, Any], bool]:
+    """(free slots, the wake record, whether ``stamp`` is inside its window): the one rule of how many
+    groups may start now, for ``take`` and ``hand_over`` alike. Inside a wake window at most ``cap``
+    groups start in all, whatever ends meanwhile."""
+    room = max(0, cap - alive)
+    wake = _meta(conn, "wake") or {}
+    in_wake = bool(wake) and wake.get("at", "") <= stamp < wake.get("until", "")
+    if in_wake:
+        room = min(room, max(0, cap - int(wake.get("started", 0))))
+    return room, wake, in_wake
+
+
+def _kick(conn: sqlite3.Connection, heads: Sequence[tuple[str, str]], now: datetime) -> list[str]:
+    """Record a kick for each project among ``heads`` (the groups first in the order) not asked in the
+    last ``KICK_LASTS``; returns the projects to tick now."""
+    if not heads:
+        return []
+    recent = to_iso(now - KICK_LASTS)
+    conn.execute("DELETE FROM kicks WHERE at < ?", (recent,))
+    asked = {r for (r,) in conn.execute("SELECT root FROM kicks")}
+    out: list[str] = []
+    for root, _ in heads:
+        if root not in asked and root not in out:
+            out.append(root)
+    conn.executemany("INSERT OR REPLACE INTO kicks (root, at) VALUES (?, ?)", [(r, to_iso(now)) for r in out])
+    return out
+
+
+@_translated
+def hand_over(home: Path, who: ProcessIdentity, now: datetime, cap: int | None = None) -> list[str]:
+    """A scheduled run that ends gives its slot back and names the projects to tick now (the groups
+    first in the order, as many as slots are free). Nothing for a process that holds no slot (a run by
+    hand, or a run whose tick had not handed it its slot yet: the next minute's tick then fills it)."""
+    path = home / FILE
+    if not path.is_file():
+        return []
+    limit = cap if cap is not None else max_scheduled_runs(home)[0]
+    stamp = to_iso(now)
+    conn = _open(home)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            gave = conn.execute(
+                "DELETE FROM slots WHERE pid = ? AND proc_start IS ? AND boot_id IS ?",
+                (who.pid, who.start, who.boot),
+            ).rowcount
+            kicks: list[str] = []
+            if gave:
+                conn.execute("DELETE FROM waiting WHERE seen_at < ?", (to_iso(now - STALE_AFTER),))
+                room, _, _ = _room(conn, limit, len(_live(conn)), stamp)
+                order = sorted(_others(conn))
+                kicks = _kick(conn, [(r, g) for _, r, g in order[:room]], now)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.close()
+    return kicks
+
+
+@_translated
+def withdraw(home: Path, root: str, now: datetime, cap: int | None = None) -> list[str]:
+    """A project tick that wants nothing now (its groups started elsewhere, or are held): its waiting
+    groups leave the queue at once rather than in ``STALE_AFTER``, and if that frees the head of the
+    order for another project, that project is asked to tick. Reads first, so the usual tick of a
+    project with nothing queued takes no write lock."""
+    path = home / FILE
+    if not path.is_file():
+        return []
+    conn = _open(home)
+    try:
+        queued = conn.execute(
+            "SELECT EXISTS(SELECT 1 FROM waiting WHERE root = ?1) OR EXISTS(SELECT 1 FROM kicks WHERE root = ?1)",
+            (root,),
+        ).fetchone()[0]
+        if not queued:
+            return []
+        limit = cap if cap is not None else max_scheduled_runs(home)[0]
+        stamp = to_iso(now)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "DELETE FROM waiting WHERE root = ? OR seen_at < ?", (root, to_iso(now - STALE_AFTER))
+            )
+            conn.execute("DELETE FROM kicks WHERE root = ?", (root,))
+            room, _, _ = _room(conn, limit, len(_live(conn)), stamp)
+            order = sorted(_others(conn))
+            kicks = _kick(conn, [(r, g) for _, r, g in order[:room]], now)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.close()
+    return kicks
 
 
 @_translated

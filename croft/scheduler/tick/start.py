@@ -1,6 +1,7 @@
-"""Starting a scheduled run (``croft run --due``) as a detached process with an explicit environment.
+"""Starting a scheduled run (``croft run --due``) as a detached process with an explicit environment,
+and a project tick for a slot handed on (``scheduler.tick.handoff``).
 
-(``scheduler.user.launch`` starts project ticks for the per-user tick and serve; this starts the runs a tick decides.)
+(``scheduler.user.launch`` starts project ticks for the per-user tick and serve, with ``tick_argv``.)
 
 The child is ``<this python> -m croft run --due --run-id ID A B …`` in the project folder, in its own
 session (so the tick, a terminal closing or the OS job's cgroup ending does not take it down), with its
@@ -19,7 +20,12 @@ from croft.core.children import detach
 from croft.core.identity import ProcessIdentity, boot_id, start_time
 from croft.core.private import open_append
 
-__all__ = ["start_due_run"]
+TYPE_CHECKING = False  # the per-user tick loads tick_argv every minute: nothing of typing on its path
+if TYPE_CHECKING:
+    import subprocess
+    from typing import IO
+
+__all__ = ["start_due_run", "start_project_tick", "start_tick_worker", "tick_argv"]
 
 
 def start_due_run(
@@ -36,6 +42,24 @@ def start_due_run(
     # The tick exits soon and init adopts the child; holding the handle keeps Python from warning about it.
     _CHILDREN.append(child)
     return ProcessIdentity(pid=child.pid, start=start_time(child.pid), boot=boot_id())
+
+
+def tick_argv() -> list[str]:
+    """The command of a project tick, run in the project's folder."""
+    return [sys.executable, "-m", "croft", "tick"]
+
+
+def start_tick_worker(cwd: str, err: IO[bytes], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start ``croft tick --batch`` (``scheduler.tick.batch``), detached, spoken to through pipes (its
+    stderr to ``err``). OSError when it cannot start."""
+    return detach([*tick_argv(), "--batch"], cwd, err, env, talk=True)
+
+
+def start_project_tick(root: str, out: IO[bytes], env: dict[str, str]) -> int:
+    """Start ``croft tick`` in ``root``, detached, its output to ``out``; its pid. OSError when it cannot."""
+    child = detach(tick_argv(), root, out, env)
+    _CHILDREN.append(child)
+    return child.pid
 
 
 _CHILDREN: list[object] = []

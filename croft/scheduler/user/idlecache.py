@@ -12,10 +12,14 @@ creating and removing its -wal and -shm files costs ~1 ms of CPU), would make an
   check's inputs are the same, so its answer is too; any write to runs.sqlite, croft.json or an asset
   file moves a stat and the check runs again. A stamp taken within ``RACY_NS`` of a file's mtime is not
   trusted (a second write in the same clock tick could leave the mtime as it was);
-- a project whose croft.json sets ``notify.ping`` is never beaten here: its ping goes out after each
-  project tick, which only its own tick process sends;
-- the heartbeat of such a minute goes to ``<state>/tick-beat`` (one small file), not to runs.sqlite, so
-  the stamps stay still (the beat file is not part of them). ``heartbeat.last_heartbeat`` reads the later of it and the tick row.
+- a project whose croft.json sets ``notify.ping`` is beaten here too: the URL is remembered with the
+  stamp (croft.json is one of the stamped files), and ``croft tick --all`` sends the ping of every
+  completed tick, idle or full, at the end of its minute;
+- the heartbeat of such a minute goes to the user's one ``<CROFT_HOME>/idle-beats.json``
+  (``heartbeat.write_user_beats``), not to runs.sqlite, so the stamps stay still;
+  ``heartbeat.last_heartbeat`` reads the latest of it and the tick row;
+- the project's incident file in croft's home is stamped too: a tick that failed since makes the idle
+  check run again (and not hold), with no second look for it.
 
 Imports only ``os`` (and the idle check when a stamp moved): it runs every minute.
 """
@@ -27,6 +31,7 @@ import time
 
 from croft.scheduler.incidents import incident_path
 from croft.scheduler.user.settingcache import HintFile
+from croft.scheduler.user.trusted import project_parts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,37 +42,57 @@ __all__ = ["IdleCache"]
 RACY_NS = 50_000_000  # 50 ms: well above any filesystem clock tick
 
 
-def _stamp(root: str, state_dir: str, deps: list[str], home: str) -> tuple[str, bool] | None:
-    """(one value for the stats of what the idle check reads, whether it is safe to compare later);
-    None: something could not be read."""
-    from zlib import crc32
+def _targets(root: str, deps: list[str]) -> list[str]:
+    """What the idle check reads, relative to ``root``: the history and its WAL, croft.json, the asset
+    folders (a file added, removed or renamed moves its folder's stat), the asset files and the local
+    modules they import. Listed once when the check holds; each minute after only stats them."""
+    from croft.scheduler.tick.filekeys import asset_tree  # lazy: only when the idle check ran
 
-    from croft.scheduler.tick.filekeys import asset_paths
-
-    paths = [
-        f"{state_dir}/runs.sqlite",
-        f"{state_dir}/runs.sqlite-wal",
-        incident_path(root, home),  # a failed tick since: the idle check must run again (it will not hold)
-        f"{root}/croft.json",
-        *asset_paths(f"{root}/assets"),
-        *(f"{root}/{rel}" for rel in sorted(set(deps))),
+    folders, files = asset_tree(f"{root}/assets")
+    skip = len(root) + 1
+    return [
+        ".croft/runs.sqlite",
+        ".croft/runs.sqlite-wal",
+        "croft.json",
+        *(path[skip:] for path in folders),
+        *(path[skip:] for path in files),
+        *sorted(set(deps)),
     ]
+
+
+def _stamp(root: str, targets: list[str], incident: str) -> tuple[int, bool] | None:
+    """(one value for the stats of ``targets`` and of the project's incident file in croft's home (a
+    failed tick since: the idle check must run again, and it will not hold), whether it is safe to
+    compare later); None: something could not be read. The value is the hash of a tuple of integers,
+    which Python computes the same in every process (unlike that of text), so it is stored as it is."""
     racy = time.time_ns() - RACY_NS
-    stats: list[tuple[int, int, int, int] | None] = []
-    safe = True
-    for path in paths:
-        try:
+    stats: list[tuple[int, ...]] = []
+    for path in project_parts(root):  # what the trust check reads: its owner and mode (and that it is
+        try:  # the same file); never its mtime, which a file made or removed inside a folder moves
             st = os.stat(path)
         except FileNotFoundError:
-            stats.append(None)
+            stats.append(_GONE)
             continue
         except OSError:
             return None
-        stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode))  # mode: a chmod is a change too
+        stats.append((st.st_ino, st.st_mode, st.st_uid))
+    safe = True
+    prefix = root + "/"
+    for path in (incident, *[prefix + rel for rel in targets]):
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            stats.append(_GONE)
+            continue
+        except OSError:
+            return None
+        stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid))  # a chmod or chown too
         if st.st_mtime_ns > racy:
             safe = False
-    text = repr((paths, stats))
-    return f"{crc32(text.encode()):08x}:{len(text)}", safe
+    return hash((len(targets), *stats)), safe
+
+
+_GONE = (-1,)
 
 
 class IdleCache(HintFile):
@@ -77,7 +102,7 @@ class IdleCache(HintFile):
 
     def __init__(self, path: Path):
         super().__init__(path)
-        self._before: dict[str, tuple[str, bool] | None] = {}
+        self._before: dict[str, tuple[int, bool] | None] = {}
         self._home = str(path.parent)  # the cache lives in croft's home, beside the incidents
 
     def still(self, root: str, now_iso: str) -> bool:
@@ -85,9 +110,9 @@ class IdleCache(HintFile):
         window: then its answer is the same, and the project only needs its heartbeat."""
         self.seen.add(root)
         entry = self.entries.get(root)
-        if not isinstance(entry, dict):
+        if not isinstance(entry, dict) or not isinstance(entry.get("paths"), list):
             return False
-        before = self._before[root] = _stamp(root, f"{root}/.croft", entry["deps"], self._home)  # type: ignore[arg-type]
+        before = self._before[root] = _stamp(root, entry["paths"], incident_path(root, self._home))  # type: ignore[arg-type]
         return bool(
             entry["safe"]
             and before is not None
@@ -102,24 +127,36 @@ class IdleCache(HintFile):
 
         self.seen.add(root)
         self.changed = True
-        state_dir = f"{root}/.croft"
-        before = (
-            self._before.pop(root, None) if root in self.entries else _stamp(root, state_dir, [], self._home)
-        )
+        incident = incident_path(root, self._home)
+        known = self.entries.get(root)
+        targets = known.get("paths") if isinstance(known, dict) else None
+        if isinstance(targets, list) and root in self._before:  # stamped by ``still`` this minute
+            before = self._before.pop(root)
+        else:
+            targets = _targets(root, [])
+            before = _stamp(root, targets, incident)
         memo = memo_holds(root, now_iso)
-        # a project that pings keeps its own tick process every minute: the ping goes out after each one
-        if memo is None or memo.get("pings", True):
+        if memo is None:
             self.entries.pop(root, None)
             return False
-        after = _stamp(root, state_dir, memo["deps"], self._home)
+        paths = _targets(root, memo["deps"])
+        after = _stamp(root, paths, incident)
         # Trusted next minute only when nothing moved while the check read (its own closing may have
-        # checkpointed the WAL; then the next minute's check, which writes nothing, gives a steady stamp).
-        steady = before is not None and after is not None and before[0] == after[0]
+        # checkpointed the WAL; then the next minute's check, which writes nothing, gives a steady
+        # stamp), and the listing is the one stamped before it.
+        steady = before is not None and after is not None and paths == targets and before[0] == after[0]
         self.entries[root] = {
             "stamp": after[0] if after else None,
             "safe": steady and before is not None and before[1],
             "at": memo["at"],
             "until": memo["until"],
-            "deps": memo["deps"],
+            "paths": paths,
+            "ping": memo.get("pingUrl"),
         }
         return True
+
+    def ping(self, root: str) -> str | None:
+        """The ping URL of a project whose idle check held (read from its croft.json when it did)."""
+        entry = self.entries.get(root)
+        url = entry.get("ping") if isinstance(entry, dict) else None
+        return url if isinstance(url, str) else None

@@ -8,9 +8,8 @@ environment of whoever started the job.
 
 from __future__ import annotations
 
-import sys
-
 from croft.core.children import detach
+from croft.scheduler.tick.start import tick_argv
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,4 +21,4 @@ __all__ = ["spawn_tick"]
 
 def spawn_tick(root: str, log: IO[bytes], env: dict[str, str]) -> subprocess.Popen[bytes]:
     """Start ``croft tick`` in ``root``; returns at once. Raises OSError when it cannot start."""
-    return detach([sys.executable, "-m", "croft", "tick"], root, log, env)
+    return detach(tick_argv(), root, log, env)

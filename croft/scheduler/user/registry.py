@@ -22,14 +22,12 @@ import contextlib
 import errno
 import json
 import os
-import shlex
 import time
+from collections import namedtuple
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
 
 from croft.core.clock import from_iso, to_iso
 from croft.core.jsonfile import write_atomic
@@ -51,17 +49,26 @@ __all__ = [
 MISSING_DAYS = 30
 BACKUP = "projects.json.bak"
 LOCK_TIMEOUT_S = 12.0
-Via = Literal["os-job", "serve"]
-Presence = Literal["present", "gone", "missing", "unknown"]
+TYPE_CHECKING = False  # the per-user tick reads the registry every minute: typing is not loaded for it
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Via = Literal["os-job", "serve"]
+    Presence = Literal["present", "gone", "missing", "unknown"]
+else:
+    Via = Presence = str  # the names exist at run time for the modules that import them
 _VIAS = ("os-job", "serve")
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(namedtuple("Entry", ["root", "added_at", "via", "missing_since"], defaults=(None,))):
+    """One registered project. An immutable record (a named tuple, not a dataclass: the per-user tick
+    reads every entry every minute, and dataclasses cost it more to import than the entries to read)."""
+
+    __slots__ = ()
     root: str
     added_at: str
     via: Via
-    missing_since: str | None = None
+    missing_since: str | None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"root": self.root, "addedAt": self.added_at, "via": self.via}
@@ -84,6 +91,13 @@ class Entry:
             via=via,
             missing_since=missing if isinstance(missing, str) else None,
         )
+
+
+def _quote(text: str) -> str:
+    """A path shell-quoted for a fix or hint (shlex loads only for such a message, not every minute)."""
+    import shlex
+
+    return shlex.quote(text)
 
 
 def canonical(root: Path | str) -> str:
@@ -187,7 +201,7 @@ def _corrupt(path: Path, why: str) -> CroftError:
         fix={
             "kind": "command",
             "description": "move the damaged registry aside; the next `croft schedule on` starts a new one",
-            "command": f"mv {shlex.quote(str(path))} {shlex.quote(str(aside))}",
+            "command": f"mv {_quote(str(path))} {_quote(str(aside))}",
         },
         details={"file": str(path)},
     )
@@ -293,7 +307,7 @@ class Registry:
                             "DB_BUSY",
                             f"another croft has been changing {self.path} for more than"
                             f" {words(self.lock_timeout)} (it holds {self.lock_path})",
-                            f"Try again in a moment; `lsof {shlex.quote(str(self.lock_path))}` shows"
+                            f"Try again in a moment; `lsof {_quote(str(self.lock_path))}` shows"
                             " which process holds it.",
                             retryable=True,
                         ) from None
@@ -331,7 +345,7 @@ class Registry:
         def change(entries: list[Entry]) -> list[Entry]:
             for i, e in enumerate(entries):
                 if e.root == key:
-                    entries[i] = replace(e, via=via, missing_since=None)
+                    entries[i] = e._replace(via=via, missing_since=None)
                     result.append(entries[i])
                     return entries
             result.append(Entry(root=key, added_at=to_iso(now), via=via))
@@ -367,12 +381,20 @@ class Registry:
         self.update(change)
         return removed[0] if removed else None
 
-    def prune(self, now: datetime, *, lock_timeout: float | None = None) -> list[str]:
+    def prune(
+        self,
+        now: datetime,
+        *,
+        lock_timeout: float | None = None,
+        entries: list[Entry] | None = None,
+        present: frozenset[str] = frozenset(),
+    ) -> list[str]:
         """Drop gone projects and those missing for 30 days, mark newly missing ones; notes in words.
 
         Looks first without the lock, so a minute where nothing changed costs no lock and no write.
-        """
-        plan = _prune_plan(self.entries(), now)
+        ``entries``: the list just read (not read again); ``present``: roots the caller has just seen in
+        place (their croft.json stat'ed this minute), which are not looked at again."""
+        plan = _prune_plan(self.entries() if entries is None else entries, now, present)
         if plan is None:
             return []
         if lock_timeout is not None:
@@ -380,7 +402,7 @@ class Registry:
         notes: list[str] = []
 
         def change(entries: list[Entry]) -> list[Entry]:
-            decided = _prune_plan(entries, now)
+            decided = _prune_plan(entries, now, present)
             if decided is None:
                 return entries
             kept, said = decided
@@ -395,18 +417,20 @@ class Registry:
         return notes
 
 
-def _prune_plan(entries: list[Entry], now: datetime) -> tuple[list[Entry], list[str]] | None:
+def _prune_plan(
+    entries: list[Entry], now: datetime, present: frozenset[str] = frozenset()
+) -> tuple[list[Entry], list[str]] | None:
     """What pruning would do: (kept entries, notes), or None when nothing changes. Pure but for stat()."""
     kept: list[Entry] = []
     notes: list[str] = []
     for e in entries:
-        state, why = presence(e.root)
+        state, why = ("present", "") if e.root in present else presence(e.root)
         if state == "gone":
             notes.append(f"removed {e.root} from the schedule: {why}")
             continue
         if state == "missing":
             if e.missing_since is None:
-                kept.append(replace(e, missing_since=to_iso(now)))
+                kept.append(e._replace(missing_since=to_iso(now)))
                 notes.append(
                     f"{e.root} is missing: {why}; it stays on the schedule, and is removed after"
                     f" {MISSING_DAYS} days missing"
@@ -419,7 +443,7 @@ def _prune_plan(entries: list[Entry], now: datetime) -> tuple[list[Entry], list[
                 )
                 continue
         elif state == "present" and e.missing_since is not None:
-            kept.append(replace(e, missing_since=None))
+            kept.append(e._replace(missing_since=None))
             notes.append(f"{e.root} is back; it stays on the schedule")
             continue
         kept.append(e)

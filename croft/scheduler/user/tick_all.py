@@ -1,9 +1,15 @@
 """``croft tick --all``: what the OS job runs every minute, for every project of this user.
 
-It reads the registry, prunes it, and starts the project tick of each ``os-job`` project whose
-scheduling is on, each in its own detached process, so one broken project never stops the others. A
-project whose idle memo still holds (nothing changed, nothing can be due) only needs its heartbeat, so
-that is written here, in-process, by the project tick's own idle check instead of a new interpreter.
+It reads the registry, prunes it, and ticks each ``os-job`` project whose scheduling is on. A project
+whose idle memo still holds (nothing changed, nothing can be due) only needs its heartbeat, so that is
+written here, in-process, by the project tick's own idle check instead of a new interpreter. The
+others get the real project tick, handed to a few workers (``scheduler.user.fulltick``), so a minute
+with many of them (the first after an install or an upgrade) never starts a process per project, and
+one broken project never stops the others. The dead-man's-switch pings of every completed tick, idle
+or full, go out at the end, a few at a time (``notify.ping.ping_many``).
+
+A minute whose previous ``tick --all`` is still at work is skipped with a line in the tick log (an
+OS-level lock, ``tick-all.lock``): two never tick the same projects at once, and they never pile up.
 It runs 1,440 times a day, so it imports nothing it does not need (no click, no httpx, no asset code;
 the CLI dispatches here before loading click) and does no work for a project whose scheduling is off.
 """
@@ -12,23 +18,24 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from croft.core import clock
-from croft.core.children import croft_env
 from croft.core.disk import folder_problem
 from croft.core.paths import croft_home
 from croft.core.problems import CroftError
-from croft.scheduler.heartbeat import write_beat
+from croft.scheduler.heartbeat import write_user_beats
 from croft.scheduler.setting import effective_state
 from croft.scheduler.ticklog import TickLog
 from croft.scheduler.user.freshcache import FreshCache, look
 from croft.scheduler.user.idlecache import IdleCache
-from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
 from croft.scheduler.user.settingcache import SettingCache
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, state_dir_unsafe, unsafe_error, words
 from croft.scheduler.user.watch import folder_trouble, troubled, untroubled
+
+TYPE_CHECKING = False  # every minute: nothing of typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["tick_all"]
 
@@ -75,31 +82,98 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
         note(message)
     if not entries:
         return out
+    lock = _minute_lock(home)
+    if lock is None:
+        out["exited"] = "busy"
+        note("the previous croft tick --all is still at work; this minute is left to it")
+        return out
     try:
-        pruned = registry.prune(now, lock_timeout=PRUNE_LOCK_S)
-        for message in pruned:
-            note(message)
-        if pruned:  # every change prunes with a note: no note, the entries read above stand
-            entries = registry.entries()
+        _minute(home, now, registry, entries, log, out, note)
+    finally:
+        os.close(lock)
+    return out
+
+
+def _minute(
+    home: Path,
+    now: Any,
+    registry: Registry,
+    entries: list[Entry],
+    log: TickLog,
+    out: dict[str, Any],
+    note: Any,
+) -> None:
+    cache = SettingCache(home / "tick-cache.json")
+    idle = IdleCache(home / "idle-cache.json")
+    fresh = FreshCache(home / "fresh-cache.json")
+    full: list[str] = []
+    pings: list[tuple[str, str]] = []
+    for entry in entries:
+        try:
+            _one(entry, now, cache, idle, fresh, out, note, full, pings)
+        except Exception as exc:  # one broken project never stops the others
+            note(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
+            out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
+    cache.save()
+    idle.save()
+    fresh.save()
+    if out["beat"]:
+        write_user_beats(str(home), out["at"], [b["root"] for b in out["beat"]])
+    # Pruning looks only at the projects not beaten just now: a beaten one's croft.json was stat'ed.
+    beaten = frozenset(b["root"] for b in out["beat"])
+    try:
+        for message in registry.prune(now, lock_timeout=PRUNE_LOCK_S, entries=entries, present=beaten):
+            note(message)  # a gone project was skipped above (no croft.json): it is never in ``full``
     except CroftError as exc:
         if exc.code != "DB_BUSY":
             raise
         note(f"{registry.path} is locked by another croft; pruning next minute")
-    env = croft_env(croft_home=str(home))
-    cache = SettingCache(home / "tick-cache.json")
-    idle = IdleCache(home / "idle-cache.json")
-    fresh = FreshCache(home / "fresh-cache.json")
-    with log.open() as handle:
-        for entry in entries:
-            try:
-                _one(entry, now, cache, idle, fresh, handle, env, out, note)
-            except Exception as exc:  # one broken project never stops the others
-                note(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
-                out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
-    cache.save()
-    idle.save()
-    fresh.save()
-    return out
+    if full:
+        # lazy, both: an idle minute starts no worker, and is most minutes of most users
+        from croft.core.children import croft_env
+        from croft.scheduler.user.fulltick import full_ticks
+
+        env = croft_env(croft_home=str(home))
+        with log.open() as handle:
+
+            def started(root: str, pid: int) -> None:
+                note(f"{root}: tick started (pid {pid})")
+                out["started"].append({"root": root, "pid": pid})
+
+            for root, answer in full_ticks(full, str(home), handle, env, started).items():
+                if answer.get("error"):
+                    note(f"{root}: tick not finished: {answer['error']}")
+                elif answer.get("ping"):
+                    pings.append((str(answer["ping"]), os.path.join(root, ".croft")))
+    if pings:
+        from croft.notify.ping import ping_many  # lazy: only a minute with a ping loads urllib
+
+        ping_many([(url, state, _redactor_of(state)) for url, state in pings])
+
+
+def _minute_lock(home: Path) -> int | None:
+    """This minute's claim on the per-user tick (a file lock the kernel drops when its holder ends);
+    None while another ``tick --all`` holds it."""
+    import fcntl
+
+    fd = os.open(home / "tick-all.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _redactor_of(state_dir: str) -> Any:
+    """Only for a ping that failed: the project's redactor, for its notify.log line."""
+
+    def redactor() -> Any:
+        from croft.scheduler.tick.memo import project_redactor  # lazy: a ping that answered needs none
+
+        return project_redactor(os.path.dirname(state_dir))
+
+    return redactor
 
 
 def _one(
@@ -108,22 +182,27 @@ def _one(
     cache: SettingCache,
     idle: IdleCache,
     fresh: FreshCache,
-    handle: Any,
-    env: dict[str, str],
     out: dict[str, Any],
     note: Any,
+    full: list[str],
+    pings: list[tuple[str, str]],
 ) -> None:
     stamp = out["at"]
     if entry.via != "os-job":
         out["skipped"].append({"root": entry.root, "reason": "ticks from croft serve"})
         return
-    unsafe = project_unsafe(entry.root)  # trusted first: even a heartbeat is a write into its folder
+    # The idle stamp holds the owner and mode of every part the trust check reads, taken when it passed
+    # (``check`` below runs only for a trusted project): unchanged, the project is as trusted as it was,
+    # and its .croft/ is the folder it was. Able to take a write, too, before the idle beat: a full disk
+    # is said every minute, never beaten over.
+    held = idle.still(entry.root, stamp)  # see _beat; no incident there either
+    trouble = folder_trouble(f"{entry.root}/.croft", seen=held)
+    if held and trouble is None:
+        look(fresh, entry.root, f"{entry.root}/.croft", now, note, stamp)  # its freshness promises
+        return _beat(entry, stamp, out, idle, pings)
+    unsafe = project_unsafe(entry.root)  # trusted first: nothing is read from it or written into it
     if unsafe is None:  # its freshness promises, whatever its setting (croft serve watches its own)
         look(fresh, entry.root, f"{entry.root}/.croft", now, note, stamp)
-    # then able to take a write: before the idle beat, which a full disk still takes
-    trouble = folder_trouble(f"{entry.root}/.croft") if unsafe is None else None
-    if unsafe is None and trouble is None and idle.still(entry.root, stamp):  # see _beat; no incident there
-        return _beat(entry, stamp, out)
     state_dir = project_state_dir(entry.root)
     if unsafe is None:
         unsafe = state_dir_unsafe(entry.root, state_dir)  # a relocated state folder
@@ -151,31 +230,23 @@ def _one(
         return
     untroubled(entry.root, SOURCE)
     if idle.check(entry.root, stamp):
-        return _beat(entry, stamp, out)
-    try:
-        child = spawn_tick(entry.root, handle, env)
-    except OSError as exc:
-        note(f"{entry.root}: could not start its tick: {exc.strerror or exc}")
-        out["skipped"].append({"root": entry.root, "reason": "could not start"})
-        return
-    _forget(child)
-    note(f"{entry.root}: tick started (pid {child.pid})")
-    out["started"].append({"root": entry.root, "pid": child.pid})
+        return _beat(entry, stamp, out, idle, pings)
+    full.append(entry.root)
 
 
-def _beat(entry: Entry, stamp: str, out: dict[str, Any]) -> None:
+def _beat(
+    entry: Entry, stamp: str, out: dict[str, Any], idle: IdleCache, pings: list[tuple[str, str]]
+) -> None:
     """A project whose idle check holds (``scheduler.user.idlecache``: the project tick's own rule, remembered
     by the stat of what it read) only needs its heartbeat: written here, and no interpreter is started.
     While nothing moved, its croft.json, runs.sqlite (setting included) and asset files are as they were
-    when it was on and present, so it still is."""
-    write_beat(os.path.join(entry.root, ".croft"), stamp)
+    when it was on and present, so it still is. Its heartbeat is the minute's one file for the user
+    (``heartbeat.write_user_beats``); its ping, if croft.json sets one, goes out with the minute's
+    others: an idle tick is a completed tick."""
     out["beat"].append({"root": entry.root, "heartbeatAt": stamp})
-
-
-def _forget(child: Any) -> None:
-    """This process never waits for the ticks it starts (it exits in a moment and init reaps them);
-    saying so to Popen keeps it from warning about a child nobody was meant to wait for."""
-    child.returncode = 0
+    url = idle.ping(entry.root)
+    if url:
+        pings.append((url, os.path.join(entry.root, ".croft")))
 
 
 def _skip_reason(entry: Entry, now: Any, cache: SettingCache, state_dir: Path) -> str | None:

@@ -30,6 +30,7 @@ __all__ = [
     "HOME_FILES",
     "PROJECT_PARTS",
     "home_unsafe",
+    "project_parts",
     "project_unsafe",
     "state_dir_unsafe",
     "unsafe_error",
@@ -37,7 +38,16 @@ __all__ = [
     "words",
 ]
 
-HOME_FILES = ("projects.json", "job.json", "slots.sqlite", "tick-cache.json", "idle-cache.json", "logs")
+HOME_FILES = (
+    "projects.json",
+    "job.json",
+    "slots.sqlite",
+    "tick-cache.json",
+    "idle-cache.json",
+    "idle-beats.json",
+    "tick-all.lock",
+    "logs",
+)
 PROJECT_PARTS = ("croft.json", "assets", "lib")
 
 
@@ -51,10 +61,17 @@ def home_unsafe(home: str | os.PathLike[str]) -> Unsafe | None:
     return None
 
 
+def project_parts(root: str) -> list[str]:
+    """What ``project_unsafe`` looks at, in its order: the folder, croft.json, assets/, lib/ and ``.croft/``
+    (the idle stamp holds their owner and mode, so a project the check passed stays trusted while they
+    stay as they were)."""
+    return [root, *[f"{root}/{name}" for name in PROJECT_PARTS], f"{root}/.croft"]
+
+
 def project_unsafe(root: str, state_dir: str | os.PathLike[str] | None = None) -> Unsafe | None:
     """The first part of a registered project croft must not trust, or None: the folder, croft.json,
     assets/, lib/, ``.croft/`` and the configured state folder when it is elsewhere."""
-    for path in (root, *(os.path.join(root, name) for name in PROJECT_PARTS), os.path.join(root, ".croft")):
+    for path in project_parts(root):
         found = check(path, group_may_write=True)
         if found is not None:
             return found._replace(fix=_off(root)) if found.theirs else found

@@ -30,12 +30,13 @@ if TYPE_CHECKING:
 __all__ = ["folder_trouble", "troubled", "untroubled"]
 
 
-def folder_trouble(state_dir: str) -> Problem | None:
+def folder_trouble(state_dir: str, *, seen: bool = False) -> Problem | None:
     """Why the project's state folder cannot take a write now, or None (also when it does not exist yet:
-    the project tick makes it, and says so if it cannot)."""
-    if not os.path.isdir(state_dir):
+    the project tick makes it, and says so if it cannot). ``seen``: the caller has just stat'ed it as a
+    folder (the idle stamp has), which saves the per-user minute two lookups per project."""
+    if not seen and not os.path.isdir(state_dir):
         return None
-    return disk.folder_problem(state_dir, f"the scheduler's state folder {state_dir}")
+    return disk.folder_problem(state_dir, f"the scheduler's state folder {state_dir}", exists=seen)
 
 
 def troubled(root: str, found: Problem, now: datetime, source: str) -> bool:

@@ -93,8 +93,16 @@ def test_a_real_tick_starts_one_scheduled_run_per_fire_with_what_reads_the_inges
     again = tick(root, "2026-06-01T11:00:00Z")
     assert [s["assets"] for s in again["spawned"]] == [["issues"]]
     # The process log holds what the child printed; the tick's own stdout stayed one envelope.
-    log = root / ".croft" / "logs" / run_id / "process.log"
-    assert log.is_file() and json.loads(log.read_text())["data"]["runId"] == run_id
+    again_id = again["spawned"][0]["runId"]
+    log = root / ".croft" / "logs" / again_id / "process.log"
+    assert log.is_file() and json.loads(log.read_text())["data"]["runId"] == again_id
+    # Once a tick has settled a run that reported itself, the copy it printed goes (its row keeps it)
+    # and no file of it is left under .croft/logs: its step logs are rows of the history too.
+    assert not (root / ".croft" / "logs" / run_id).exists()
+    assert tick(root, "2026-06-01T11:01:00Z")["spawned"] == []
+    assert not log.parent.exists() and list((root / ".croft" / "logs").iterdir()) == []
+    [row] = query(root, "SELECT summary FROM runs WHERE id = ?", again_id)
+    assert json.loads(row["summary"])["data"]["runId"] == again_id
     _, logs = croft_json(root, "2026-06-01T11:05:00Z", "logs", "--runs")
     scheduled = next(r for r in logs["data"]["runs"] if r["runId"] == run_id)
     assert scheduled["trigger"] == "schedule" and scheduled["scheduled"] is True

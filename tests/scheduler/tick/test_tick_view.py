@@ -16,7 +16,7 @@ from croft.history import runs
 from croft.history.db import open_history
 from croft.project.config import load_project
 from croft.scheduler.tick.factcache import load_facts
-from croft.scheduler.tick.gather import landed_writes
+from croft.scheduler.tick.gather import landed_writes, latest_steps
 from croft.scheduler.tick.settle import apply_settled, note_spawn, settle
 from croft.scheduler.tick.view import schedule_view
 
@@ -108,7 +108,7 @@ def test_a_crash_after_the_warehouse_commit_counts_the_write(make_project):
         wh.execute("INSERT INTO _croft_writes VALUES ('summary', 'now', 'r_x', 1)")
         wh.commit()
         wh.close()
-        landed = landed_writes(conn, root / "warehouse.sqlite")
+        landed = landed_writes(root / "warehouse.sqlite", latest_steps(conn, ["summary"]))
         assert list(landed) == ["summary"]
     finally:
         conn.close()

@@ -4,6 +4,7 @@ reads, and it never beats a paused project."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from croft.project.config import load_project
 from croft.scheduler import heartbeat
 from croft.scheduler.control.diagnosis import stale_warning
 from croft.scheduler.control.doctor import doctor
+from croft.scheduler.incidents import incident_path
 from croft.scheduler.setting import write_scheduling
 from croft.scheduler.tick import memo as idle
 from croft.scheduler.user import idlecache as idlebeat
@@ -85,7 +87,9 @@ def test_an_idle_project_is_beaten_in_process_and_a_change_starts_its_tick(
     assert idle["started"] == [] and idle["skipped"] == []
     assert idle["beat"] == [{"root": str(root), "heartbeatAt": "2026-06-01T10:20:00.000Z"}]
     assert heartbeat.last_heartbeat(root / ".croft") == "2026-06-01T10:20:00.000Z"
-    assert (root / ".croft" / "tick-beat").read_text() == "2026-06-01T10:20:00.000Z"
+    beats = json.loads((_croft_home / "idle-beats.json").read_text())  # one file for the user's minute
+    assert beats == {"at": "2026-06-01T10:20:00.000Z", "roots": [str(root)]}
+    assert not (root / ".croft" / "tick-beat").exists()  # no file per project
     assert "10:20:00.000Z" not in log.read_text()  # an idle beat writes no log line
     project = load_project(root)
     assert stale_warning(project, now=parse_instant("2026-06-01T10:22:59Z")) is None
@@ -156,31 +160,116 @@ def test_a_steady_stamp_skips_even_the_idle_check_and_any_change_brings_it_back(
 def test_a_stamp_taken_in_the_same_moment_as_a_write_is_not_trusted(make_project, _croft_home: Path) -> None:  # type: ignore[no-untyped-def]
     root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
     old = time.time_ns() - 10_000_000_000
-    for path in (root / "croft.json", root / "assets" / "issues.py"):
+    for path in (root / "croft.json", root / "assets" / "issues.py", root / "assets"):
         os.utime(path, ns=(old, old))
-    stamp = idlebeat._stamp(str(root), str(root / ".croft"), [], str(_croft_home))
+    targets = idlebeat._targets(str(root), [])
+    assert targets == [
+        ".croft/runs.sqlite",
+        ".croft/runs.sqlite-wal",
+        "croft.json",
+        "assets",
+        "assets/issues.py",
+    ]
+    incident = incident_path(str(root), str(_croft_home))
+    stamp = idlebeat._stamp(str(root), targets, incident)
     assert stamp is not None and stamp[1]  # everything settled: safe to compare later
+    assert (
+        idlebeat._stamp(str(root), targets, incident) == stamp
+    )  # the same in every process: the hash of numbers
     (root / "assets" / "issues.py").write_text(ISSUES.format(schedule="every hour"))
-    stamp = idlebeat._stamp(str(root), str(root / ".croft"), [], str(_croft_home))
-    assert stamp is not None and not stamp[1]  # just written: a second write could keep this mtime
+    moved = idlebeat._stamp(str(root), targets, incident)
+    assert moved is not None and not moved[1] and moved[0] != stamp[0]  # just written: not trusted
+    os.utime(root / "assets" / "issues.py", ns=(old, old))
+    (root / "assets" / "new.sql").write_text("SELECT 1 AS id\n")  # a file added moves its folder's stat
+    os.utime(root / "assets" / "new.sql", ns=(old, old))
+    added = idlebeat._stamp(str(root), targets, incident)
+    assert added is not None and added[0] != stamp[0]
 
 
-def test_last_heartbeat_is_the_later_of_the_tick_row_and_the_idle_beat(tmp_path: Path) -> None:
-    state = tmp_path / ".croft"
-    state.mkdir()
+def test_the_stamp_is_the_same_in_another_process(make_project) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
+    code = (
+        "import sys; from croft.scheduler.user import idlecache as c;"
+        "print(c._stamp(sys.argv[1], c._targets(sys.argv[1], []), '/nowhere/incident.json')[0])"
+    )
+    runs = {subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True).stdout
+            for _ in range(2)}  # fmt: skip
+    here = idlebeat._stamp(str(root), idlebeat._targets(str(root), []), "/nowhere/incident.json")
+    assert runs == {f"{here[0]}\n"}  # type: ignore[index]
+
+
+def test_last_heartbeat_is_the_latest_of_the_tick_row_and_the_idle_beats(
+    tmp_path: Path, _croft_home: Path
+) -> None:
+    root = tmp_path / "p"
+    state = root / ".croft"
+    state.mkdir(parents=True)
     assert heartbeat.last_heartbeat(state) is None
-    heartbeat.write_beat(str(state), "2026-06-01T10:20:00.000Z")
+    (state / "tick-beat").write_text("2026-06-01T10:20:00.000Z")  # what an earlier croft wrote
     assert heartbeat.last_heartbeat(state) == "2026-06-01T10:20:00.000Z"
     (state / "tick-beat").write_text("2026-06-01T10:2")  # torn or foreign content counts as no beat
     assert heartbeat.last_heartbeat(state) is None
+    heartbeat.write_user_beats(str(_croft_home), "2026-06-01T10:21:00.000Z", [str(tmp_path / "other")])
+    assert heartbeat.last_heartbeat(state) is None  # another project's beat is not this one's
+    heartbeat.write_user_beats(
+        str(_croft_home), "2026-06-01T10:22:00.000Z", [str(tmp_path / "other"), str(root)]
+    )
+    assert heartbeat.last_heartbeat(state) == "2026-06-01T10:22:00.000Z"
+    assert heartbeat.last_heartbeat(tmp_path / "elsewhere" / "state") is None  # a relocated state folder
+    (_croft_home / "idle-beats.json").write_text("{not json")
+    assert heartbeat.last_heartbeat(state) is None
 
 
-def test_a_project_with_a_ping_keeps_its_own_tick_process(
-    make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
+def test_a_project_with_a_ping_is_beaten_in_process_and_tick_all_sends_its_ping(
+    make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path, server
 ) -> None:  # type: ignore[no-untyped-def]
-    root = _on_project(make_project, notify={"ping": "http://127.0.0.1:9/ping"})
-    _tick_all(monkeypatch, "2026-06-01T10:10:00Z")
+    """The dead-man's switch of a project whose idle check holds goes out from tick --all itself: no
+    process of its own, one GET per completed tick, idle or full; a ping that fails is a notify.log line."""
+    server.route("GET", "/ping", server.reply(200, "ok"))
+    root = _on_project(make_project, notify={"ping": server.url("/ping")})
+    first = _tick_all(monkeypatch, "2026-06-01T10:10:00Z")  # no memo yet: a full tick, in a worker
+    assert [s["root"] for s in first["started"]] == [str(root)]
     _wait_full_tick(root, "2026-06-01T10:10:00Z")
-    assert idle.memo_holds(str(root), "2026-06-01T10:20:00.000Z") is not None  # idle by the tick's rule
+    assert len(server.requests_to("/ping")) == 1  # sent once the full tick had answered
     later = _tick_all(monkeypatch, "2026-06-01T10:20:00Z")
-    assert [s["root"] for s in later["started"]] == [str(root)] and later["beat"] == []
+    assert later["started"] == [] and [b["root"] for b in later["beat"]] == [str(root)]
+    assert len(server.requests_to("/ping")) == 2
+    assert _tick_all(monkeypatch, "2026-06-01T10:21:00Z")["beat"]  # the stamp only, this time
+    assert len(server.requests_to("/ping")) == 3 and all(
+        r.method == "GET" for r in server.requests_to("/ping")
+    )
+    other = _on_project(
+        make_project, root=root.parent / "refused", notify={"ping": "http://127.0.0.1:9/ping"}
+    )
+    _tick_all(monkeypatch, "2026-06-01T10:22:00Z")
+    _wait_full_tick(other, "2026-06-01T10:22:00Z")
+    wait_for(lambda: (other / ".croft/logs/notify.log").is_file(), "the refused ping's line in notify.log")
+    assert "ping 127.0.0.1:9" in (other / ".croft/logs/notify.log").read_text()
+    assert len(server.requests_to("/ping")) == 4  # the first project's ping still went out
+
+
+def test_the_stamp_moves_with_the_owner_or_mode_of_what_the_trust_check_reads(
+    make_project, _croft_home: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """The idle path beats a project without asking the trust check again only while the stamp holds, so
+    a chmod of the project's folder, .croft/ or lib/ (made or not) must move it; a file made inside
+    .croft/ (its -wal and -shm come and go with every open) must not."""
+    root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
+    (root / ".croft").mkdir(exist_ok=True)
+    targets = idlebeat._targets(str(root), [])
+    incident = incident_path(str(root), str(_croft_home))
+    first = idlebeat._stamp(str(root), targets, incident)[0]  # type: ignore[index]
+    (root / ".croft" / "runs.sqlite-shm").write_text("")
+    (root / ".croft" / "runs.sqlite-shm").unlink()
+    assert idlebeat._stamp(str(root), targets, incident)[0] == first  # the folder's mtime is not stamped
+    for part in (root, root / ".croft"):
+        mode = part.stat().st_mode
+        part.chmod(mode | 0o002)
+        assert idlebeat._stamp(str(root), targets, incident)[0] != first, part
+        part.chmod(mode)
+        assert idlebeat._stamp(str(root), targets, incident)[0] == first
+    (root / "lib").mkdir()
+    assert idlebeat._stamp(str(root), targets, incident)[0] != first  # a lib/ made since is read too

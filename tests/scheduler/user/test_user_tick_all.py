@@ -16,8 +16,8 @@ from waiting import wait_for
 
 from croft.core.children import ENV_TABLE, croft_env
 from croft.core.clock import parse_instant
+from croft.scheduler.tick import start
 from croft.scheduler.ticklog import ROTATE_BYTES
-from croft.scheduler.user import launch
 from croft.scheduler.user import tick_all as usertick
 from croft.scheduler.user.registry import Registry
 
@@ -46,21 +46,27 @@ def wait_records(record: Path, count: int) -> dict[str, dict]:
 
 @pytest.fixture
 def fake_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An "interpreter" that records its arguments, folder and environment instead of ticking."""
+    """An "interpreter" that, as the worker of full ticks (``croft tick --batch``), takes one project folder
+    a line, goes there and records its arguments, folder and environment instead of ticking, then
+    answers as the worker does."""
     record = tmp_path / "record"
     record.mkdir()
     script = tmp_path / "bin dir" / "python"
     script.parent.mkdir()
     script.write_text(
         "#!/bin/sh\n"
-        f'out="{record}/$(basename "$PWD")"\n'
-        'printf "%s\\n" "$@" > "$out.args"\n'
-        'env > "$out.env"\n'
-        'echo "project tick output from $PWD"\n'
-        'pwd > "$out.json"\n'
+        "while IFS= read -r root; do\n"
+        '  cd "$root" || continue\n'
+        f'  out="{record}/$(basename "$PWD")"\n'
+        '  printf "%s\\n" "$@" > "$out.args"\n'
+        '  env > "$out.env"\n'
+        '  echo "project tick output from $PWD" >&2\n'
+        '  pwd > "$out.json"\n'
+        """  printf '{"root": "%s", "exited": null, "ping": null, "error": null}\\n' "$root"\n"""
+        "done\n"
     )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(launch.sys, "executable", str(script))
+    monkeypatch.setattr(start.sys, "executable", str(script))  # the one command of a project tick
     return record
 
 
@@ -95,7 +101,7 @@ def test_starts_only_os_job_projects_whose_scheduling_is_on(
     }
     records = wait_records(fake_python, 3)
     on = records["on"]
-    assert on["argv"] == ["-m", "croft", "tick"] and on["cwd"] == str(roots["on"])
+    assert on["argv"] == ["-m", "croft", "tick", "--batch"] and on["cwd"] == str(roots["on"])
     assert "SECRET_TOKEN" not in on["env"]
     assert on["env"]["CROFT_HOME"] == str(_croft_home) and on["env"]["CROFT_NOW"] == NOW
     passed = {name for name in on["env"] if not name.startswith("CROFT_")}  # every CROFT_* knob passes

@@ -28,6 +28,7 @@ from croft.scheduler.control.commands import schedule_off, schedule_on
 from croft.scheduler.control.diagnosis import unsafe_warning
 from croft.scheduler.control.doctor import doctor
 from croft.scheduler.setting import read_scheduling_file
+from croft.scheduler.user import fulltick
 from croft.scheduler.user import serve as userserve
 from croft.scheduler.user import tick_all as usertick
 from croft.scheduler.user.registry import Registry
@@ -51,11 +52,15 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The project ticks ``tick --all`` would start (recorded, not started)."""
     roots: list[str] = []
 
-    def spawn(root: str, log: Any, env: dict[str, str]) -> Child:
-        roots.append(root)
-        return Child(4242)
+    def full_ticks(full: list[str], home: str, log: Any, env: dict[str, str], started: Any) -> dict[str, Any]:
+        answers = {}
+        for root in full:
+            roots.append(root)
+            started(root, 4242)
+            answers[root] = {"root": root, "exited": None, "ping": None, "error": None}
+        return answers
 
-    monkeypatch.setattr(usertick, "spawn_tick", spawn)
+    monkeypatch.setattr(fulltick, "full_ticks", full_ticks)
     monkeypatch.setenv("CROFT_NOW", NOW)
     return roots
 
