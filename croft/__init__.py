@@ -17,7 +17,7 @@ __all__ = ["ingest", "transform"]
 __version__ = "0.1.0"
 
 # Who is told, and when (docs/notifications.md): each wins over croft.json's notify for this asset.
-ALERT_OPTIONS = ("notify_after", "notify_remind", "run_ping", "fresh_within")
+ALERT_OPTIONS = ("notify_after", "notify_remind", "run_ping", "fresh_within", "slow_after")
 INGEST_OPTIONS = frozenset(
     {
         "schedule", "key", "incremental", "secrets", "checks", "write", "description", "retries", "timeout",

@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "doctor": "doctor:command",
     "tick": "tick:command",
     "ui": "ui:command",
+    "notify": "notify:group",
 }
 
 

@@ -79,6 +79,7 @@ CODES: dict[str, tuple[str, int]] = {
     "FRESHNESS_BREACHED": ("state", 1),
     "APPRISE_MISSING": ("project", 2),
     "PORT_IN_USE": ("project", 2),
+    "NOTIFY_FAILED": ("state", 1),
 }
 
 

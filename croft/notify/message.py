@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from croft.core.duration import words
+
 __all__ = [
     "MESSAGE_CHARS",
     "Failed",
@@ -23,6 +25,10 @@ __all__ = [
     "recovered_payload",
     "scheduler_message",
     "scheduler_payload",
+    "slow_message",
+    "slow_payload",
+    "test_message",
+    "test_payload",
 ]
 
 MESSAGE_CHARS = 180
@@ -214,3 +220,61 @@ def freshness_payload(
         "ok": problem is None,
     }
     return _payload(project, f"{title} — {body}", event, 1 if problem else 0, summary)
+
+
+SlowStep = tuple[str, float, float]  # (asset, seconds it has run, its slow_after in seconds)
+
+
+def slow_message(project: str, run_id: str, steps: Sequence[SlowStep]) -> tuple[str, str]:
+    """(title, body) when a scheduled run passes an asset's ``slow_after``: a notice, not a failure, so
+    it says the run goes on (``max_runtime`` still ends it) and where to watch it."""
+    names = name_list([asset for asset, _, _ in steps])
+    asset, took, bound = steps[0]
+    verb = "is" if len(steps) == 1 else "are"
+    return (
+        f"croft: {project}",
+        f"{names} {verb} slow in scheduled run {run_id}: {asset} has run {words(took)} (slow after"
+        f" {words(bound)}). It keeps running; max_runtime still ends it. See it with: croft logs {run_id}",
+    )
+
+
+def slow_payload(
+    project: str, title: str, body: str, run_id: str, steps: Sequence[SlowStep]
+) -> dict[str, Any]:
+    """The webhook body of a slow run: ``event: slow``, the run still running, each slow step with how
+    long it has run and its bound (seconds); no problem, since nothing failed."""
+    summary: dict[str, Any] = {
+        "data": {
+            "runId": run_id,
+            "status": "running",
+            "steps": [
+                {"asset": a, "status": "running", "runningS": round(took, 1), "slowAfterS": bound}
+                for a, took, bound in steps
+            ],
+        },
+        "problems": [],
+        "next": [{"command": f"croft logs {run_id}", "reason": "see how far the run got"}],
+        "exit": 0,
+        "ok": True,
+    }
+    return _payload(project, f"{title} — {body}", "slow", 0, summary)
+
+
+def test_message(project: str) -> tuple[str, str]:
+    """(title, body) of ``croft notify test``: says what it is, so nobody takes it for an alert."""
+    return (
+        f"croft: {project}",
+        "A test message from `croft notify test`: this channel reaches you. Nothing failed.",
+    )
+
+
+def test_payload(project: str, title: str, body: str) -> dict[str, Any]:
+    """The webhook body of ``croft notify test``: ``event: test``, no run, nothing wrong."""
+    summary: dict[str, Any] = {
+        "data": {"runId": None, "status": "test", "steps": []},
+        "problems": [],
+        "next": [],
+        "exit": 0,
+        "ok": True,
+    }
+    return _payload(project, f"{title} — {body}", "test", 0, summary)

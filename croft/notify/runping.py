@@ -25,10 +25,11 @@ TAIL_BYTES = 10_000  # healthchecks keeps the first 100 kB of a body; a tail thi
 
 
 def ping_url(base: str, event: str) -> str:
-    """``<base>/start``, ``<base>`` or ``<base>/fail``, as healthchecks.io reads them (a query kept last)."""
+    """``<base>/start``, ``<base>``, ``<base>/fail`` or ``<base>/log`` (an event that changes no check's
+    state: ``croft notify test``), as healthchecks.io reads them (a query kept last)."""
     path, sep, query = base.partition("?")
     path = path.rstrip("/")
-    suffix = {"start": "/start", "fail": "/fail"}.get(event, "")
+    suffix = {"start": "/start", "fail": "/fail", "log": "/log"}.get(event, "")
     return f"{path}{suffix}{sep}{query}"
 
 

@@ -179,13 +179,20 @@ def notify_scheduler_problem(project: Project, problem: Problem) -> None:
         note_miss(project, None, f"notify: {type(exc).__name__}: {exc}")
 
 
-def notify_event(project: Project, event: str, title: str, body: str, payload: dict[str, Any]) -> None:
-    """A message that belongs to no run (a freshness breach, fresh again, a slow run, a test): every
-    channel, as for a failure; never raises."""
+def notify_event(
+    project: Project,
+    event: str,
+    title: str,
+    body: str,
+    payload: dict[str, Any],
+    run_id: str | None = None,
+) -> None:
+    """A message outside the streak rule (a freshness breach, fresh again, a slow run, a test), of
+    ``run_id`` when it is about one: every channel, as for a failure; never raises."""
     try:
-        _deliver(project, None, event, title, body, payload)
+        _deliver(project, run_id, event, title, body, payload)
     except (Exception, KeyboardInterrupt) as exc:
-        note_miss(project, None, f"notify: {type(exc).__name__}: {exc}")
+        note_miss(project, run_id, f"notify: {type(exc).__name__}: {exc}")
 
 
 def ping_after_tick(project: Project) -> None:
@@ -269,23 +276,28 @@ def _deliver(
     title, body = redact(title), redact(body)
     if config.notify_desktop:
         try:
-            _desktop(project, run_id, event, title, body)
+            deliver_desktop(project, run_id, event, title, body)
         except Exception as exc:
             note_miss(project, run_id, f"desktop: {type(exc).__name__}: {exc}")
     if config.notify_webhook:
         try:
-            _webhook(project, run_id, event, config.notify_webhook, payload)
+            deliver_webhook(project, run_id, event, config.notify_webhook, payload)
         except Exception as exc:
             note_miss(
                 project, run_id, f"webhook {host_of(config.notify_webhook)}: {type(exc).__name__}: {exc}"
             )
     for configured in config.notify_urls:
-        _channel(project, run_id, event, configured, title, body)
+        deliver_channel(project, run_id, event, configured, title, body)
 
 
-def _channel(project: Project, run_id: str | None, event: str, configured: str, title: str, body: str) -> str:
+# -- one channel each: ``_deliver`` and ``croft notify test`` (``notify.probe``) send through these ------
+
+
+def deliver_channel(
+    project: Project, run_id: str | None, event: str, configured: str, title: str, body: str
+) -> str:
     """One ``notify.urls`` entry through Apprise (imported here, only when something is sent): the
-    outcome in a few words; a miss is logged, naming the channel by its scheme only."""
+    outcome in a few words ("sent", or why not); a miss is logged, naming the channel by its scheme only."""
     from croft.notify.channels import send_one
 
     outcome = send_one(project, configured, title, body)
@@ -305,7 +317,8 @@ def _channel(project: Project, run_id: str | None, event: str, configured: str, 
     return outcome.error or "sent"
 
 
-def _desktop(project: Project, run_id: str | None, event: str, title: str, body: str) -> None:
+def deliver_desktop(project: Project, run_id: str | None, event: str, title: str, body: str) -> str | None:
+    """The desktop notification (recorded instead in dry mode); why it was not shown, or None."""
 
     from croft.notify.desktop import show
 
@@ -314,15 +327,19 @@ def _desktop(project: Project, run_id: str | None, event: str, title: str, body:
     if is_dry():
         entry = {"runId": run_id, "kind": "desktop", "event": event, "title": title, "body": body}
         record(state, {**entry, "via": via, "status": "dry"})
-        return
+        return None
     outcome = show(title, body)
     if outcome.error:
         note_miss(project, run_id, outcome.error)
     else:
         note_sent(project, run_id, f"desktop ({outcome.via})", event)
+    return outcome.error
 
 
-def _webhook(project: Project, run_id: str | None, event: str, url: str, payload: dict[str, Any]) -> None:
+def deliver_webhook(
+    project: Project, run_id: str | None, event: str, url: str, payload: dict[str, Any]
+) -> str | None:
+    """The signed webhook POST; why it was not delivered, or None."""
 
     from croft import __version__
     from croft.notify.webhook import post, sign
@@ -331,7 +348,7 @@ def _webhook(project: Project, run_id: str | None, event: str, url: str, payload
     secret, refusal = _signing_secret(project)
     if refusal:
         note_miss(project, run_id, f"webhook {host}: {refusal}")
-        return
+        return refusal
     body = json.dumps(project.redactor.obj(payload), ensure_ascii=False).encode("utf-8")
     headers = {"Content-Type": "application/json", "User-Agent": f"croft/{__version__}"}
     if secret:
@@ -345,8 +362,9 @@ def _webhook(project: Project, run_id: str | None, event: str, url: str, payload
         )
     if delivery.status != "sent":
         note_miss(project, run_id, f"webhook {host}: {delivery.error}")
-    else:
-        note_sent(project, run_id, f"webhook {host} (HTTP {delivery.http_status})", event)
+        return delivery.error or "not sent"
+    note_sent(project, run_id, f"webhook {host} (HTTP {delivery.http_status})", event)
+    return None
 
 
 def _signing_secret(project: Project) -> tuple[str | None, str | None]:

@@ -46,6 +46,7 @@ class AssetFacts:
     notify_remind_s: float | None = None  # rules.REMIND_NEVER for "never"
     run_ping: str | None = None  # a URL or the name of a .env key
     fresh_within_s: float | None = None  # the freshness promise (no default: no promise)
+    slow_after_s: float | None = None  # a scheduled step running this long is told once (no default)
     problems: tuple[Problem, ...] = field(default=(), hash=False)
 
     @property

@@ -271,7 +271,7 @@ class _Reader:
         return self.facts(kind, **out)
 
     def alerts(self, out: dict[str, Any]) -> None:
-        """notify_after=, notify_remind=, run_ping=, fresh_within=: the rules croft.json's
+        """notify_after=, notify_remind=, run_ping=, fresh_within=, slow_after=: the rules croft.json's
         notify keys use too (``rules``)."""
         v = self.values
         if "notify_after" in v:
@@ -300,6 +300,12 @@ class _Reader:
                 self.bad("fresh_within", why, 'e.g. fresh_within="6h"')
             else:
                 out["fresh_within_s"] = parse_seconds(v["fresh_within"], bare_text=False)
+        if "slow_after" in v:
+            why = bound_problem("slow_after", v["slow_after"])
+            if why:
+                self.bad("slow_after", why, 'e.g. slow_after="10m": tell once when a scheduled run passes it')
+            else:
+                out["slow_after_s"] = parse_seconds(v["slow_after"], bare_text=False)
 
     def names_list(
         self,

@@ -156,6 +156,13 @@ RULES: tuple[Rule, ...] = (
         "old.sql",
         "-- fresh within: 9999 days\nSELECT 1 AS id\n",
     ),
+    Rule("slow_after without a unit", "ASSET_INVALID", "sluggish.py", _ingest('key="id", slow_after="10"')),
+    Rule(
+        "SQL slow after past its range",
+        "ASSET_INVALID",
+        "sluggish.sql",
+        "-- slow after: 30 days\nSELECT 1 AS id\n",
+    ),
     Rule(
         "SQL notify after is not a number",
         "ASSET_INVALID",
@@ -197,6 +204,8 @@ BOUNDS: dict[str, Bound] = {
     "notify.after": Bound("count", 1, 1000, "3"),
     "notify.remind": Bound("duration", 60, 365 * 86_400, '"1 day"', bare_text=False),
     "fresh_within": Bound("duration", 60, 365 * 86_400, '"6h"', bare_text=False),
+    # a minute at least: the per-minute tick is what notices a step past it (scheduler.tick.slow)
+    "slow_after": Bound("duration", 60, 7 * 86_400, '"10m"', bare_text=False),
 }
 
 REMIND_NEVER = 0.0  # notify.remind "never", as the seconds croft keeps (no real interval is 0: see BOUNDS)

@@ -36,9 +36,9 @@ __all__ = [
 
 HEADER_NAMES = (
     "check", "description", "key", "timeout", "max_runtime",
-    "notify_after", "notify_remind", "run_ping", "fresh_within",
+    "notify_after", "notify_remind", "run_ping", "fresh_within", "slow_after",
 )  # fmt: skip
-ALERT_HEADERS = frozenset({"notify_after", "notify_remind", "run_ping", "fresh_within"})
+ALERT_HEADERS = frozenset({"notify_after", "notify_remind", "run_ping", "fresh_within", "slow_after"})
 REPEATABLE = frozenset({"check"})
 MAX_ROUNDS = 200
 STUB_COLUMN = "_croft_stub"
@@ -227,7 +227,7 @@ def read_sql_facts(
 
 def _alerts(header: dict[str, Any], add: Any) -> dict[str, Any]:
     """``-- notify after: 3``, ``-- notify remind: 2h``, ``-- run ping: URL``, ``-- fresh within: 6h``,
-    the same rules (``rules``) as the decorator's keywords and croft.json's."""
+    ``-- slow after: 10m``, the same rules (``rules``) as the decorator's keywords and croft.json's."""
     from croft.core.duration import parse_seconds
     from croft.project.rules import bound_problem, remind_problem, remind_seconds, url_or_env_problem
 

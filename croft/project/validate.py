@@ -38,7 +38,8 @@ def channel_problems(project: Project) -> list[Problem]:
             "APPRISE_MISSING",
             f"croft.json's notify.urls lists {len(urls)} channel(s), but the apprise package that sends to"
             " them is not installed",
-            f"install it with `{APPRISE_INSTALL}` (in the environment croft runs from)",
+            f"install it with `{APPRISE_INSTALL}` (in the environment croft runs from), then"
+            " `croft notify test` sends each channel a test message",
             severity="warning",
             fix={"command": APPRISE_INSTALL},
             file="croft.json",

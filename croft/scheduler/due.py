@@ -80,6 +80,7 @@ class AssetInfo:
     zone_hash: str | None = None
     max_runtime_s: float | None = None  # the asset's own ceiling for a scheduled run (scheduler.tick.ceiling)
     fresh_within_s: float | None = None  # its freshness promise (scheduler.freshness)
+    slow_after_s: float | None = None  # a scheduled step running longer is told once (scheduler.tick.slow)
     spec: Any = field(default=None, compare=False)  # the parsed cron (cron.CronSpec) when known
     # SCHEDULE_INVALID (as a problem dict) when ``schedule`` is text the schedule language refuses: the
     # ingest never fires, and the tick, status and schedule status say so instead of staying quiet

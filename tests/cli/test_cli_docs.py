@@ -225,6 +225,7 @@ def test_every_range_croft_enforces_is_in_the_docs_as_it_enforces_it():
         "notify.after": "notifications",
         "notify.remind": "notifications",
         "fresh_within": "notifications",
+        "slow_after": "notifications",
     }
     assert set(pages) == set(BOUNDS)
     for option, page in pages.items():

@@ -28,6 +28,7 @@ ARGVS = [
     ["validate"],
     ["schedule", "explain", "hourly"],
     ["docs", "DISK_FULL"],
+    ["notify", "test"],
     ["tick"],
     ["tick", "--all"],
     ["preview", "items"],

@@ -298,6 +298,7 @@ COMMANDS = [
     ["tick"],
     ["tick", "--all"],
     ["doctor"],
+    ["notify", "test"],
     ["init", "fresh"],
 ]
 

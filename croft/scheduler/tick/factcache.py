@@ -26,7 +26,7 @@ from croft.scheduler.tick.filekeys import asset_paths, stat_text
 __all__ = ["CACHE_KEY", "cached_deps", "load_facts", "stat_key"]
 
 CACHE_KEY = "schedule.facts"
-_FORMAT = 5  # bump when an entry's shape changes: old caches are read again once
+_FORMAT = 6  # bump when an entry's shape changes: old caches are read again once
 
 
 def stat_key(root: str, path: str, deps: list[str], zone: str) -> str:
@@ -103,6 +103,7 @@ def _read_one(
         zone_hash=zone_hash,
         max_runtime_s=facts.max_runtime_s,
         fresh_within_s=facts.fresh_within_s,
+        slow_after_s=facts.slow_after_s,
         schedule_problem=schedule_problem if kind == "ingest" else None,
     )
     out = asdict(info)

@@ -49,6 +49,7 @@ from croft.scheduler.tick.settle import (
     settle,
     tidy_reported,
 )
+from croft.scheduler.tick.slow import Slow, claim_slow, tell_slow
 from croft.scheduler.tick.tell import tell_after_tick
 from croft.scheduler.ticklog import TickLog
 
@@ -113,10 +114,11 @@ def project_tick(
                 previous = (read_tick(conn) or {}).get("heartbeat_at")
                 data["heartbeatAt"] = to_iso(now)
                 write_tick(conn, who, data["heartbeatAt"])
-                failed_starts = _work(project, conn, now, data, problems, previous, log_name)
+                slow: list[Slow] = []
+                failed_starts = _work(project, conn, now, data, problems, previous, log_name, slow)
             finally:
                 release_tick(conn, who)
-            _tell(project, conn, now, failed_starts)
+            _tell(project, conn, now, failed_starts, slow)
         finally:
             conn.close()
             data["tookMs"] = int((time.perf_counter() - started) * 1000)
@@ -129,11 +131,14 @@ def project_tick(
     return data, problems
 
 
-def _tell(project: Project, conn: Any, now: datetime, failed_starts: list[tuple[Any, Problem]]) -> None:
-    """Failed starts and crashed scheduled runs are notified after the singleton is released, so a slow
-    webhook never makes the next minute's tick find this one still holding it."""
+def _tell(
+    project: Project, conn: Any, now: datetime, failed_starts: list[tuple[Any, Problem]], slow: list[Slow]
+) -> None:
+    """Failed starts, crashed scheduled runs and slow ones are notified after the singleton is released,
+    so a slow webhook never makes the next minute's tick find this one still holding it."""
 
     tell_after_tick(project, conn, now, failed_starts)
+    tell_slow(project, slow)
 
 
 def _work(
@@ -144,8 +149,10 @@ def _work(
     problems: list[Problem],
     previous: str | None = None,
     log_name: str | None = None,
+    slow: list[Slow] | None = None,
 ) -> list[tuple[Any, Problem]]:
-    """Returns the failed starts found or made, each with the problem reported for it (to notify)."""
+    """Returns the failed starts found or made, each with the problem reported for it (to notify);
+    ``slow`` gains the slow steps this tick claimed (to notify too)."""
 
     tz = project.config.timezone
     state_dir = project.config.state_dir
@@ -153,6 +160,8 @@ def _work(
     infos, _read = load_facts(conn, project)
     if _anything_to_reconcile(conn):
         problems.extend(enforce_ceilings(project, conn, now))  # before reconcile: past its ceiling is TIMEOUT
+        if slow is not None:  # after the ceiling: a run it just ended is a failure, not slow
+            slow.extend(claim_slow(conn, infos, now))
     if _anything_to_reconcile(conn):
         reconcile(conn, lambda assets: _refresh_catalog(project, conn, assets, infos))
     settled = settle(conn, state_dir, now)
