@@ -433,9 +433,7 @@ def hand_over(home: Path, who: ProcessIdentity, now: datetime, cap: int | None =
             kicks: list[str] = []
             if gave:
                 conn.execute("DELETE FROM waiting WHERE seen_at < ?", (to_iso(now - STALE_AFTER),))
-                room, _, _ = _room(conn, limit, len(_live(conn)), stamp)
-                order = sorted(_others(conn))
-                kicks = _kick(conn, [(r, g) for _, r, g in order[:room]], now)
+                kicks = _kick_heads(conn, limit, stamp, now)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -444,6 +442,14 @@ def hand_over(home: Path, who: ProcessIdentity, now: datetime, cap: int | None =
     finally:
         conn.close()
     return kicks
+
+
+def _kick_heads(conn: sqlite3.Connection, limit: int, stamp: str, now: datetime) -> list[str]:
+    """Inside the caller's transaction: ask the projects at the head of the waiting order to tick, as
+    many as there is room for now (a slot given back, or a project's groups gone from the queue)."""
+    room, _, _ = _room(conn, limit, len(_live(conn)), stamp)
+    order = sorted(_others(conn))
+    return _kick(conn, [(r, g) for _, r, g in order[:room]], now)
 
 
 @_translated
@@ -471,9 +477,7 @@ def withdraw(home: Path, root: str, now: datetime, cap: int | None = None) -> li
                 "DELETE FROM waiting WHERE root = ? OR seen_at < ?", (root, to_iso(now - STALE_AFTER))
             )
             conn.execute("DELETE FROM kicks WHERE root = ?", (root,))
-            room, _, _ = _room(conn, limit, len(_live(conn)), stamp)
-            order = sorted(_others(conn))
-            kicks = _kick(conn, [(r, g) for _, r, g in order[:room]], now)
+            kicks = _kick_heads(conn, limit, stamp, now)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
