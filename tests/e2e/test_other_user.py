@@ -201,10 +201,10 @@ def test_her_project_in_my_registry_is_skipped_logged_and_shown_and_mine_still_t
     assert not (shared / "hers ran").exists() and not (shared / "open ran").exists()
     logged = (home / "logs" / "tick.log").read_text()
     assert (
-        f"{theirs}: not ticked, croft does not trust {theirs}: it belongs to another user (uid {mallory.uid})"
+        f"{theirs.name}: not ticked, croft does not trust {theirs}: it belongs to another user (uid {mallory.uid})"
         in logged
     )
-    assert f"{open_to_all}: not ticked, croft does not trust {open_to_all / '.croft'}: anyone" in logged
+    assert f"{open_to_all.name}: not ticked, croft does not trust {open_to_all / '.croft'}: anyone" in logged
 
     found = checks(mine, home)
     hers, opened = found[f"project {theirs}"], found[f"project {open_to_all}"]
