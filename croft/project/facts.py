@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -248,24 +249,18 @@ class _Reader:
                 out["description"] = v["description"]
             else:
                 self.bad("description", "must be a string", 'description="What this table holds"')
-        if "retries" in v:
-            why = bound_problem("retries", v["retries"])
-            if why:
-                self.bad("retries", why, f"the default is {DEFAULT_RETRIES}")
-            else:
-                out["retries"] = v["retries"]
-        if "timeout" in v:
-            why = bound_problem("timeout", v["timeout"])
-            if why:
-                self.bad("timeout", why, 'e.g. timeout="10m", "90s" or 600')
-            else:
-                out["timeout_s"] = parse_seconds(v["timeout"])
-        if "max_runtime" in v:
-            why = max_runtime_problem(v["max_runtime"])
-            if why:
-                self.bad("max_runtime", why, 'e.g. max_runtime="30m", "2h" or 1800')
-            else:
-                out["max_runtime_s"] = parse_seconds(v["max_runtime"])
+        self.checked(out, "retries", "retries", f"the default is {DEFAULT_RETRIES}")
+        self.checked(
+            out, "timeout", "timeout", 'e.g. timeout="10m", "90s" or 600', "timeout_s", parse_seconds
+        )
+        self.checked(
+            out,
+            "max_runtime",
+            max_runtime_problem,
+            'e.g. max_runtime="30m", "2h" or 1800',
+            "max_runtime_s",
+            parse_seconds,
+        )
         self.alerts(out)
         self.cross_checks(kind, out)
         return self.facts(kind, **out)
@@ -273,39 +268,61 @@ class _Reader:
     def alerts(self, out: dict[str, Any]) -> None:
         """notify_after=, notify_remind=, run_ping=, fresh_within=, slow_after=: the rules croft.json's
         notify keys use too (``rules``)."""
+
+        def spoken(value: Any) -> float | None:  # text without a unit ("6") is refused for these keys
+            return parse_seconds(value, bare_text=False)
+
+        self.checked(
+            out,
+            "notify_after",
+            "notify.after",
+            "e.g. notify_after=3: tell at the third failure in a row",
+        )
+        self.checked(
+            out,
+            "notify_remind",
+            remind_problem,
+            'e.g. notify_remind="2h" or "never"',
+            "notify_remind_s",
+            remind_seconds,
+        )
+        self.checked(
+            out,
+            "run_ping",
+            url_or_env_problem,
+            'e.g. run_ping="https://hc-ping.com/<uuid>" or run_ping="HC_ORDERS"',
+        )
+        self.checked(out, "fresh_within", "fresh_within", 'e.g. fresh_within="6h"', "fresh_within_s", spoken)
+        self.checked(
+            out,
+            "slow_after",
+            "slow_after",
+            'e.g. slow_after="10m": tell once when a scheduled run passes it',
+            "slow_after_s",
+            spoken,
+        )
+
+    def checked(
+        self,
+        out: dict[str, Any],
+        option: str,
+        rule: str | Callable[[Any], str | None],
+        hint: str,
+        key: str | None = None,
+        convert: Callable[[Any], Any] | None = None,
+    ) -> None:
+        """One option through its rule (``rules``: the same function validate, run and tick use): into
+        ``out[key]`` (its own name by default), converted, when the rule passes it; else one problem.
+        ``rule`` is a row of ``rules.BOUNDS`` by name, or a check of its own."""
         v = self.values
-        if "notify_after" in v:
-            why = bound_problem("notify.after", v["notify_after"])
-            if why:
-                self.bad("notify_after", why, "e.g. notify_after=3: tell at the third failure in a row")
-            else:
-                out["notify_after"] = v["notify_after"]
-        if "notify_remind" in v:
-            why = remind_problem(v["notify_remind"])
-            if why:
-                self.bad("notify_remind", why, 'e.g. notify_remind="2h" or "never"')
-            else:
-                out["notify_remind_s"] = remind_seconds(v["notify_remind"])
-        if "run_ping" in v:
-            why = url_or_env_problem(v["run_ping"])
-            if why:
-                self.bad(
-                    "run_ping", why, 'e.g. run_ping="https://hc-ping.com/<uuid>" or run_ping="HC_ORDERS"'
-                )
-            else:
-                out["run_ping"] = v["run_ping"]
-        if "fresh_within" in v:
-            why = bound_problem("fresh_within", v["fresh_within"])
-            if why:
-                self.bad("fresh_within", why, 'e.g. fresh_within="6h"')
-            else:
-                out["fresh_within_s"] = parse_seconds(v["fresh_within"], bare_text=False)
-        if "slow_after" in v:
-            why = bound_problem("slow_after", v["slow_after"])
-            if why:
-                self.bad("slow_after", why, 'e.g. slow_after="10m": tell once when a scheduled run passes it')
-            else:
-                out["slow_after_s"] = parse_seconds(v["slow_after"], bare_text=False)
+        if option not in v:
+            return
+        value = v[option]
+        why = bound_problem(rule, value) if isinstance(rule, str) else rule(value)
+        if why:
+            self.bad(option, why, hint)
+        else:
+            out[key or option] = convert(value) if convert else value
 
     def names_list(
         self,

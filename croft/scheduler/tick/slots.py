@@ -30,11 +30,12 @@ same instant can never both take the last slot. Runs by hand never come here.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -283,6 +284,19 @@ def _bug(exc: BaseException, path: Path) -> Any:
     )
 
 
+@contextlib.contextmanager
+def _writing(conn: sqlite3.Connection) -> Iterator[None]:
+    """One ``BEGIN IMMEDIATE`` transaction: committed when the body ends, rolled back when it raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
 def _live(conn: sqlite3.Connection) -> list[tuple[str, str]]:
     """Drop dead slots; (slot id, project root) of the live ones."""
     live: list[tuple[str, str]] = []
@@ -327,8 +341,7 @@ def take(
     stamp = to_iso(now)
     conn = _open(home)
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with _writing(conn):
             live = _live(conn)
             grant.alive = len(live)
             conn.execute(
@@ -367,11 +380,6 @@ def take(
                 _put_meta(conn, "wake", wake)
             grant.kick = _kick(conn, [(r, g) for _, r, g in order[:room] if r != root], now)
             grant.queued = len(others) + len(grant.waiting)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
     finally:
         conn.close()
     return grant
@@ -424,8 +432,7 @@ def hand_over(home: Path, who: ProcessIdentity, now: datetime, cap: int | None =
     stamp = to_iso(now)
     conn = _open(home)
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with _writing(conn):
             gave = conn.execute(
                 "DELETE FROM slots WHERE pid = ? AND proc_start IS ? AND boot_id IS ?",
                 (who.pid, who.start, who.boot),
@@ -434,11 +441,6 @@ def hand_over(home: Path, who: ProcessIdentity, now: datetime, cap: int | None =
             if gave:
                 conn.execute("DELETE FROM waiting WHERE seen_at < ?", (to_iso(now - STALE_AFTER),))
                 kicks = _kick_heads(conn, limit, stamp, now)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
     finally:
         conn.close()
     return kicks
@@ -471,18 +473,12 @@ def withdraw(home: Path, root: str, now: datetime, cap: int | None = None) -> li
             return []
         limit = cap if cap is not None else max_scheduled_runs(home)[0]
         stamp = to_iso(now)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with _writing(conn):
             conn.execute(
                 "DELETE FROM waiting WHERE root = ? OR seen_at < ?", (root, to_iso(now - STALE_AFTER))
             )
             conn.execute("DELETE FROM kicks WHERE root = ?", (root,))
             kicks = _kick_heads(conn, limit, stamp, now)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
     finally:
         conn.close()
     return kicks
