@@ -120,7 +120,8 @@ def notify_link(root: str, facts: Notifying, via: str | None) -> Link:
     if failed is not None:
         hint = (
             "The last notification croft tried on this channel did not arrive; notify.log (in the project's"
-            " .croft/logs) has every miss, and the next message that goes out clears this."
+            " .croft/logs) has every miss, and the next message that goes out clears this. Once it is fixed,"
+            f" `croft notify test --project {shlex.quote(root)}` sends every channel a test message now."
         )
         return Link.warns(name, f"{said}; the last try failed", "last_failed", None, hint, code=CODE)
     return Link.holds(name, said)

@@ -114,6 +114,7 @@ def test_a_delivery_and_a_failure_over_a_real_bus_show_in_doctor(
     assert facts["lastSent"]["at"].startswith("2026-12-01T09:00:00")
     [warned] = [p for p in envelope["problems"] if p["code"] == "NOTIFY_FAILING"]
     assert warned["severity"] == "warning" and warned["details"]["cause"] == "last_failed"
+    assert f"croft notify test --project {root}" in warned["hint"]  # the command that checks the fix
     assert f"⚠ notifications {root}: desktop (the default), webhook {host}, ping {host};" in human
     assert "last sent 09:00: desktop (notify-send): a failed run" in human  # the reader's clock, no seconds
     assert f"last failure 09:00: webhook {host}: HTTP 400 (not retried); the last try failed" in human
