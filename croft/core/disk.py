@@ -131,21 +131,30 @@ def _os_error(exc: BaseException | None) -> OSError | None:
     return None
 
 
-def folder_problem(folder: Any, what: str | None = None, *, exists: bool = False) -> Problem | None:
+def folder_problem(
+    folder: Any, what: str | None = None, *, exists: bool = False, seen: Any = None, disks: Any = None
+) -> Problem | None:
     """Why ``folder`` (or, when it does not exist yet, the nearest folder above it) cannot take a write
     now: no permission, a read-only disk, less than ``LOW_SPACE_BYTES`` free; None when it can.
-    ``exists``: the caller has just seen ``folder`` (an absolute path) there, so it is not looked for."""
-    path = os.fspath(folder) if exists else _existing(os.fspath(folder))
+    ``exists``: the caller has just seen ``folder`` (an absolute path) there, so it is not looked for.
+    ``seen``: its ``stat`` just taken, with the owner and mode it had when it last took a write (the
+    per-user tick's idle stamp), so the permission is as it was and only the disk is asked; ``disks``:
+    the answers of this minute by device, so a thousand projects on one disk cost one ``statvfs``."""
+    path = os.fspath(folder) if exists or seen is not None else _existing(os.fspath(folder))
     if path is None:
         return None
     what = what or f"the folder {os.fspath(folder)}"
     try:
-        vfs = os.statvfs(path)
+        vfs = None if disks is None or seen is None else disks.get(seen.st_dev)
+        if vfs is None:
+            vfs = os.statvfs(path)
+            if disks is not None and seen is not None:
+                disks[seen.st_dev] = vfs
     except OSError:
         return None
     if vfs.f_flag & os.ST_RDONLY:
         return unwritable(what, path, "read-only file system", read_only=True)
-    if not os.access(path, os.W_OK | os.X_OK):
+    if seen is None and not os.access(path, os.W_OK | os.X_OK):
         return unwritable(what, path, "permission denied")
     free = vfs.f_bavail * vfs.f_frsize
     if free < LOW_SPACE_BYTES and vfs.f_blocks:

@@ -25,18 +25,29 @@ __all__ = ["RECHECK_S", "FreshCache", "look"]
 RECHECK_S = 3600  # the longest a promise goes unlooked-at while nothing moved
 
 
-def _stamp(root: str, state_dir: str) -> list[int] | None:
+_FILES = (".croft/runs.sqlite", ".croft/runs.sqlite-wal", "croft.json")  # by their names under the root
+
+
+def _stamp(root: str, state_dir: str, known: Any = None) -> list[int] | None:
+    """``known``: the stats the idle stamp took this minute (``idlecache.KEPT``, None for a file that is
+    not there), by name under the root, for a project whose state folder is ``<root>/.croft``."""
+    if known is None:
+        known = {}
+        paths = (f"{state_dir}/runs.sqlite", f"{state_dir}/runs.sqlite-wal", f"{root}/croft.json")
+        for name, path in zip(_FILES, paths, strict=True):
+            try:
+                known[name] = os.stat(path)
+            except FileNotFoundError:
+                known[name] = None
+            except OSError:
+                return None
     out: list[int] = []
-    for path in (f"{state_dir}/runs.sqlite", f"{state_dir}/runs.sqlite-wal", f"{root}/croft.json"):
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            out += [0, 0]
-            continue
-        except OSError:
-            return None
-        # an empty WAL holds nothing (a reader may create one): the same as none
-        out += [st.st_mtime_ns, st.st_size] if st.st_size or not path.endswith("-wal") else [0, 0]
+    for name in _FILES:
+        st = known[name]
+        if st is None or (not st.st_size and name.endswith("-wal")):
+            out += [0, 0]  # an empty WAL holds nothing (a reader may create one): the same as none
+        else:
+            out += [st.st_mtime_ns, st.st_size]
     return out
 
 
@@ -67,11 +78,11 @@ def _any_promise(root: str, state_dir: str) -> bool:
 class FreshCache(HintFile):
     """``<CROFT_HOME>/fresh-cache.json``: per project root, ``{"stamp": [...], "next": ISO}``."""
 
-    def due(self, root: str, state_dir: str, now_iso: str) -> list[int] | bool | None:
+    def due(self, root: str, state_dir: str, now_iso: str, known: Any = None) -> list[int] | bool | None:
         """False while nothing moved and the next look is still ahead; else the stamp to ``remember``
         after the look (None when the files cannot be stat'ed: look, and remember nothing)."""
         self.seen.add(root)
-        stamp = _stamp(root, state_dir)
+        stamp = _stamp(root, state_dir, known)
         entry = self.entries.get(root)
         if stamp is not None and isinstance(entry, dict) and entry.get("stamp") == stamp:
             ahead = entry.get("next")
@@ -88,24 +99,33 @@ class FreshCache(HintFile):
 
 
 def look(
-    cache: FreshCache, root: str, state_dir: str, now: Any, note: Any, now_iso: str | None = None
+    cache: FreshCache,
+    root: str,
+    state_dir: str,
+    now: Any,
+    note: Any,
+    now_iso: str | None = None,
+    known: Any = None,
 ) -> None:
     """The freshness watch of one project (``scheduler.user.freshwatch``), only when its next look has
-    come or what it reads moved; never raises (a failed look is one note, and is tried within the hour)."""
-    from croft.core.clock import to_iso
+    come or what it reads moved; never raises (a failed look is one note, and is tried within the hour).
+    ``known``: stats of its files taken this minute (the idle stamp's), not taken again."""
+    if now_iso is None:  # the caller's text: to_iso is not free
+        from croft.core.clock import to_iso
 
-    stamp = cache.due(root, state_dir, now_iso or to_iso(now))  # the caller's text: to_iso is not free
+        now_iso = to_iso(now)
+    stamp = cache.due(root, state_dir, now_iso, known)
     if stamp is False:
         return
     from datetime import timedelta
+
+    from croft.core.clock import to_iso
 
     if not _any_promise(root, state_dir):  # the usual project: nothing promised, nothing told; no facts read
         cache.remember(
             root, stamp if isinstance(stamp, list) else None, to_iso(now + timedelta(seconds=RECHECK_S))
         )
         return
-    from datetime import timedelta
-
     from croft.scheduler.user.freshwatch import watch  # lazy: the look reads facts and history
 
     try:

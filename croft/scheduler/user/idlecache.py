@@ -29,15 +29,15 @@ from __future__ import annotations
 import os
 import time
 
-from croft.scheduler.incidents import incident_path
+from croft.scheduler.incidents import FOLDER, incident_path
 from croft.scheduler.user.settingcache import HintFile
-from croft.scheduler.user.trusted import project_parts
+from croft.scheduler.user.trusted import PART_NAMES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["IdleCache"]
+__all__ = ["KEPT", "IdleCache"]
 
 RACY_NS = 50_000_000  # 50 ms: well above any filesystem clock tick
 
@@ -60,39 +60,84 @@ def _targets(root: str, deps: list[str]) -> list[str]:
     ]
 
 
-def _stamp(root: str, targets: list[str], incident: str) -> tuple[int, bool] | None:
-    """(one value for the stats of ``targets`` and of the project's incident file in croft's home (a
-    failed tick since: the idle check must run again, and it will not hold), whether it is safe to
-    compare later); None: something could not be read. The value is the hash of a tuple of integers,
-    which Python computes the same in every process (unlike that of text), so it is stored as it is."""
+def _stamp(
+    root: str,
+    targets: list[str],
+    incident: str,
+    listed: set[str] | None = None,
+    keep: dict[str, os.stat_result | None] | None = None,
+) -> tuple[int, bool] | None:
+    """(one value for the stats of ``targets``, of the parts the trust check reads and of the project's
+    incident file in croft's home (a failed tick since: the idle check must run again, and it will not
+    hold), whether it is safe to compare later); None: something could not be read. The value is the hash
+    of a tuple of integers, which Python computes the same in every process (unlike that of text), so it
+    is stored as it is. Each path is stat'ed once: a part that is a target too is stamped whole.
+    ``listed``: the names in the incidents folder this minute (one listing for every project, not a
+    ``stat`` each); ``keep`` is given the ``stat`` (None: not there) of each of ``KEPT``, by its name
+    relative to the root, for the minute's other looks at the project.
+
+    It runs for every project every minute, so it is written for the interpreter's sake: one flat list
+    of integers, each path stat'ed once, no object kept that nothing reads."""
     racy = time.time_ns() - RACY_NS
-    stats: list[tuple[int, ...]] = []
-    for path in project_parts(root):  # what the trust check reads: its owner and mode (and that it is
-        try:  # the same file); never its mtime, which a file made or removed inside a folder moves
-            st = os.stat(path)
-        except FileNotFoundError:
-            stats.append(_GONE)
-            continue
-        except OSError:
-            return None
-        stats.append((st.st_ino, st.st_mode, st.st_uid))
-    safe = True
+    keep = {} if keep is None else keep
+    stats: list[int] = [len(targets)]
     prefix = root + "/"
-    for path in (incident, *[prefix + rel for rel in targets]):
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            stats.append(_GONE)
-            continue
-        except OSError:
-            return None
-        stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, st.st_uid))  # a chmod or chown too
-        if st.st_mtime_ns > racy:
-            safe = False
-    return hash((len(targets), *stats)), safe
+    stat = os.stat
+    try:
+        for name in PART_NAMES:  # what the trust check reads: its owner and mode (and that it is the same
+            if name in targets:  # file); never its mtime, which a file made or removed inside a folder moves
+                continue
+            st = _stat(prefix + name if name else root, name in _RARELY)
+            if name in KEPT:
+                keep[name] = st
+            stats += _GONE if st is None else st[:6]  # mode, inode, device, links, owner, group
+        safe = True
+        if listed is not None and incident[incident.rfind("/") + 1 :] not in listed:
+            stats += _GONE  # no incident: the same as a stat that found none
+        elif (st := _stat(incident, False)) is None:
+            stats += _GONE
+        else:
+            stats += st[:7]
+            stats.append(st.st_mtime_ns)
+            safe = st.st_mtime_ns <= racy
+        for rel in targets:
+            if rel in _RARELY:
+                st = _stat(prefix + rel, True)
+            else:
+                try:
+                    st = stat(prefix + rel)
+                except FileNotFoundError:
+                    st = None
+            if rel in KEPT:
+                keep[rel] = st
+            if st is None:
+                stats += _GONE
+                continue
+            mtime = st.st_mtime_ns
+            stats += st[:7]  # and the size, and the mtime in nanoseconds (not the atime)
+            stats.append(mtime)
+            if mtime > racy:
+                safe = False
+    except OSError:
+        return None
+    return hash(tuple(stats)), safe
 
 
-_GONE = (-1,)
+def _stat(path: str, rarely: bool) -> os.stat_result | None:
+    """The path's ``stat``, None when it is not there. ``rarely``: a path that usually is not (lib/, the
+    WAL of a history no one has open), asked with ``access`` first: half the cost of a ``stat`` that
+    fails, which builds an exception."""
+    if rarely and not os.access(path, os.F_OK):
+        return None
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
+KEPT = frozenset({".croft", ".croft/runs.sqlite", ".croft/runs.sqlite-wal", "croft.json"})
+_RARELY = frozenset({"lib", ".croft/runs.sqlite-wal"})
+_GONE = (-1,)  # a path that is not there
 
 
 class IdleCache(HintFile):
@@ -104,6 +149,23 @@ class IdleCache(HintFile):
         super().__init__(path)
         self._before: dict[str, tuple[int, bool] | None] = {}
         self._home = str(path.parent)  # the cache lives in croft's home, beside the incidents
+        self._listed: set[str] | None = None
+        self._listing = False
+        self.stats: dict[str, os.stat_result | None] = {}  # the ``KEPT`` stats the last ``still`` took
+        self.disks: dict[int, os.statvfs_result] = {}  # the minute's free space, by device
+
+    def _incidents(self) -> set[str] | None:
+        """The incident files in croft's home, listed once a minute (None: the folder cannot be listed,
+        so each project's is stat'ed)."""
+        if not self._listing:
+            self._listing = True
+            try:
+                self._listed = set(os.listdir(f"{self._home}/{FOLDER}"))
+            except FileNotFoundError:
+                self._listed = set()
+            except OSError:
+                self._listed = None
+        return self._listed
 
     def still(self, root: str, now_iso: str) -> bool:
         """Whether nothing the idle check read moved since it last held, and the clock is inside its
@@ -112,7 +174,9 @@ class IdleCache(HintFile):
         entry = self.entries.get(root)
         if not isinstance(entry, dict) or not isinstance(entry.get("paths"), list):
             return False
-        before = self._before[root] = _stamp(root, entry["paths"], incident_path(root, self._home))  # type: ignore[arg-type]
+        self.stats = {}
+        incident = incident_path(root, self._home)
+        before = self._before[root] = _stamp(root, entry["paths"], incident, self._incidents(), self.stats)  # type: ignore[arg-type]
         return bool(
             entry["safe"]
             and before is not None

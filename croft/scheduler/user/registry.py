@@ -85,11 +85,8 @@ class Entry(namedtuple("Entry", ["root", "added_at", "via", "missing_since"], de
         if not isinstance(root, str) or not os.path.isabs(root) or via not in _VIAS:
             return None
         missing = value.get("missingSince")
-        return cls(
-            root=root,
-            added_at=added if isinstance(added, str) else "",
-            via=via,
-            missing_since=missing if isinstance(missing, str) else None,
+        return cls(  # by position: a thousand entries a minute
+            root, added if isinstance(added, str) else "", via, missing if isinstance(missing, str) else None
         )
 
 

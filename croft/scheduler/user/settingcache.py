@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
-from croft.scheduler.setting import Scheduling, read_scheduling_file
+TYPE_CHECKING = False  # the idle minute uses the hint files only: the setting's reader loads when read
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from croft.scheduler.setting import Scheduling
 
 __all__ = ["HintFile", "SettingCache"]
 
@@ -42,16 +45,25 @@ class HintFile:
     def __init__(self, path: Path):
         self.path = path
         self.changed = False
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-            self.entries: dict[str, dict[str, object]] = raw if isinstance(raw, dict) else {}
-        except (OSError, ValueError, RecursionError):
-            self.entries = {}
+        self._entries: dict[str, dict[str, object]] | None = None
         self.seen: set[str] = set()
 
+    @property
+    def entries(self) -> dict[str, dict[str, object]]:
+        """Read at the first look (a minute whose projects all beat idle never reads the setting cache)."""
+        if self._entries is None:
+            try:
+                raw = json.loads(self.path.read_text(encoding="utf-8"))
+                self._entries = raw if isinstance(raw, dict) else {}
+            except (OSError, ValueError, RecursionError):
+                self._entries = {}
+        return self._entries
+
     def save(self) -> None:
+        if self._entries is None:  # never looked at: nothing to keep or to drop
+            return
         kept = {k: v for k, v in self.entries.items() if k in self.seen}
-        if not self.changed and kept == self.entries:
+        if not self.changed and len(kept) == len(self.entries):  # the same entries, none dropped
             return
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
@@ -66,6 +78,8 @@ class HintFile:
 
 class SettingCache(HintFile):
     def read(self, state_dir: Path) -> Scheduling:
+        from croft.scheduler.setting import Scheduling, read_scheduling_file
+
         key = str(state_dir)
         self.seen.add(key)
         stamp = _stamp(state_dir)

@@ -24,7 +24,6 @@ from croft.core.disk import folder_problem
 from croft.core.paths import croft_home
 from croft.core.problems import CroftError
 from croft.scheduler.heartbeat import write_user_beats
-from croft.scheduler.setting import effective_state
 from croft.scheduler.ticklog import TickLog, project_names
 from croft.scheduler.user.freshcache import FreshCache, look
 from croft.scheduler.user.idlecache import IdleCache
@@ -108,9 +107,15 @@ def _minute(
     fresh = FreshCache(home / "fresh-cache.json")
     full: list[str] = []
     pings: list[tuple[str, str]] = []
-    names = project_names(e.root for e in entries)  # every line about a project names it, short
+    names: dict[str, str] = {}  # every line about a project names it, short: listed at the first line
+
+    def name_of(root: str) -> str:
+        if not names:
+            names.update(project_names(e.root for e in entries))
+        return names.get(root, root)
+
     for entry in entries:
-        say = _naming(note, entry.root, names[entry.root])
+        say = _naming(note, entry.root, name_of)
         try:
             _one(entry, now, cache, idle, fresh, out, say, full, pings)
         except Exception as exc:  # one broken project never stops the others
@@ -139,12 +144,12 @@ def _minute(
         with log.open() as handle:
 
             def started(root: str, pid: int) -> None:
-                note(f"{names[root]}: tick started (pid {pid})")
+                note(f"{name_of(root)}: tick started (pid {pid})")
                 out["started"].append({"root": root, "pid": pid})
 
             for root, answer in full_ticks(full, str(home), handle, env, started).items():
                 if answer.get("error"):
-                    note(f"{names.get(root, root)}: tick not finished: {answer['error']}")
+                    note(f"{name_of(root)}: tick not finished: {answer['error']}")
                 elif answer.get("ping"):
                     pings.append((str(answer["ping"]), os.path.join(root, ".croft")))
     if pings:
@@ -153,12 +158,12 @@ def _minute(
         ping_many([(url, state, _redactor_of(state)) for url, state in pings])
 
 
-def _naming(note: Any, root: str, name: str) -> Any:
+def _naming(note: Any, root: str, name_of: Any) -> Any:
     """``note`` for one project's lines: the ``<root>: `` they begin with becomes its tick log name."""
     prefix = f"{root}: "
 
     def say(message: str) -> None:
-        note(f"{name}: {message[len(prefix) :]}" if message.startswith(prefix) else message)
+        note(f"{name_of(root)}: {message[len(prefix) :]}" if message.startswith(prefix) else message)
 
     return say
 
@@ -208,13 +213,15 @@ def _one(
     # and its .croft/ is the folder it was. Able to take a write, too, before the idle beat: a full disk
     # is said every minute, never beaten over.
     held = idle.still(entry.root, stamp)  # see _beat; no incident there either
-    trouble = folder_trouble(f"{entry.root}/.croft", seen=held)
+    state = f"{entry.root}/.croft"
+    seen = idle.stats.get(".croft") if held else None
+    trouble = folder_trouble(state, seen=seen, disks=idle.disks)
     if held and trouble is None:
-        look(fresh, entry.root, f"{entry.root}/.croft", now, note, stamp)  # its freshness promises
+        look(fresh, entry.root, state, now, note, stamp, idle.stats)  # its freshness promises
         return _beat(entry, stamp, out, idle, pings)
     unsafe = project_unsafe(entry.root)  # trusted first: nothing is read from it or written into it
     if unsafe is None:  # its freshness promises, whatever its setting (croft serve watches its own)
-        look(fresh, entry.root, f"{entry.root}/.croft", now, note, stamp)
+        look(fresh, entry.root, state, now, note, stamp)
     state_dir = project_state_dir(entry.root)
     if unsafe is None:
         unsafe = state_dir_unsafe(entry.root, state_dir)  # a relocated state folder
@@ -271,6 +278,8 @@ def _skip_reason(entry: Entry, now: Any, cache: SettingCache, state_dir: Path) -
         trouble = folder_trouble(str(state_dir))
         if trouble is not None:
             raise CroftError(trouble)
+    from croft.scheduler.setting import effective_state  # lazy: an idle minute reads no setting
+
     setting = cache.read(state_dir)
     if setting.via == "serve":
         return "ticks from croft serve"

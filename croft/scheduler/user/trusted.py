@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HOME_FILES",
+    "PART_NAMES",
     "PROJECT_PARTS",
     "home_unsafe",
     "project_parts",
@@ -49,6 +50,7 @@ HOME_FILES = (
     "logs",
 )
 PROJECT_PARTS = ("croft.json", "assets", "lib")
+PART_NAMES = ("", *PROJECT_PARTS, ".croft")  # ``project_parts`` relative to the root ("": the root itself)
 
 
 def home_unsafe(home: str | os.PathLike[str]) -> Unsafe | None:
@@ -65,7 +67,7 @@ def project_parts(root: str) -> list[str]:
     """What ``project_unsafe`` looks at, in its order: the folder, croft.json, assets/, lib/ and ``.croft/``
     (the idle stamp holds their owner and mode, so a project the check passed stays trusted while they
     stay as they were)."""
-    return [root, *[f"{root}/{name}" for name in PROJECT_PARTS], f"{root}/.croft"]
+    return [f"{root}/{name}" if name else root for name in PART_NAMES]
 
 
 def project_unsafe(root: str, state_dir: str | os.PathLike[str] | None = None) -> Unsafe | None:

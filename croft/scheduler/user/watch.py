@@ -24,19 +24,22 @@ from croft.scheduler import incidents
 TYPE_CHECKING = False  # the per-user tick runs this every minute
 if TYPE_CHECKING:
     from datetime import datetime
+    from typing import Any
 
     from croft.core.problems import Problem
 
 __all__ = ["folder_trouble", "troubled", "untroubled"]
 
 
-def folder_trouble(state_dir: str, *, seen: bool = False) -> Problem | None:
+def folder_trouble(state_dir: str, *, seen: Any = None, disks: Any = None) -> Problem | None:
     """Why the project's state folder cannot take a write now, or None (also when it does not exist yet:
-    the project tick makes it, and says so if it cannot). ``seen``: the caller has just stat'ed it as a
-    folder (the idle stamp has), which saves the per-user minute two lookups per project."""
-    if not seen and not os.path.isdir(state_dir):
+    the project tick makes it, and says so if it cannot). ``seen``: the stat the idle stamp just took of
+    it, the owner and mode it had when it last took a write; ``disks``: the minute's answers by device
+    (``disk.folder_problem``). Both save the per-user minute three calls per project."""
+    if seen is None and not os.path.isdir(state_dir):
         return None
-    return disk.folder_problem(state_dir, f"the scheduler's state folder {state_dir}", exists=seen)
+    what = f"the scheduler's state folder {state_dir}"
+    return disk.folder_problem(state_dir, what, seen=seen, disks=disks)
 
 
 def troubled(root: str, found: Problem, now: datetime, source: str) -> bool:
