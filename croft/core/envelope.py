@@ -2,7 +2,7 @@
 
 Scripts rely on this shape, so it is built here only: by ``Result.envelope`` for the click commands, and
 directly by the click-free fast paths (``croft tick``, ``croft tick --all``) and the error boundary,
-which must not pay for importing the Result dataclasses on an idle minute.
+which must not pay for importing ``Result`` (and ``typing`` with it) on an idle minute.
 """
 
 from __future__ import annotations

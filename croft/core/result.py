@@ -3,12 +3,14 @@
 ``{"ok", "data", "problems", "next"}`` is a contract scripts rely on; the exit code comes from the result
 (0 ok, 1 the work failed, 2 usage or refusal, 3 checks only, 4 busy, 130 interrupted), never from a
 literal in a command.
+
+``Next`` is a NamedTuple and ``Result`` a plain class, not dataclasses: every command (``croft status``
+among them) imports this module, and ``dataclasses`` costs more to import than a status's own work.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from croft.core.envelope import envelope
 from croft.core.problems import Problem, exit_code_for
@@ -16,8 +18,7 @@ from croft.core.problems import Problem, exit_code_for
 __all__ = ["Next", "Result"]
 
 
-@dataclass(frozen=True)
-class Next:
+class Next(NamedTuple):
     command: str
     reason: str
 
@@ -25,13 +26,22 @@ class Next:
         return {"command": self.command, "reason": self.reason}
 
 
-@dataclass
 class Result:
-    data: dict[str, Any] = field(default_factory=dict)
-    problems: list[Problem] = field(default_factory=list)
-    next: list[Next] = field(default_factory=list)
-    ok: bool | None = None
-    exit: int | None = None
+    __slots__ = ("data", "exit", "next", "ok", "problems")
+
+    def __init__(
+        self,
+        data: dict[str, Any] | None = None,
+        problems: list[Problem] | None = None,
+        next: list[Next] | None = None,
+        ok: bool | None = None,
+        exit: int | None = None,
+    ) -> None:
+        self.data: dict[str, Any] = {} if data is None else data
+        self.problems: list[Problem] = [] if problems is None else problems
+        self.next: list[Next] = [] if next is None else next
+        self.ok = ok
+        self.exit = exit
 
     @property
     def is_ok(self) -> bool:

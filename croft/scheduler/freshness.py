@@ -9,14 +9,17 @@ The data's age is the time since the asset last reflected its sources:
 An asset never built has no age, so no breach: its first run starts the clock. The cause of a breach
 is the first of: scheduling off, paused, no scheduler tick, the asset (or the ingest its age follows)
 held for code nobody ran, failing, waiting on another hold; otherwise its schedule did not refresh it.
+
+``Cause``, ``Fresh`` and ``Facts`` are NamedTuples, not dataclasses: ``croft status`` and the per-user tick
+import this module, and ``dataclasses`` costs more to import than their own work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from croft.core.clock import from_iso, to_iso
 from croft.core.duration import words
@@ -24,8 +27,7 @@ from croft.core.duration import words
 __all__ = ["Cause", "Facts", "Fresh", "assess", "cause_of", "next_breach", "references"]
 
 
-@dataclass(frozen=True)
-class Cause:
+class Cause(NamedTuple):
     """Why an asset is past its promise: a stable ``code``, a sentence, and the command that helps."""
 
     code: str  # scheduling_off | paused | no_tick | held | failing | waiting | not_refreshed
@@ -36,8 +38,7 @@ class Cause:
         return {"code": self.code, "text": self.text, "fix": self.fix}
 
 
-@dataclass(frozen=True)
-class Fresh:
+class Fresh(NamedTuple):
     """One promise as it stands at ``now``."""
 
     asset: str
@@ -60,15 +61,14 @@ class Fresh:
         }
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(NamedTuple):
     """What the cause needs, gathered by the caller (``scheduler.tick.freshview``)."""
 
     state: str  # on | off | paused (effective)
     paused_until: str | None = None
     no_tick_since: str | None = None  # set when scheduling is on and the tick is stale
-    holds: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # asset -> (hold kind, reason)
-    streaks: Mapping[str, int] = field(default_factory=dict)  # asset -> scheduled failures in a row
+    holds: Mapping[str, tuple[str, str]] = MappingProxyType({})  # asset -> (hold kind, reason)
+    streaks: Mapping[str, int] = MappingProxyType({})  # asset -> scheduled failures in a row
 
 
 def references(

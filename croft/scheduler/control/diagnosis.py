@@ -153,7 +153,7 @@ def project_troubles(project: Project, now: datetime | None = None) -> list[Prob
     except CroftError:
         entry = None  # an unreadable registry is doctor's link (and the stale warning's first cause)
     seen = look(str(project.root), project.config.state_dir, now or clock.now(), entry.via if entry else None)
-    return seen.problems
+    return list(seen.problems)
 
 
 def unsafe_warning(project: Project, now: datetime | None = None) -> Problem | None:

@@ -122,7 +122,7 @@ def _project_place(
         quiet=heartbeat.is_stale(setting, beat, now) if quiet is None else quiet,
         last_tick=beat,
         ahead=_ahead(setting, beat, now),
-        troubles=tuple(seen.problems),
+        troubles=seen.problems,
         unsafe=project_unsafe(str(project.root), project.config.state_dir),
     )
 
@@ -172,7 +172,7 @@ def _entry_place(entry: Entry, now: datetime) -> Place:
         quiet=heartbeat.is_stale(setting, beat, now),
         last_tick=beat,
         ahead=_ahead(setting, beat, now),
-        troubles=tuple(seen.problems),
+        troubles=seen.problems,
         unsafe=unsafe,
     )
 
@@ -209,7 +209,7 @@ def _lost_place(root: str, now: datetime) -> Place | None:
         quiet=heartbeat.is_stale(seen.setting, beat, now),
         last_tick=beat,
         ahead=_ahead(seen.setting, beat, now),
-        troubles=tuple(seen.problems),
+        troubles=seen.problems,
         unsafe=unsafe,
     )
 

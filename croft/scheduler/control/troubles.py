@@ -15,15 +15,17 @@ In order of what to fix first:
 - the per-user registry and its own setting disagree: registered to tick while its setting says off
   (its history was replaced or reset) is SCHEDULER_BROKEN, cause ``setting_lost``. The other direction
   (on, but not registered) is SCHEDULER_STALE's ``not_registered`` once nothing ticks it.
+
+``Look`` is a NamedTuple, not a dataclass: ``croft status`` imports this module, and ``dataclasses`` costs
+more to import than a status's own work.
 """
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from croft.core import disk
 from croft.core.paths import croft_home
@@ -34,12 +36,11 @@ from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
 __all__ = ["Look", "look", "setting_lost"]
 
 
-@dataclass(frozen=True)
-class Look:
+class Look(NamedTuple):
     """The setting when it could be read (None otherwise), and what stops the project, first things first."""
 
     setting: Scheduling | None
-    problems: list[Problem] = field(default_factory=list)
+    problems: tuple[Problem, ...] = ()
 
     @property
     def first(self) -> Problem | None:
@@ -72,7 +73,7 @@ def look(root: str, state_dir: Path, now: datetime, registered_via: str | None) 
         lost = setting_lost(root, setting, now, registered_via)
         if lost is not None:
             found.append(lost)
-    return Look(setting, found)
+    return Look(setting, tuple(found))
 
 
 def setting_lost(root: str, setting: Scheduling, now: datetime, registered_via: str | None) -> Problem | None:

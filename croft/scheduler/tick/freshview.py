@@ -4,11 +4,13 @@ status`` and ``croft doctor`` all take, so none of them can disagree.
 
 It reads runs.sqlite read-only (never creating it) and the facts cache without writing it, and decides
 holds by the scheduler's own policy (``scheduler.due``), so "held" here is what the tick holds.
+
+``Standing`` is a plain class, not a dataclass: ``croft status`` and the per-user tick import this module,
+and ``dataclasses`` costs more to import than their own work.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -28,13 +30,20 @@ from croft.scheduler.tick.gather import due_input
 __all__ = ["Standing", "add_freshness", "breach_problem", "freshness_json", "standing"]
 
 
-@dataclass
 class Standing:
     """Every promise of a project at one instant; ``causes`` for the breached ones only."""
 
-    fresh: dict[str, Fresh] = field(default_factory=dict)
-    causes: dict[str, Cause] = field(default_factory=dict)
-    next_breach: str | None = None
+    __slots__ = ("causes", "fresh", "next_breach")
+
+    def __init__(
+        self,
+        fresh: dict[str, Fresh] | None = None,
+        causes: dict[str, Cause] | None = None,
+        next_breach: str | None = None,
+    ) -> None:
+        self.fresh: dict[str, Fresh] = {} if fresh is None else fresh
+        self.causes: dict[str, Cause] = {} if causes is None else causes
+        self.next_breach = next_breach
 
     @property
     def breached(self) -> list[str]:
