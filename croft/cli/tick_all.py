@@ -11,7 +11,7 @@ import os
 import sys
 
 from croft.core import clock, knobs
-from croft.core.paths import croft_home
+from croft.core.paths import home_text
 from croft.core.problems import CroftError, Problem, exit_code_for, problem
 from croft.scheduler.ticklog import TickLog
 from croft.scheduler.user.tick_all import tick_all
@@ -61,7 +61,7 @@ def main(args: list[str]) -> int:
         except Exception as exc:  # the job must log and end, never hang or lose the reason
             import traceback
 
-            TickLog.of(croft_home()).write(
+            TickLog.of(home_text()).write(
                 clock.to_iso(clock.now()), "tick failed: " + "".join(traceback.format_exception(exc)).rstrip()
             )
             message = f"croft tick --all failed: {type(exc).__name__}: {exc}"

@@ -31,8 +31,13 @@ def read_object(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def write_atomic(path: Path, value: Any, *, indent: int | None = 2, durable: bool = False) -> None:
+def write_atomic(
+    path: str | os.PathLike[str], value: Any, *, indent: int | None = 2, durable: bool = False
+) -> None:
     """Write ``value`` as JSON to ``path`` (its folder made 0700 when missing), replacing it in one rename."""
+    from pathlib import Path  # only here: an idle minute of the per-user tick writes no file this way
+
+    path = Path(path)
     make_dirs(path.parent)
     text = json.dumps(value, indent=indent, ensure_ascii=False) + ("\n" if indent is not None else "")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

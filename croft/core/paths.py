@@ -16,6 +16,7 @@ __all__ = [
     "data_path",
     "home_text",
     "job_label",
+    "path_text",
     "project_state_dir",
     "require_utf8_path",
     "state_dir",
@@ -32,9 +33,18 @@ def croft_home() -> Path:
 
 
 def home_text() -> str:
-    """``croft_home()`` as text, without loading pathlib (the idle tick looks for an incident there)."""
+    """``str(croft_home())``, without loading pathlib: the per-minute tick works with text, and names the
+    folder in its messages (and in the ticks it starts) in the words the other commands use."""
     override: str | None = knobs.value("CROFT_HOME")
-    return override or os.path.join(os.path.expanduser("~"), ".croft")
+    return path_text(override or os.path.join(os.path.expanduser("~"), ".croft"))
+
+
+def path_text(*parts: str | os.PathLike[str]) -> str:
+    """``str(Path(*parts))`` without loading pathlib (no doubled or trailing slash, no ``.`` part; ``..``
+    kept): the per-minute tick, which keeps its folders and files as text, spells each as a Path would."""
+    text = os.path.join(*parts)
+    root = "//" if text[:2] == "//" and text[2:3] != "/" else "/" if text[:1] == "/" else ""
+    return root + "/".join(part for part in text.split("/") if part and part != ".") or "."
 
 
 def job_label() -> str:

@@ -6,21 +6,27 @@ Only sqlite3 is imported, so the per-user tick can use it every minute.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
+import stat
 
 from croft.core import sqlitefile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
     from typing import Any
 
 __all__ = ["peek"]
 
 
 def peek(
-    path: Path, sql: str, params: tuple[Any, ...] = (), timeout: float = 1.0, *, strict: bool = False
+    path: str | os.PathLike[str],
+    sql: str,
+    params: tuple[Any, ...] = (),
+    timeout: float = 1.0,
+    *,
+    strict: bool = False,
 ) -> list[tuple[Any, ...]] | None:
     """The rows of ``sql``; None when the file is missing or sqlite cannot read it (no table, not a database).
 
@@ -30,7 +36,7 @@ def peek(
     """
     if strict:
         return _strict(path, sql, params, timeout)
-    if not path.is_file():
+    if not _is_file(path):
         return None
     try:
         conn = sqlitefile.connect(path, "read", timeout=timeout)
@@ -42,7 +48,21 @@ def peek(
         return None
 
 
-def _strict(path: Path, sql: str, params: tuple[Any, ...], timeout: float) -> list[tuple[Any, ...]] | None:
+def _is_file(path: str | os.PathLike[str]) -> bool:
+    """``Path.is_file``, errors and all, without pathlib: the per-user tick's hourly look peeks by text."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return False
+        raise
+    except ValueError:
+        return False
+
+
+def _strict(
+    path: str | os.PathLike[str], sql: str, params: tuple[Any, ...], timeout: float
+) -> list[tuple[Any, ...]] | None:
     try:
         os.stat(path)  # not is_file(): a folder without permission must not read as "no file"
     except (FileNotFoundError, NotADirectoryError):

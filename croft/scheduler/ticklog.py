@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+from croft.core.paths import path_text
 from croft.core.private import open_append
 
 TYPE_CHECKING = (
@@ -37,26 +38,30 @@ __all__ = [
 ROTATE_BYTES = 5 * 1024 * 1024
 TAIL_LINES = 20
 TAIL_BYTES = 64 * 1024
+_PARTS = ("logs", "tick.log")  # under CROFT_HOME
 
 
-def tick_log_path(home: Path) -> Path:
-    return home / "logs" / "tick.log"
+def tick_log_path(home: str | os.PathLike[str]) -> Path:
+    from pathlib import Path  # for the commands that show the log; the ticks write through ``TickLog``
+
+    return Path(home, *_PARTS)
 
 
 class TickLog:
-    """The log, rotated to ``tick.log.1`` past 5 MB; lines ``<ISO now> <message>``; the file 0600."""
+    """The log, rotated to ``tick.log.1`` past 5 MB; lines ``<ISO now> <message>``; the file 0600. Its
+    path is kept as text: the per-user tick writes here every minute, and loads no pathlib for it."""
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = os.fspath(path)
 
     @classmethod
-    def of(cls, home: Path) -> TickLog:
-        return cls(tick_log_path(home))
+    def of(cls, home: str | os.PathLike[str]) -> TickLog:
+        return cls(path_text(home, *_PARTS))
 
     def rotate(self) -> None:
         try:
-            if self.path.stat().st_size > ROTATE_BYTES:
-                os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+            if os.stat(self.path).st_size > ROTATE_BYTES:
+                os.replace(self.path, self.path + ".1")
         except FileNotFoundError:
             pass
 
@@ -69,7 +74,7 @@ class TickLog:
                 out.write(f"{stamp} {message}\n".encode())
         except OSError as exc:
             if exc.filename is None:  # a write on a full disk: say which file
-                raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+                raise OSError(exc.errno, exc.strerror, self.path) from exc
             raise
 
 

@@ -57,8 +57,6 @@ def _any_promise(root: str, state_dir: str) -> bool:
     """Whether an asset file's text mentions a freshness promise (``fresh_within``, ``-- fresh within:``)
     or a breach was told and not yet ended (``notify.freshness``): files read as text, one read-only
     query, no asset parsed and no WAL created. Only a yes pays for the full look."""
-    from pathlib import Path  # loaded by the per-user tick already
-
     from croft.history.peek import peek
     from croft.scheduler.tick.filekeys import asset_paths
 
@@ -71,7 +69,7 @@ def _any_promise(root: str, state_dir: str) -> bool:
         if b"fresh_within" in text or b"fresh within" in text:
             return True
     rows = peek(
-        Path(state_dir) / "runs.sqlite",
+        f"{state_dir}/runs.sqlite",
         "SELECT 1 FROM settings WHERE key = 'notify.freshness' AND value NOT IN ('{}', 'null')",
     )
     return bool(rows)

@@ -33,10 +33,6 @@ from croft.scheduler.incidents import FOLDER, incident_path
 from croft.scheduler.user.settingcache import HintFile
 from croft.scheduler.user.trusted import PART_NAMES
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pathlib import Path
-
 __all__ = ["KEPT", "IdleCache"]
 
 RACY_NS = 50_000_000  # 50 ms: well above any filesystem clock tick
@@ -145,10 +141,10 @@ class IdleCache(HintFile):
     that held. The state folder is always ``<root>/.croft``: the idle check never holds for a relocated
     one."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: str | os.PathLike[str]):
         super().__init__(path)
         self._before: dict[str, tuple[int, bool] | None] = {}
-        self._home = str(path.parent)  # the cache lives in croft's home, beside the incidents
+        self._home = os.path.dirname(self.path) or "."  # the cache lives in croft's home, by the incidents
         self._listed: set[str] | None = None
         self._listing = False
         self.stats: dict[str, os.stat_result | None] = {}  # the ``KEPT`` stats the last ``still`` took

@@ -27,11 +27,10 @@ from collections import namedtuple
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from croft.core.clock import from_iso, to_iso
 from croft.core.jsonfile import write_atomic
-from croft.core.paths import croft_home, project_state_dir
+from croft.core.paths import home_text, path_text, project_state_dir
 from croft.core.private import make_dirs
 from croft.core.problems import CroftError
 from croft.core.text import clip
@@ -51,6 +50,7 @@ BACKUP = "projects.json.bak"
 LOCK_TIMEOUT_S = 12.0
 TYPE_CHECKING = False  # the per-user tick reads the registry every minute: typing is not loaded for it
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any, Literal
 
     Via = Literal["os-job", "serve"]
@@ -97,8 +97,10 @@ def _quote(text: str) -> str:
     return shlex.quote(text)
 
 
-def canonical(root: Path | str) -> str:
+def canonical(root: str | os.PathLike[str]) -> str:
     """The real path (symlinks resolved) when it exists; the absolute path otherwise (a deleted folder)."""
+    from pathlib import Path  # a change or a look-up by a command: the per-minute read needs none
+
     path = Path(root).expanduser()
     try:
         return str(path.resolve(strict=True))
@@ -118,6 +120,8 @@ _MOUNT_ROOTS: tuple[tuple[tuple[str, ...], int], ...] = (
 
 def removable_mount(root: str) -> list[str]:
     """The folders that would be the mount point of a removable disk holding ``root`` (may be several)."""
+    from pathlib import Path  # only for a project whose croft.json is not there
+
     parts = Path(root).parts[1:]
     found = []
     for prefix, depth in _MOUNT_ROOTS:
@@ -153,11 +157,26 @@ def presence(root: str) -> tuple[Presence, str]:
     return "gone", "its folder or croft.json is gone"
 
 
-def _read(path: Path) -> list[Entry] | None:
+def _exists(path: str) -> bool:
+    """``Path.exists`` without pathlib: False for nothing there, and a path that cannot be looked at
+    (permissions) raises, as it does there."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return False
+        raise
+    except ValueError:
+        return False
+    return True
+
+
+def _read(path: str) -> list[Entry] | None:
     """The entries in ``path``; None when there is no such file; ``_Broken`` when it holds no registry;
     CONFIG_INVALID when it cannot be read at all (permissions)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
     except FileNotFoundError:
         return None
     except UnicodeDecodeError:
@@ -167,7 +186,7 @@ def _read(path: Path) -> list[Entry] | None:
             "CONFIG_INVALID",
             f"{path} cannot be read: {exc.strerror or exc}",
             f"Give your user read and write access to {path} (chmod 600).",
-            details={"file": str(path)},
+            details={"file": path},
         ) from None
     if not text.strip():
         raise _Broken("it is empty")  # croft always writes a list, "[]" at least
@@ -187,8 +206,8 @@ def _read(path: Path) -> list[Entry] | None:
     return out
 
 
-def _corrupt(path: Path, why: str) -> CroftError:
-    aside = path.with_name(path.name + ".broken")
+def _corrupt(path: str, why: str) -> CroftError:
+    aside = path + ".broken"
     return CroftError(
         "CONFIG_INVALID",
         f"{path} is not a croft registry: {why}",
@@ -198,10 +217,16 @@ def _corrupt(path: Path, why: str) -> CroftError:
         fix={
             "kind": "command",
             "description": "move the damaged registry aside; the next `croft schedule on` starts a new one",
-            "command": f"mv {_quote(str(path))} {_quote(str(aside))}",
+            "command": f"mv {_quote(path)} {_quote(aside)}",
         },
-        details={"file": str(path)},
+        details={"file": path},
     )
+
+
+def _as_path(text: str) -> Path:
+    from pathlib import Path
+
+    return Path(text)
 
 
 class _Broken(Exception):
@@ -213,16 +238,36 @@ class _Broken(Exception):
 
 
 class Registry:
-    """``projects.json`` in ``home`` (CROFT_HOME by default), and its last good copy ``projects.json.bak``."""
+    """``projects.json`` in ``home`` (CROFT_HOME by default), and its last good copy ``projects.json.bak``.
 
-    def __init__(self, home: Path | None = None, lock_timeout: float = LOCK_TIMEOUT_S):
-        self.home = Path(home) if home is not None else croft_home()
-        self.path = self.home / "projects.json"
-        self.backup_path = self.home / BACKUP
-        self.lock_path = self.home / "projects.json.lock"
+    Its folder and files are kept as text, spelled as Paths would spell them; ``home``, ``path``,
+    ``backup_path`` and ``lock_path`` are Paths made when asked for: the per-user tick reads the registry
+    every minute, and loads no pathlib for it."""
+
+    def __init__(self, home: str | os.PathLike[str] | None = None, lock_timeout: float = LOCK_TIMEOUT_S):
+        self._home = home_text() if home is None else path_text(home)
+        self._file = path_text(self._home, "projects.json")
+        self._backup = path_text(self._home, BACKUP)
+        self._lock = path_text(self._home, "projects.json.lock")
         self.lock_timeout = lock_timeout
         self.notes: list[str] = []  # what reading had to repair (a registry restored from its copy)
         self._held = False
+
+    @property
+    def home(self) -> Path:
+        return _as_path(self._home)
+
+    @property
+    def path(self) -> Path:
+        return _as_path(self._file)
+
+    @property
+    def backup_path(self) -> Path:
+        return _as_path(self._backup)
+
+    @property
+    def lock_path(self) -> Path:
+        return _as_path(self._lock)
 
     # -- reading ---------------------------------------------------------------------------------
     def entries(self) -> list[Entry]:
@@ -230,11 +275,11 @@ class Registry:
         empty, garbled or gone while its last good copy is readable is restored from the copy (the broken
         file kept as ``projects.json.broken``, a note in ``notes``); CONFIG_INVALID when neither reads."""
         try:
-            found = _read(self.path)
+            found = _read(self._file)
         except _Broken as broken:
             return self._restore(broken.why)
         if found is None:
-            if self.backup_path.exists():
+            if _exists(self._backup):
                 return self._restore("it is missing")
             return []
         return found
@@ -242,7 +287,7 @@ class Registry:
     def backup(self) -> list[Entry] | None:
         """The entries of the last good copy, or None when it is missing or unreadable."""
         try:
-            return _read(self.backup_path)
+            return _read(self._backup)
         except (_Broken, CroftError):
             return None
 
@@ -250,33 +295,33 @@ class Registry:
         """Make the copy match the registry again (after a write that could not update it); whether it
         had to be rewritten."""
         current = self.entries()
-        if not self.path.exists() or (self.backup() == current and self.backup_path.exists()):
+        if not _exists(self._file) or (self.backup() == current and _exists(self._backup)):
             return False  # no registry yet: nothing to keep a copy of
-        write_atomic(self.backup_path, [e.to_json() for e in current], durable=True)
+        write_atomic(self._backup, [e.to_json() for e in current], durable=True)
         return True
 
     def _restore(self, why: str) -> list[Entry]:
         good = self.backup()
         if good is None:
-            raise _corrupt(self.path, why)
+            raise _corrupt(self._file, why)
         with contextlib.nullcontext() if self._held else self.locked():
             try:  # another croft may have repaired it while this one waited for the lock
-                again = _read(self.path)
+                again = _read(self._file)
                 if again is not None:
                     return again
             except _Broken:
                 pass
-            if self.path.exists():
-                os.replace(self.path, self.path.with_name(self.path.name + ".broken"))
-            write_atomic(self.path, [e.to_json() for e in good], durable=True)
+            if _exists(self._file):
+                os.replace(self._file, self._file + ".broken")
+            write_atomic(self._file, [e.to_json() for e in good], durable=True)
         kept = " (the broken file is projects.json.broken)" if why != "it is missing" else ""
         self.notes.append(
-            f"{self.path} could not be read ({why}); restored {len(good)} project(s) from its last good copy"
-            f" {self.backup_path.name}{kept}"
+            f"{self._file} could not be read ({why}); restored {len(good)} project(s) from its last good copy"
+            f" {BACKUP}{kept}"
         )
         return good
 
-    def find(self, root: Path | str) -> Entry | None:
+    def find(self, root: str | os.PathLike[str]) -> Entry | None:
         key = canonical(root)
         return next((e for e in self.entries() if e.root in (key, str(root))), None)
 
@@ -286,8 +331,8 @@ class Registry:
         """Hold the OS lock; DB_BUSY when another croft keeps it longer than ``lock_timeout``."""
         import fcntl  # lazy: only a change takes the lock, and the per-user tick rarely makes one
 
-        make_dirs(self.home)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        make_dirs(self._home)
+        fd = os.open(self._lock, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             deadline = time.monotonic() + self.lock_timeout
             while True:
@@ -302,9 +347,9 @@ class Registry:
 
                         raise CroftError(
                             "DB_BUSY",
-                            f"another croft has been changing {self.path} for more than"
-                            f" {words(self.lock_timeout)} (it holds {self.lock_path})",
-                            f"Try again in a moment; `lsof {_quote(str(self.lock_path))}` shows"
+                            f"another croft has been changing {self._file} for more than"
+                            f" {words(self.lock_timeout)} (it holds {self._lock})",
+                            f"Try again in a moment; `lsof {_quote(self._lock)}` shows"
                             " which process holds it.",
                             retryable=True,
                         ) from None
@@ -330,11 +375,11 @@ class Registry:
         """The registry, then its last good copy (each in one rename): a reader always finds one of them
         whole. A copy that cannot be written leaves the change made; doctor rewrites the copy."""
         value = [e.to_json() for e in entries]
-        write_atomic(self.path, value, durable=True)
+        write_atomic(self._file, value, durable=True)
         with contextlib.suppress(OSError):
-            write_atomic(self.backup_path, value, durable=True)
+            write_atomic(self._backup, value, durable=True)
 
-    def add(self, root: Path | str, via: Via, now: datetime) -> Entry:
+    def add(self, root: str | os.PathLike[str], via: Via, now: datetime) -> Entry:
         """Register (or switch how it ticks); keeps ``addedAt`` and clears a missing mark."""
         key = canonical(root)
         result: list[Entry] = []
@@ -351,7 +396,7 @@ class Registry:
         self.update(change)
         return result[0]
 
-    def restore(self, root: Path | str, previous: Entry | None) -> None:
+    def restore(self, root: str | os.PathLike[str], previous: Entry | None) -> None:
         """Put back what ``root``'s entry was before a failed change (used by ``schedule on``'s rollback)."""
         key = canonical(root)
 
@@ -364,7 +409,7 @@ class Registry:
 
         self.update(change)
 
-    def remove(self, root: Path | str) -> Entry | None:
+    def remove(self, root: str | os.PathLike[str]) -> Entry | None:
         """Unregister by real path or as given (works for a deleted folder); None when it was not there."""
         keys = {canonical(root), str(root)}
         removed: list[Entry] = []
@@ -373,7 +418,7 @@ class Registry:
             removed.extend(e for e in entries if e.root in keys)
             return [e for e in entries if e.root not in keys]
 
-        if not self.path.exists() and not self.backup_path.exists():
+        if not _exists(self._file) and not _exists(self._backup):
             return None
         self.update(change)
         return removed[0] if removed else None

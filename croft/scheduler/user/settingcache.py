@@ -9,6 +9,7 @@ missing, it is simply rebuilt.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -40,10 +41,10 @@ def _stamp(state_dir: Path) -> list[int] | None:
 class HintFile:
     """A per-user JSON file of per-project entries the per-user tick keeps between minutes. A hint only:
     unreadable or missing, it starts empty; written back (temp + rename) only when it changed, without
-    the projects no longer looked at."""
+    the projects no longer looked at. Its path is kept as text: read every minute, without pathlib."""
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = os.fspath(path)
         self.changed = False
         self._entries: dict[str, dict[str, object]] | None = None
         self.seen: set[str] = set()
@@ -53,7 +54,8 @@ class HintFile:
         """Read at the first look (a minute whose projects all beat idle never reads the setting cache)."""
         if self._entries is None:
             try:
-                raw = json.loads(self.path.read_text(encoding="utf-8"))
+                with open(self.path, encoding="utf-8") as f:
+                    raw = json.loads(f.read())
                 self._entries = raw if isinstance(raw, dict) else {}
             except (OSError, ValueError, RecursionError):
                 self._entries = {}
@@ -65,15 +67,18 @@ class HintFile:
         kept = {k: v for k, v in self.entries.items() if k in self.seen}
         if not self.changed and len(kept) == len(self.entries):  # the same entries, none dropped
             return
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        folder, name = os.path.split(self.path)
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
         try:
-            tmp.unlink(missing_ok=True)  # a stale one, or a link at its name: never written through
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)  # a stale one, or a link at its name: never written through
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 json.dump(kept, out)
             os.replace(tmp, self.path)
         except OSError:
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
 
 
 class SettingCache(HintFile):

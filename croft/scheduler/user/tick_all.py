@@ -10,18 +10,18 @@ or full, go out at the end, a few at a time (``notify.ping.ping_many``).
 
 A minute whose previous ``tick --all`` is still at work is skipped with a line in the tick log (an
 OS-level lock, ``tick-all.lock``): two never tick the same projects at once, and they never pile up.
-It runs 1,440 times a day, so it imports nothing it does not need (no click, no httpx, no asset code;
-the CLI dispatches here before loading click) and does no work for a project whose scheduling is off.
+It runs 1,440 times a day, so it imports nothing it does not need (no click, no httpx, no asset code,
+no pathlib: its folders are text; the CLI dispatches here before loading click) and does no work for a
+project whose scheduling is off.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from croft.core import clock
 from croft.core.disk import folder_problem
-from croft.core.paths import croft_home
+from croft.core.paths import home_text, path_text
 from croft.core.problems import CroftError
 from croft.scheduler.heartbeat import write_user_beats
 from croft.scheduler.ticklog import TickLog, project_names
@@ -34,6 +34,7 @@ from croft.scheduler.user.watch import folder_trouble, troubled, untroubled
 
 TYPE_CHECKING = False  # every minute: nothing of typing at run time
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 __all__ = ["tick_all"]
@@ -42,11 +43,11 @@ PRUNE_LOCK_S = 2.0
 SOURCE = "tick-all"  # whose incidents these are (scheduler.incidents)
 
 
-def tick_all(home: Path | None = None) -> dict[str, Any]:
+def tick_all(home: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """One minute's work; returns what it did. Raises CroftError for an unreadable registry, and
     UNSAFE_PERMISSIONS, having written nothing, when CROFT_HOME or one of its files is not this user's
     alone (``user.trusted``); ``croft status`` and ``croft doctor`` show why."""
-    home = home or croft_home()
+    home = home_text() if home is None else path_text(home)
     unsafe = home_unsafe(home)
     if unsafe is not None:
         raise unsafe_error(unsafe)
@@ -68,7 +69,7 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
         out["notes"].append(message)
         log.write(stamp, message)
 
-    home_trouble = folder_problem(home, f"croft's home {home}") if home.is_dir() else None
+    home_trouble = folder_problem(home, f"croft's home {home}") if os.path.isdir(home) else None
     if home_trouble is not None:  # the tick log, the slots and the incidents live there: say so, go on
         out["problems"].append(home_trouble)
 
@@ -94,7 +95,7 @@ def tick_all(home: Path | None = None) -> dict[str, Any]:
 
 
 def _minute(
-    home: Path,
+    home: str,
     now: Any,
     registry: Registry,
     entries: list[Entry],
@@ -102,9 +103,9 @@ def _minute(
     out: dict[str, Any],
     note: Any,
 ) -> None:
-    cache = SettingCache(home / "tick-cache.json")
-    idle = IdleCache(home / "idle-cache.json")
-    fresh = FreshCache(home / "fresh-cache.json")
+    cache = SettingCache(os.path.join(home, "tick-cache.json"))
+    idle = IdleCache(os.path.join(home, "idle-cache.json"))
+    fresh = FreshCache(os.path.join(home, "fresh-cache.json"))
     full: list[str] = []
     pings: list[tuple[str, str]] = []
     names: dict[str, str] = {}  # every line about a project names it, short: listed at the first line
@@ -125,7 +126,7 @@ def _minute(
     idle.save()
     fresh.save()
     if out["beat"]:
-        write_user_beats(str(home), out["at"], [b["root"] for b in out["beat"]])
+        write_user_beats(home, out["at"], [b["root"] for b in out["beat"]])
     # Pruning looks only at the projects not beaten just now: a beaten one's croft.json was stat'ed.
     beaten = frozenset(b["root"] for b in out["beat"])
     try:
@@ -140,14 +141,14 @@ def _minute(
         from croft.core.children import croft_env
         from croft.scheduler.user.fulltick import full_ticks
 
-        env = croft_env(croft_home=str(home))
+        env = croft_env(croft_home=home)
         with log.open() as handle:
 
             def started(root: str, pid: int) -> None:
                 note(f"{name_of(root)}: tick started (pid {pid})")
                 out["started"].append({"root": root, "pid": pid})
 
-            for root, answer in full_ticks(full, str(home), handle, env, started).items():
+            for root, answer in full_ticks(full, home, handle, env, started).items():
                 if answer.get("error"):
                     note(f"{name_of(root)}: tick not finished: {answer['error']}")
                 elif answer.get("ping"):
@@ -168,12 +169,12 @@ def _naming(note: Any, root: str, name_of: Any) -> Any:
     return say
 
 
-def _minute_lock(home: Path) -> int | None:
+def _minute_lock(home: str) -> int | None:
     """This minute's claim on the per-user tick (a file lock the kernel drops when its holder ends);
     None while another ``tick --all`` holds it."""
     import fcntl
 
-    fd = os.open(home / "tick-all.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    fd = os.open(path_text(home, "tick-all.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from schedulekit import ISSUES, croft_json, query, runs_of, setting, wait_for_runs
+from schedulekit import ISSUES, croft_json, env_at, query, runs_of, setting, wait_for_runs
 from waiting import wait_for
 
 from croft.core.clock import parse_instant
@@ -125,6 +125,47 @@ def test_an_idle_project_is_beaten_in_process_and_a_change_starts_its_tick(
     wait_for(lambda: any(r["trigger"] == "schedule" for r in runs_of(root)), "the scheduled run to start")
     wait_for_runs(root)
     assert [(r["trigger"], r["status"]) for r in runs_of(root)][-1] == ("schedule", "succeeded")
+
+
+LIGHT_PROBE = """
+import json, sys
+sys.argv = ["croft", "tick", "--all"]
+from croft.cli.main import main
+try:
+    main()
+except SystemExit:
+    pass
+checked = "croft.scheduler.tick.memo" in sys.modules
+print(json.dumps({"checked": checked, "loaded": [m for m in ("pathlib", "urllib.parse") if m in sys.modules]}))
+"""
+
+
+def test_an_idle_minute_of_tick_all_loads_no_pathlib(
+    make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """The per-user job runs every minute and keeps its folders as text: pathlib, with the urllib.parse
+    and ipaddress it brings, would be a good share of what an idle minute costs."""
+    import subprocess
+    import sys
+
+    root = _on_project(make_project)
+    _tick_all(monkeypatch, "2026-06-01T10:10:00Z")
+    _wait_full_tick(root, "2026-06-01T10:10:00Z")
+    monkeypatch.setattr(idlebeat, "RACY_NS", 0)  # files milliseconds old, as in the test below
+    for at in ("2026-06-01T10:11:00Z", "2026-06-01T10:12:00Z"):  # until the stamp is steady
+        assert _tick_all(monkeypatch, at)["beat"]
+    out = subprocess.run(
+        [sys.executable, "-c", LIGHT_PROBE],
+        cwd=root,
+        env=env_at("2026-06-01T10:13:00Z"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"checked": False, "loaded": []}  # stats compared, nothing read
+    beats = json.loads((_croft_home / "idle-beats.json").read_text())
+    assert beats == {"at": "2026-06-01T10:13:00.000Z", "roots": [str(root)]}
 
 
 def test_a_steady_stamp_skips_even_the_idle_check_and_any_change_brings_it_back(

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from schedulekit import HOLDER
 
+from croft.core.paths import path_text
 from croft.core.problems import CroftError
 from croft.scheduler.user import registry as reg
 from croft.scheduler.user.registry import Registry, presence, removable_mount
@@ -115,6 +116,22 @@ def test_corrupt_registry_is_config_invalid_with_a_working_fix(
     assert r.path.read_bytes() == (text if isinstance(text, bytes) else text.encode())
     subprocess.run(err.value.problem.fix["command"], shell=True, check=True)  # type: ignore[index]
     assert r.entries() == [] and r.path.with_name("projects.json.broken").exists()
+
+
+def test_a_home_spelled_with_stray_slashes_is_named_as_a_path_names_it(tmp_path: Path) -> None:
+    """The registry keeps its files as text (the per-minute read loads no pathlib), spelled as a Path
+    spells them: whichever way CROFT_HOME is written, its messages name the same file."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "projects.json").write_text("garbage")
+    for spelled in (f"{home}/", f"{tmp_path}//home", f"{tmp_path}/./home/."):
+        r = Registry(spelled)
+        assert (r.home, r.path, r.backup_path) == (home, home / "projects.json", home / "projects.json.bak")
+        with pytest.raises(CroftError) as err:
+            r.entries()
+        assert err.value.problem.message.startswith(f"{home / 'projects.json'} is not a croft registry")
+    for text in ("/", "//", "///a//b/", "//a/./b/..", "a/./", "./", ".", "~/x/"):
+        assert path_text(text) == str(Path(text)) and path_text(text, "f") == str(Path(text, "f")), text
 
 
 def test_malformed_entries_are_skipped(tmp_path: Path) -> None:
