@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
 from typing import Literal, NamedTuple
@@ -99,14 +98,15 @@ _QUARTZ_DOM_L = re.compile(r"(?i)^(L(-[0-9]+)?|[0-9]+L)$")
 _QUARTZ_DOW_L = re.compile(r"(?i)^[0-9a-z]*L$")
 
 
-@dataclass(frozen=True)
-class CronSpec:
+class CronSpec(NamedTuple):
     """A parsed 5-field cron: the allowed values of each field and the flags cron's rules need.
 
     ``dom_star``/``dow_star`` say the day field starts with ``*`` (or ``?``); when both day fields are
     restricted a day matches if EITHER matches (Vixie cron's OR rule), otherwise both must.
     ``is_interval``: the minute or hour field starts with ``*``; such a cron fires in both passes of a
-    repeated (fall-back) hour.
+    repeated (fall-back) hour. Build one with ``CronSpec.of``, which derives ``times``. (A named tuple,
+    not a dataclass: ``croft status`` and the per-minute tick import this module, and dataclasses cost
+    more to import than their own work.)
     """
 
     text: str
@@ -118,11 +118,23 @@ class CronSpec:
     dom_star: bool
     dow_star: bool
     is_interval: bool
-    times: tuple[int, ...] = field(init=False, repr=False, compare=False)  # minutes of the day, sorted
+    times: tuple[int, ...]  # minutes of the day, sorted: derived from hours and minutes by ``of``
 
-    def __post_init__(self) -> None:
-        times = sorted(h * 60 + m for h in self.hours for m in self.minutes)
-        object.__setattr__(self, "times", tuple(times))
+    @classmethod
+    def of(
+        cls,
+        text: str,
+        minutes: frozenset[int],
+        hours: frozenset[int],
+        doms: frozenset[int],
+        months: frozenset[int],
+        dows: frozenset[int],
+        dom_star: bool,
+        dow_star: bool,
+        is_interval: bool,
+    ) -> CronSpec:
+        times = tuple(sorted(h * 60 + m for h in hours for m in minutes))
+        return cls(text, minutes, hours, doms, months, dows, dom_star, dow_star, is_interval, times)
 
     def matches_day(self, day: date) -> bool:
         """Whether cron runs on this local date (month, then the day-of-month/day-of-week rule)."""
@@ -287,7 +299,7 @@ def _build(tokens: list[str]) -> CronSpec:
             f"check the day-of-month and month fields; {CRON_FIELDS_HINT}",
         )
     text = " ".join([*tokens[:2], tokens[2].replace("?", "*"), tokens[3], tokens[4].replace("?", "*")])
-    return CronSpec(
+    return CronSpec.of(
         text=text,
         minutes=minutes,
         hours=hours,

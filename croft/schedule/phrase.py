@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from croft.core.problems import Problem, problem
 from croft.core.text import quoted
@@ -74,9 +74,11 @@ VOCABULARY = (
 _VOCABULARY_SET = frozenset(VOCABULARY)
 
 
-@dataclass(frozen=True)
-class Schedule:
-    """A schedule croft can run: the text as written (trimmed), its normalized cron, and the parsed spec."""
+class Schedule(NamedTuple):
+    """A schedule croft can run: the text as written (trimmed), its normalized cron, and the parsed spec.
+
+    A named tuple, not a dataclass: ``croft status`` and the tick read schedules, and dataclasses cost more
+    to import than reading them."""
 
     text: str
     cron: str

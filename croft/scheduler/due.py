@@ -8,14 +8,16 @@ gather the facts and pass ``now`` in, so every rule is tested by handing in data
   missed fires coalesce into one run;
 - a held asset is not started but stays due, so it runs at the first tick after its hold lifts;
 - due assets are grouped by connected components of the whole asset graph: one run per group.
+
+The records are named tuples and plain classes, not dataclasses: ``croft status`` and the per-minute tick
+import this module, and dataclasses cost more to import than the decision itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from croft.core import when
 from croft.core.clock import parse_instant, to_iso
@@ -49,6 +51,8 @@ _NOT_RETRIED = frozenset(
 _FAILED = ("failed", "crashed", "interrupted")
 _OK = ("ok", "unchanged")
 
+_ON = Scheduling(state="on")
+
 # hold kind -> the registered problem code it is reported with
 HOLD_CODES = {
     "paused": "SCHEDULE_PAUSED",
@@ -60,8 +64,7 @@ HOLD_CODES = {
 }
 
 
-@dataclass(frozen=True)
-class AssetInfo:
+class AssetInfo(NamedTuple):
     """An asset's static facts as the scheduler knows them (read from its text, never by running it).
 
     ``code_hash`` is the current fingerprint (None when unknown); ``zone_hash`` the fingerprint in
@@ -81,14 +84,13 @@ class AssetInfo:
     max_runtime_s: float | None = None  # the asset's own ceiling for a scheduled run (scheduler.tick.ceiling)
     fresh_within_s: float | None = None  # its freshness promise (scheduler.freshness)
     slow_after_s: float | None = None  # a scheduled step running longer is told once (scheduler.tick.slow)
-    spec: Any = field(default=None, compare=False)  # the parsed cron (cron.CronSpec) when known
+    spec: Any = None  # the parsed cron (cron.CronSpec) when known
     # SCHEDULE_INVALID (as a problem dict) when ``schedule`` is text the schedule language refuses: the
     # ingest never fires, and the tick, status and schedule status say so instead of staying quiet
     schedule_problem: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class FailedStart:
+class FailedStart(NamedTuple):
     """A run an earlier tick spawned that never started these assets (its child died or refused)."""
 
     run_id: str
@@ -97,29 +99,65 @@ class FailedStart:
     reason: str
 
 
-@dataclass
 class DueInput:
     """Everything the decision needs. Steps are runs.sqlite step rows as dicts (``run_id``, ``status``,
     ``started_at``, ``finished_at``, ``attempt``, ``error``, ``code_hash``, ``reason``)."""
 
-    assets: Mapping[str, AssetInfo]
-    now: datetime
-    tz: str
-    setting: Scheduling = field(default_factory=lambda: Scheduling(state="on"))
-    state: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    catalog: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    last_ok: Mapping[str, str] = field(default_factory=dict)
-    latest: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    large_reprocess: frozenset[str] = frozenset()
-    leases: Mapping[str, str] = field(default_factory=dict)  # asset -> run id of a live holder
-    starting: Sequence[tuple[str, Sequence[str]]] = ()  # (run id, assets) of runs still starting
-    failed_starts: Sequence[FailedStart] = ()
-    rollbacks: Mapping[str, str | None] = field(default_factory=dict)  # asset -> last_fire_at to read
-    next_fires: bool = True  # views carry the next fire and the missed count (status); the tick skips them
+    __slots__ = (
+        "assets",
+        "catalog",
+        "failed_starts",
+        "large_reprocess",
+        "last_ok",
+        "latest",
+        "leases",
+        "next_fires",
+        "now",
+        "rollbacks",
+        "setting",
+        "starting",
+        "state",
+        "tz",
+    )
+
+    def __init__(
+        self,
+        assets: Mapping[str, AssetInfo],
+        now: datetime,
+        tz: str,
+        setting: Scheduling = _ON,
+        state: Mapping[str, Mapping[str, Any]] | None = None,
+        catalog: Mapping[str, Mapping[str, Any]] | None = None,
+        last_ok: Mapping[str, str] | None = None,
+        latest: Mapping[str, Mapping[str, Any]] | None = None,
+        large_reprocess: frozenset[str] = frozenset(),
+        leases: Mapping[str, str] | None = None,
+        starting: Sequence[tuple[str, Sequence[str]]] = (),
+        failed_starts: Sequence[FailedStart] = (),
+        rollbacks: Mapping[str, str | None] | None = None,
+        next_fires: bool = True,
+    ) -> None:
+        self.assets = assets
+        self.now = now
+        self.tz = tz
+        self.setting = setting
+        self.state: Mapping[str, Mapping[str, Any]] = {} if state is None else state
+        self.catalog: Mapping[str, Mapping[str, Any]] = {} if catalog is None else catalog
+        self.last_ok: Mapping[str, str] = {} if last_ok is None else last_ok
+        self.latest: Mapping[str, Mapping[str, Any]] = {} if latest is None else latest
+        self.large_reprocess = large_reprocess
+        # asset -> run id of a live holder
+        self.leases: Mapping[str, str] = {} if leases is None else leases
+        # (run id, assets) of runs still starting
+        self.starting = starting
+        self.failed_starts = failed_starts
+        # asset -> the last_fire_at to read instead of the stored one
+        self.rollbacks: Mapping[str, str | None] = {} if rollbacks is None else rollbacks
+        # views carry the next fire and the missed count (status); the tick skips them
+        self.next_fires = next_fires
 
 
-@dataclass(frozen=True)
-class Hold:
+class Hold(NamedTuple):
     kind: str  # paused | SCHEDULE_HELD | LARGE_REPROCESS | leased | starting | backoff
     reason: str
     hint: str
@@ -140,21 +178,52 @@ class Hold:
         )
 
 
-@dataclass
 class View:
-    asset: str
-    kind: str
-    schedule: str | None
-    cron: str | None
-    next_fire_at: str | None
-    last_fire_at: str | None
-    last_attempt_at: str | None
-    due: bool = False
-    reason: str | None = None
-    hold: Hold | None = None
-    missed: int = 0
-    primary: bool = False
-    schedule_problem: dict[str, Any] | None = None  # SCHEDULE_INVALID: this ingest never fires
+    __slots__ = (
+        "asset",
+        "cron",
+        "due",
+        "hold",
+        "kind",
+        "last_attempt_at",
+        "last_fire_at",
+        "missed",
+        "next_fire_at",
+        "primary",
+        "reason",
+        "schedule",
+        "schedule_problem",
+    )
+
+    def __init__(
+        self,
+        asset: str,
+        kind: str,
+        schedule: str | None,
+        cron: str | None,
+        next_fire_at: str | None,
+        last_fire_at: str | None,
+        last_attempt_at: str | None,
+        due: bool = False,
+        reason: str | None = None,
+        hold: Hold | None = None,
+        missed: int = 0,
+        primary: bool = False,
+        schedule_problem: dict[str, Any] | None = None,
+    ) -> None:
+        self.asset = asset
+        self.kind = kind
+        self.schedule = schedule
+        self.cron = cron
+        self.next_fire_at = next_fire_at
+        self.last_fire_at = last_fire_at
+        self.last_attempt_at = last_attempt_at
+        self.due = due
+        self.reason = reason
+        self.hold = hold
+        self.missed = missed
+        self.primary = primary
+        self.schedule_problem = schedule_problem  # SCHEDULE_INVALID: this ingest never fires
 
     def invalid(self) -> Problem | None:
         """The SCHEDULE_INVALID warning of an ingest whose schedule never fires, or None."""
@@ -170,12 +239,20 @@ class View:
         )
 
 
-@dataclass
 class DueWork:
-    views: dict[str, View]
-    held: list[tuple[str, Hold]]
-    groups: list[list[str]]
-    fires: dict[str, str]  # ready ingest -> the fire its run handles
+    __slots__ = ("fires", "groups", "held", "views")
+
+    def __init__(
+        self,
+        views: dict[str, View],
+        held: list[tuple[str, Hold]],
+        groups: list[list[str]],
+        fires: dict[str, str],
+    ) -> None:
+        self.views = views
+        self.held = held
+        self.groups = groups
+        self.fires = fires  # ready ingest -> the fire its run handles
 
     def group_reason(self, group: Sequence[str]) -> str:
         parts = [(a, self.views[a].reason or "") for a in group]

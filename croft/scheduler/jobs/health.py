@@ -1,19 +1,19 @@
 """One link of the scheduler chain: a line of ``croft doctor``, and what SCHEDULER_STALE names when it breaks.
 
 It lives here, below ``control/``, because each job backend returns its own links (``Backend.health``);
-``control/chain.py`` orders them with the rest, so doctor and the stale warning say the same words.
+``control/chain.py`` orders them with the rest, so doctor and the stale warning say the same words. A named
+tuple, not a dataclass: ``croft schedule status`` imports it, and dataclasses cost more to import than
+the command's own work.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["Link"]
 
 
-@dataclass(frozen=True)
-class Link:
+class Link(NamedTuple):
     check: str  # the name doctor shows ("OS job", "cron daemon", "project <root>", ...)
     ok: bool
     detail: str  # doctor's words, and the end of SCHEDULER_STALE's message when this is the first broken link

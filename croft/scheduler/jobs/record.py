@@ -6,14 +6,15 @@ schedule on`` installed, for the label in force, with the interpreter it runs.
 It is state croft can rebuild: a job.json that is there but cannot be read (empty, garbled) is not "no
 job" (the job may well be running); the reader asks each backend of this platform whether it holds a
 job of the label in force, writes the record again for the one that does, and says so (``note``).
+``InstalledJob`` is a named tuple, not a dataclass: ``croft schedule status`` reads it, and dataclasses
+cost more to import than the command's own work.
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from croft.core import clock
 from croft.core.jsonfile import read_object, write_atomic
@@ -44,8 +45,7 @@ def clear(home: Path | None = None) -> None:
     _path(home).unlink(missing_ok=True)
 
 
-@dataclass(frozen=True)
-class InstalledJob:
+class InstalledJob(NamedTuple):
     """The job the record names, read once per command and handed on (both None when none is recorded for
     the label in force), so status, doctor and the stale warning all look at the same answer. ``note``:
     what reading it had to repair (a record that could not be read, rebuilt or not)."""
@@ -87,7 +87,7 @@ def installed_job(runner: Runner | None = None) -> InstalledJob:
     state = backend.inspect(job_label())
     python = record.get("python")
     if state.installed and state.python is None and isinstance(python, str) and python:
-        state = replace(state, python=python)
+        state = state.with_python(python)
     return InstalledJob(backend, state)
 
 

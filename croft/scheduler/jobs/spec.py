@@ -2,7 +2,9 @@
 
 The job must not depend on the shell's PATH (cron and launchd give a bare one) nor on an interpreter that
 will vanish (a temporary or cached environment from ``uvx``/``pipx run``), so the spec records the running
-interpreter's absolute path and says when it looks temporary.
+interpreter's absolute path and says when it looks temporary. (``JobSpec`` is a named tuple, not a
+dataclass: ``croft schedule status`` imports this module, and dataclasses cost more to import than the
+command's own work.)
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from croft.core.children import child_env
 from croft.core.paths import croft_home, job_label
@@ -24,8 +26,7 @@ __all__ = ["JobSpec", "interpreter_imports_croft", "job_spec", "temporary_reason
 _TEMPORARY_PARTS = ("/.cache/", "/pip-build-env-", "/pipx/.cache/", "/uv/archive-", "/pytest-of-")
 
 
-@dataclass(frozen=True)
-class JobSpec:
+class JobSpec(NamedTuple):
     label: str
     python: str
     croft_home: str

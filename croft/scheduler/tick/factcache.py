@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +105,7 @@ def _read_one(
         slow_after_s=facts.slow_after_s,
         schedule_problem=schedule_problem if kind == "ingest" else None,
     )
-    out = asdict(info)
+    out = info._asdict()
     out["inputs"] = list(info.inputs)
     out["spec"] = _spec_json(info.cron)
     return {"info": out, "deps": deps}
@@ -137,7 +136,7 @@ def _spec(value: Any) -> Any:
     if not isinstance(value, dict):
         return None
     try:
-        return CronSpec(
+        return CronSpec.of(
             text=value["text"],
             minutes=frozenset(value["minutes"]),
             hours=frozenset(value["hours"]),
