@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from croft.core.children import child_env
 
@@ -38,9 +38,9 @@ OSASCRIPT = "/usr/bin/osascript"
 _LINE_BREAKS = str.maketrans({"\u2028": " ", "\u2029": " ", "\x85": " "})
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """How a desktop notification went: ``via`` the program used, ``error`` a one-line reason or None."""
+class Outcome(NamedTuple):
+    """How a desktop notification went: ``via`` the program used, ``error`` a one-line reason or None. (A
+    named tuple, as ``Reach`` is: ``croft status`` loads this module, and dataclasses cost it more.)"""
 
     via: str | None
     error: str | None = None
@@ -165,8 +165,7 @@ def _plyer(title: str, body: str, platform: str) -> Outcome:
     return Outcome("plyer")
 
 
-@dataclass(frozen=True)
-class Reach:
+class Reach(NamedTuple):
     """Whether a scheduled run could show a desktop notification from here (``croft doctor`` asks): ``ok``,
     in ``said`` words; when not, ``cause`` (``no_bus``, ``bus_silent``, ``no_sender``, ``unsupported``)
     and ``fix``, a command that repairs it where croft knows one."""

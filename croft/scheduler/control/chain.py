@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from croft.core.problems import Problem
 from croft.core.trust import Unsafe
@@ -55,9 +55,9 @@ _PROTECTED = re.compile(r"/(" + "|".join(PROTECTED_FOLDERS) + r")\b", re.IGNOREC
 _TICKERS = {"os-job": "the OS job", "serve": "croft serve"}
 
 
-@dataclass(frozen=True)
-class Place:
-    """One project as the chain sees it."""
+class Place(NamedTuple):
+    """One project as the chain sees it. (Named tuples here, not dataclasses: ``croft status`` loads this
+    module whenever scheduling is stale, and dataclasses cost more to import than its own work.)"""
 
     root: str
     via: str | None  # how its setting says it ticks ("os-job" / "serve")
@@ -73,8 +73,7 @@ class Place:
     notifying: Notifying | None = None  # doctor's notification facts (control.notifying)
 
 
-@dataclass(frozen=True)
-class Interpreter:
+class Interpreter(NamedTuple):
     """What starting the job's interpreter showed (``spec.interpreter_imports_croft``)."""
 
     python: str | None  # None: croft cannot tell which interpreter the job runs
@@ -83,8 +82,7 @@ class Interpreter:
     said: str = ""  # its own words, for either answer
 
 
-@dataclass(frozen=True)
-class Chain:
+class Chain(NamedTuple):
     """The facts every link is decided from, gathered by ``gather``."""
 
     places: tuple[Place, ...]

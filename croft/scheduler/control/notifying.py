@@ -12,9 +12,8 @@ the facts for doctor only; ``notify_link`` decides from them.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from croft.core.problems import CroftError
 from croft.notify.desktop import Reach, reach
@@ -28,8 +27,7 @@ CODE = "NOTIFY_FAILING"
 _OWN = ("desktop", "webhook", "secret", "ping")  # the keys said in their own words; others as written
 
 
-@dataclass(frozen=True)
-class Notifying:
+class Notifying(NamedTuple):
     """One project's notification facts, as ``gather`` found them."""
 
     configured: tuple[str, ...] = ()  # "desktop", "webhook example.com (signed)", "ping hc-ping.com", ...
@@ -75,11 +73,11 @@ def gather_notifying(root: str, via: str | None, seen: dict[bool, Reach]) -> Not
     if not facts.desktop:
         return facts
     if is_dry():  # the desktop's messages go to a file, as the sender does with this knob: nothing to reach
-        return replace(facts, reach=Reach(True, f"recorded in notifications.ndjson, not shown ({DRY_ENV}=1)"))
+        return facts._replace(reach=Reach(True, f"recorded in notifications.ndjson, not shown ({DRY_ENV}=1)"))
     job = via != "serve"  # croft serve runs in a person's shell and hands its session on; the OS job does not
     found = _asked(seen, job)
     here = _asked(seen, False) if job and not found.ok else None
-    return replace(facts, reach=found, here=here if here is not None and here.ok else None)
+    return facts._replace(reach=found, here=here if here is not None and here.ok else None)
 
 
 def _asked(seen: dict[bool, Reach], job: bool) -> Reach:
