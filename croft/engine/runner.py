@@ -614,9 +614,7 @@ def _retry_wait(attempt: int, failure: Problem, delays: tuple[float, ...]) -> fl
 
 
 def _with_problem(facts: AssetFacts, extra: Problem) -> AssetFacts:
-    from dataclasses import replace
-
-    return replace(facts, problems=(*facts.problems, extra))
+    return facts._replace(problems=(*facts.problems, extra))
 
 
 def run_assets(project: Project, options: RunOptions) -> Result:

@@ -1,14 +1,15 @@
 """One asset as croft knows it without running it: the facts the readers find and every part of croft uses.
 
 The readers (``facts`` for Python assets, ``sqlfacts`` for SQL) produce them, ``rules`` checks them, and
-the engine and the scheduler act on them; the scheduler caches them between ticks as JSON.
+the engine and the scheduler act on them; the scheduler caches them between ticks as JSON. AssetFacts is a
+named tuple, not a dataclass: ``croft status`` imports this module, and dataclasses cost more to import than
+its own work.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from croft.core.problems import Problem
 
@@ -20,8 +21,7 @@ DEFAULT_RETRIES = 2
 DEFAULT_TIMEOUT_S = 600.0
 
 
-@dataclass(frozen=True)
-class AssetFacts:
+class AssetFacts(NamedTuple):
     """What croft knows about one asset without running it. ``problems`` holds its static errors."""
 
     name: str
@@ -32,7 +32,7 @@ class AssetFacts:
     schedule_line: int | None = None
     inputs: tuple[str, ...] = ()
     key: tuple[str, ...] = ()
-    incremental: dict[str, Any] | None = field(default=None, hash=False)
+    incremental: dict[str, Any] | None = None
     write: str | None = None
     secrets: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
@@ -47,7 +47,7 @@ class AssetFacts:
     run_ping: str | None = None  # a URL or the name of a .env key
     fresh_within_s: float | None = None  # the freshness promise (no default: no promise)
     slow_after_s: float | None = None  # a scheduled step running this long is told once (no default)
-    problems: tuple[Problem, ...] = field(default=(), hash=False)
+    problems: tuple[Problem, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -55,16 +55,12 @@ class AssetFacts:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, so a scheduler can cache facts between ticks."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "path":
-                value = str(value)
-            elif f.name == "problems":
-                value = [p.to_dict() for p in value]
-            elif isinstance(value, tuple):
-                value = list(value)
-            out[f.name] = value
+        out: dict[str, Any] = self._asdict()
+        for name, value in out.items():
+            if isinstance(value, tuple):
+                out[name] = list(value)
+        out["path"] = str(self.path)
+        out["problems"] = [p.to_dict() for p in self.problems]
         return out
 
     @classmethod

@@ -2,16 +2,20 @@
 
 Every refusal is ``CONFIG_INVALID`` naming the file and the key, with a hint and, where croft can guess the
 intended value (a misspelt key or zone), a ``suggestion``.
+
+Config is a named tuple and Project a plain class, not dataclasses: ``croft status`` and the per-minute
+tick import this module, and dataclasses cost more to import than those commands' own work.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from croft.core.paths import require_utf8_path
 from croft.core.paths import state_dir as _state_dir
@@ -43,8 +47,7 @@ DEFAULT_REMIND = "1 day"
 EXAMPLE = '{"timezone": "Europe/London"}'
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     """croft.json after validation; paths are absolute, defaults filled in, ``raw`` is the file as parsed."""
 
     timezone: str
@@ -60,16 +63,28 @@ class Config:
     notify_urls: tuple[str, ...] = ()  # Apprise URLs; "$NAME" names a .env key
     history_keep_days: int = DEFAULT_KEEP_DAYS
     max_runtime_s: float | None = None  # the project's default ceiling of a scheduled run (None: 2 h)
-    raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    raw: Mapping[str, Any] = MappingProxyType({})
 
 
-@dataclass(frozen=True)
 class Project:
     """A loaded project. ``env`` and ``redactor`` read ``.env`` on first use, so a tick that needs no secret
-    never opens it."""
+    never opens it (which is why it is a class with a ``__dict__`` for those, not a named tuple)."""
 
     root: Path
     config: Config
+
+    def __init__(self, root: Path, config: Config) -> None:
+        object.__setattr__(self, "root", root)
+        object.__setattr__(self, "config", config)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a Project is immutable; {name} cannot change")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("a Project is immutable")
+
+    def __repr__(self) -> str:
+        return f"Project(root={self.root!r}, config={self.config!r})"
 
     @cached_property
     def dotenv(self) -> dict[str, str]:

@@ -11,9 +11,8 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from croft import INGEST_OPTIONS, TRANSFORM_OPTIONS
 from croft.core.duration import parse_seconds
@@ -46,9 +45,9 @@ INGEST_FORM = '@ingest(schedule="every hour", key="id")\ndef rows(ctx):\n    yie
 TRANSFORM_FORM = '@transform(inputs=["orders"], key="id")\ndef rows(ctx):\n    yield from ctx.rows("orders")'
 
 
-@dataclass(frozen=True)
-class DecoratedAsset:
-    """The function carrying croft's decorator, as found in a parsed module."""
+class DecoratedAsset(NamedTuple):
+    """The function carrying croft's decorator, as found in a parsed module. A named tuple, not a
+    dataclass: ``croft status`` imports this module, and dataclasses cost more to import than its own work."""
 
     kind: Kind
     function: ast.FunctionDef | ast.AsyncFunctionDef

@@ -18,8 +18,8 @@ import hashlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from croft.project.asset import AssetFacts
 from croft.project.config import Project
@@ -35,9 +35,10 @@ _SCAN_CACHE: dict[tuple[str, int, int, str], tuple[tuple[Path, ...], tuple[str, 
 _DISTS_CACHE: dict[tuple[str, ...], Mapping[str, Sequence[str]]] = {}
 
 
-@dataclass(frozen=True)
-class ImportClosure:
-    """What an asset pulls in: project-local module files (sorted) and third-party top-level module names."""
+class ImportClosure(NamedTuple):
+    """What an asset pulls in: project-local module files (sorted) and third-party top-level module names.
+    A named tuple, not a dataclass: ``croft status`` imports this module, and dataclasses cost more to import
+    than its own work."""
 
     local: tuple[Path, ...]
     external: tuple[str, ...]

@@ -15,8 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from croft.core.duration import parse_seconds, words
 from croft.core.problems import CroftError, Problem, problem
@@ -46,9 +45,10 @@ __all__ = [
 WRITE_MODES = ("replace", "append", "merge")
 
 
-@dataclass(frozen=True)
-class Rule:
-    """One static rule: the code it reports and a bad asset (file under assets/, its text) that breaks it."""
+class Rule(NamedTuple):
+    """One static rule: the code it reports and a bad asset (file under assets/, its text) that breaks it.
+    Rule and Bound are named tuples, not dataclasses: ``croft status`` and the per-minute tick import this
+    module, and dataclasses cost more to import than those commands' own work."""
 
     name: str
     code: str
@@ -172,8 +172,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Bound:
+class Bound(NamedTuple):
     """The range of one number or duration croft reads from croft.json, a decorator or a SQL header.
 
     A value outside it once passed ``validate`` and then broke the run (``keepDays`` 999999 overflowed
