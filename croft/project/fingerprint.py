@@ -14,17 +14,20 @@ package upgrade, which the next code hash (taken when the asset runs) picks up.
 from __future__ import annotations
 
 import ast
-import hashlib
+import importlib
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from croft.project.asset import AssetFacts
 from croft.project.config import Project
 from croft.project.facts import find_asset_function
 from croft.project.sqlfacts import SqlTextError, normalize_sql
+
+if TYPE_CHECKING:
+    from hashlib import _Hash
 
 __all__ = ["FORMAT", "ImportClosure", "code_hash", "file_key", "import_closure", "package_version"]
 
@@ -33,6 +36,23 @@ ASSET_FUNCTION = "__croft_asset__"
 _NOT_THIRD_PARTY = frozenset({"croft", "__future__", "__main__"})
 _SCAN_CACHE: dict[tuple[str, int, int, str], tuple[tuple[Path, ...], tuple[str, ...]]] = {}
 _DISTS_CACHE: dict[tuple[str, ...], Mapping[str, Sequence[str]]] = {}
+
+
+def _sha256() -> Callable[..., _Hash]:
+    """The interpreter's built-in SHA-256 (``_sha256`` in 3.11, ``_sha2`` after), as ``random`` takes its
+    SHA-512: the same digests as ``hashlib.sha256``, without loading OpenSSL, which cost ``croft status``
+    more than reading every asset. ``hashlib`` where a build has no such module."""
+    for name in ("_sha256", "_sha2"):
+        try:
+            return importlib.import_module(name).sha256
+        except (ImportError, AttributeError):
+            continue
+    from hashlib import sha256
+
+    return sha256
+
+
+sha256 = _sha256()
 
 
 class ImportClosure(NamedTuple):
@@ -55,7 +75,7 @@ def code_hash(project: Project, facts: AssetFacts, zone: str | None = None) -> s
 
 def file_key(project: Project, facts: AssetFacts) -> str:
     """A cheap key that changes whenever the code hash may have (package upgrades aside); no ``ast.dump``."""
-    digest = hashlib.sha256()
+    digest = sha256()
     _feed(digest, FORMAT, "file-key", project.config.timezone)
     try:
         data = facts.path.read_bytes()
@@ -107,7 +127,7 @@ def import_closure(root: Path, path: Path, source: bytes | str | None = None) ->
 
 
 def _python_hash(root: Path, path: Path, zone: str) -> str:
-    digest = hashlib.sha256()
+    digest = sha256()
     try:
         source = path.read_bytes()
     except OSError:
@@ -126,7 +146,7 @@ def _python_hash(root: Path, path: Path, zone: str) -> str:
 
 
 def _sql_hash(facts: AssetFacts, zone: str) -> str:
-    digest = hashlib.sha256()
+    digest = sha256()
     header = json.dumps({"key": list(facts.key), "checks": list(facts.checks)}, separators=(",", ":"))
     if facts.sql is not None:
         body = normalize_sql(facts.sql)
@@ -148,7 +168,7 @@ def _asset_dump(source: bytes) -> str:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return "raw:" + hashlib.sha256(source).hexdigest()
+        return "raw:" + sha256(source).hexdigest()
     _strip_docstrings(tree)
     for asset in find_asset_function(tree)[:1]:
         asset.function.name = ASSET_FUNCTION
@@ -165,7 +185,7 @@ def _module_dump(path: Path) -> str:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return "raw:" + hashlib.sha256(source).hexdigest()
+        return "raw:" + sha256(source).hexdigest()
     _strip_docstrings(tree)
     return ast.dump(tree, include_attributes=False)
 
@@ -286,7 +306,7 @@ def _rel(root: Path, path: Path) -> str:
         return path.as_posix()
 
 
-def _feed(digest: hashlib._Hash, *parts: str | bytes) -> None:
+def _feed(digest: _Hash, *parts: str | bytes) -> None:
     """Length-prefixed parts, so two different part lists can never feed the same bytes."""
     for part in parts:
         data = part.encode("utf-8") if isinstance(part, str) else part

@@ -22,7 +22,6 @@ more to import than a status's own work.
 
 from __future__ import annotations
 
-import shlex
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -80,6 +79,8 @@ def setting_lost(root: str, setting: Scheduling, now: datetime, registered_via: 
     """SCHEDULER_BROKEN for a project the registry lists to tick while its own setting says off."""
     if registered_via is None or effective_state(setting, now) != "off":
         return None
+    import shlex  # only for this problem: croft status looks at every project's setting
+
     ticker = "croft serve" if registered_via == "serve" else "the OS job"
     flag = " --no-os-job" if registered_via == "serve" else ""
     command = f"croft schedule on{flag} --project {shlex.quote(root)}"
