@@ -13,11 +13,9 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from croft.core import knobs
-from croft.notify.log import host_of, log_miss
 
 TYPE_CHECKING = False  # the idle tick loads this module when a ping is configured: no typing on that path
 if TYPE_CHECKING:
@@ -188,10 +186,16 @@ def _get(url: str, timeout: float, until: float | None = None, body: bytes | Non
         if isinstance(reason, TimeoutError) or "timed out" in str(reason):
             took = timeout + GRACE_S if isinstance(reason, _Late) else timeout
             return Pinged(False, None, f"no answer within {took:g} s")
-        text = str(reason).replace(url, host_of(url))
-        return Pinged(False, None, f"{type(reason).__name__}: {text}")
+        return Pinged(False, None, f"{type(reason).__name__}: {_scrubbed(reason, url)}")
     except Exception as exc:  # http.client's own errors (too many headers, a bad status line)
-        return Pinged(False, None, f"{type(exc).__name__}: {str(exc).replace(url, host_of(url))}")
+        return Pinged(False, None, f"{type(exc).__name__}: {_scrubbed(exc, url)}")
+
+
+def _scrubbed(reason: object, url: str) -> str:
+    """The reason's words with the URL said by its host only (a ping URL is its project's secret)."""
+    from croft.notify.log import host_of  # lazy: a ping that answers loads no log, nor its pathlib
+
+    return str(reason).replace(url, host_of(url))
 
 
 def ping_logged(url: str, state_dir: str | os.PathLike[str], redactor: Any = None) -> bool:
@@ -212,6 +216,10 @@ def _told(url: str, state_dir: str | os.PathLike[str], redactor: Any, error: str
     """True for a ping that answered; a miss is logged (redacted when the project's redactor can be had)."""
     if error is None:
         return True
+    from pathlib import Path  # lazy, both: only a miss is logged
+
+    from croft.notify.log import host_of, log_miss
+
     redact = None
     if redactor is not None:
         try:
