@@ -49,10 +49,8 @@ def main(args: list[str]) -> int:
     else:
         try:
             knobs.require_all()  # the knobs go on to every tick and run it starts: a bad one stops it here
-            # A process of a second that reads a thousand projects' hints: what it allocates is freed by
-            # reference counting, and the cycle collector would only walk those hints again and again.
-            gc.disable()
             data = tick_all()
+            gc.freeze()  # the interpreter's collection at exit would walk the minute's hints once more
             problems += data.pop("problems", [])
             code = exit_code_for(problems)
         except CroftError as exc:
