@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 
@@ -19,6 +20,7 @@ __all__ = [
     "path_text",
     "project_state_dir",
     "require_utf8_path",
+    "stat_of",
     "state_dir",
 ]
 
@@ -37,6 +39,20 @@ def home_text() -> str:
     folder in its messages (and in the ticks it starts) in the words the other commands use."""
     override: str | None = knobs.value("CROFT_HOME")
     return path_text(override or os.path.join(os.path.expanduser("~"), ".croft"))
+
+
+def stat_of(path: str | os.PathLike[str]) -> os.stat_result | None:
+    """``os.stat``, or None where pathlib's ``exists`` and ``is_file`` answer False (nothing there, a file
+    where a folder is named, a link loop, a bad name); what they raise (no permission) raises: for the
+    per-minute tick, which keeps its paths as text."""
+    try:
+        return os.stat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return None
+        raise
+    except ValueError:
+        return None
 
 
 def path_text(*parts: str | os.PathLike[str]) -> str:

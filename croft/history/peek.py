@@ -6,12 +6,12 @@ Only sqlite3 is imported, so the per-user tick can use it every minute.
 
 from __future__ import annotations
 
-import errno
 import os
 import sqlite3
 import stat
 
 from croft.core import sqlitefile
+from croft.core.paths import stat_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,14 +50,8 @@ def peek(
 
 def _is_file(path: str | os.PathLike[str]) -> bool:
     """``Path.is_file``, errors and all, without pathlib: the per-user tick's hourly look peeks by text."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
-            return False
-        raise
-    except ValueError:
-        return False
+    found = stat_of(path)
+    return found is not None and stat.S_ISREG(found.st_mode)
 
 
 def _strict(

@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 
 from croft.core.clock import from_iso, to_iso
 from croft.core.jsonfile import write_atomic
-from croft.core.paths import home_text, path_text, project_state_dir
+from croft.core.paths import home_text, path_text, project_state_dir, stat_of
 from croft.core.private import make_dirs
 from croft.core.problems import CroftError
 from croft.core.text import clip
@@ -157,18 +157,9 @@ def presence(root: str) -> tuple[Presence, str]:
     return "gone", "its folder or croft.json is gone"
 
 
-def _exists(path: str) -> bool:
-    """``Path.exists`` without pathlib: False for nothing there, and a path that cannot be looked at
-    (permissions) raises, as it does there."""
-    try:
-        os.stat(path)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
-            return False
-        raise
-    except ValueError:
-        return False
-    return True
+def _there(path: str) -> bool:
+    """``Path.exists`` without pathlib (``core.paths.stat_of``)."""
+    return stat_of(path) is not None
 
 
 def _read(path: str) -> list[Entry] | None:
@@ -279,7 +270,7 @@ class Registry:
         except _Broken as broken:
             return self._restore(broken.why)
         if found is None:
-            if _exists(self._backup):
+            if _there(self._backup):
                 return self._restore("it is missing")
             return []
         return found
@@ -295,7 +286,7 @@ class Registry:
         """Make the copy match the registry again (after a write that could not update it); whether it
         had to be rewritten."""
         current = self.entries()
-        if not _exists(self._file) or (self.backup() == current and _exists(self._backup)):
+        if not _there(self._file) or (self.backup() == current and _there(self._backup)):
             return False  # no registry yet: nothing to keep a copy of
         write_atomic(self._backup, [e.to_json() for e in current], durable=True)
         return True
@@ -311,7 +302,7 @@ class Registry:
                     return again
             except _Broken:
                 pass
-            if _exists(self._file):
+            if _there(self._file):
                 os.replace(self._file, self._file + ".broken")
             write_atomic(self._file, [e.to_json() for e in good], durable=True)
         kept = " (the broken file is projects.json.broken)" if why != "it is missing" else ""
@@ -418,7 +409,7 @@ class Registry:
             removed.extend(e for e in entries if e.root in keys)
             return [e for e in entries if e.root not in keys]
 
-        if not _exists(self._file) and not _exists(self._backup):
+        if not _there(self._file) and not _there(self._backup):
             return None
         self.update(change)
         return removed[0] if removed else None
