@@ -65,6 +65,10 @@ class Config(NamedTuple):
     max_runtime_s: float | None = None  # the project's default ceiling of a scheduled run (None: 2 h)
     raw: Mapping[str, Any] = MappingProxyType({})
 
+    def __repr__(self) -> str:  # croft.json as parsed stays out of a repr, as it did (a webhook URL in it)
+        shown = ", ".join(f"{name}={value!r}" for name, value in self._asdict().items() if name != "raw")
+        return f"Config({shown})"
+
 
 class Project:
     """A loaded project. ``env`` and ``redactor`` read ``.env`` on first use, so a tick that needs no secret
