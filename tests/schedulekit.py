@@ -99,6 +99,43 @@ def schedule_on(root: Path, now: str) -> None:
     assert code == 0, envelope
 
 
+HANGING = """
+from croft import ingest
+
+
+@ingest(schedule="every hour", key="id", {options})
+def rows(ctx):
+    import os
+    import time
+
+    hang = os.environ.get("CROFT_TEST_HANG")
+    waited = 0.0
+    while hang and os.path.exists(hang) and waited < 120:
+        time.sleep(0.05)
+        waited += 0.05
+    yield [{{"id": 1}}]
+"""
+
+
+def hanging_ingest(options: str) -> str:
+    """An hourly ingest (``options`` added to its decorator) that hangs while the file named by
+    CROFT_TEST_HANG (a CROFT_* knob every scheduled run inherits) exists, two minutes at most."""
+    return HANGING.format(options=options)
+
+
+def hanging_project(
+    make_project: Any, tmp_path: Path, files: dict[str, str], **config: Any
+) -> tuple[Path, Path]:
+    """A project of ``files`` run by hand at 09:30 (so approved) with scheduling on, and the hang file."""
+    root = make_project(files, **config)
+    code, envelope = croft_json(root, "2026-06-01T09:30:00Z", "run")
+    assert code == 0, envelope
+    schedule_on(root, "2026-06-01T09:30:00Z")
+    flag = tmp_path / "hang"
+    flag.touch()
+    return root, flag
+
+
 def state_of(root: Path, asset: str) -> dict[str, Any]:
     rows = query(root, "SELECT * FROM schedule_state WHERE asset = ?", asset)
     return rows[0] if rows else {}

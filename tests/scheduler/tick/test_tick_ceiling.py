@@ -12,41 +12,19 @@ import signal
 from pathlib import Path
 
 import pytest
-from schedulekit import croft_json, query, runs_of, schedule_on, steps_of, tick
+from schedulekit import croft_json, hanging_ingest, hanging_project, query, runs_of, steps_of, tick
 from waiting import wait_for
 
 from croft.core.identity import ProcessIdentity, is_alive
 
 pytestmark = pytest.mark.processes
 
-HANGS = """
-from croft import ingest
-
-
-@ingest(schedule="every hour", key="id", max_runtime="1m")
-def rows(ctx):
-    import os
-    import time
-
-    hang = os.environ.get("CROFT_TEST_HANG")
-    waited = 0.0
-    while hang and os.path.exists(hang) and waited < 120:
-        time.sleep(0.05)
-        waited += 0.05
-    yield [{"id": 1}]
-"""
 T0 = "2026-06-01T10:05:00Z"
 
 
 @pytest.fixture
 def hanging(make_project, tmp_path):
-    root = make_project({"assets/feed.py": HANGS})
-    code, envelope = croft_json(root, "2026-06-01T09:30:00Z", "run")
-    assert code == 0, envelope
-    schedule_on(root, "2026-06-01T09:30:00Z")
-    flag = tmp_path / "hang"
-    flag.touch()
-    return root, flag
+    return hanging_project(make_project, tmp_path, {"assets/feed.py": hanging_ingest('max_runtime="1m"')})
 
 
 def _started_run(root: Path, flag: Path) -> tuple[str, ProcessIdentity]:
@@ -130,7 +108,7 @@ def test_a_run_whose_process_is_gone_past_its_ceiling_is_timeout_not_a_crash(han
 def test_max_runtime_is_checked_by_validate_in_assets_sql_headers_and_croft_json(make_project):
     root = make_project(
         {
-            "assets/feed.py": HANGS.replace('max_runtime="1m"', 'max_runtime="a while"'),
+            "assets/feed.py": hanging_ingest('max_runtime="a while"'),
             "assets/report.sql": "-- max_runtime: 90m\nSELECT 1 AS id\n",
         },
         maxRuntime="3h",

@@ -14,27 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from schedulekit import croft_json, env_at, query, schedule_on, setting, tick
+from schedulekit import croft_json, env_at, hanging_ingest, hanging_project, query, setting, tick
 from waiting import wait_for
 
 pytestmark = pytest.mark.processes
 
-HANGS = """
-from croft import ingest
-
-
-@ingest(schedule="every hour", key="id", slow_after="2m"{extra})
-def rows(ctx):
-    import os
-    import time
-
-    hang = os.environ.get("CROFT_TEST_HANG")
-    waited = 0.0
-    while hang and os.path.exists(hang) and waited < 120:
-        time.sleep(0.05)
-        waited += 0.05
-    yield [{{"id": 1}}]
-"""
 QUICK = """
 from croft import ingest
 
@@ -53,13 +37,8 @@ def _sent(root: Path, event: str) -> list[dict[str, Any]]:
 
 
 def _project(make_project, tmp_path, extra: str = "", **config: Any) -> tuple[Path, Path]:
-    root = make_project({"assets/feed.py": HANGS.format(extra=extra), "assets/other.py": QUICK}, **config)
-    code, envelope = croft_json(root, "2026-06-01T09:30:00Z", "run")
-    assert code == 0, envelope
-    schedule_on(root, "2026-06-01T09:30:00Z")
-    flag = tmp_path / "hang"
-    flag.touch()
-    return root, flag
+    files = {"assets/feed.py": hanging_ingest(f'slow_after="2m"{extra}'), "assets/other.py": QUICK}
+    return hanging_project(make_project, tmp_path, files, **config)
 
 
 def _started(root: Path, flag: Path) -> str:
@@ -160,7 +139,7 @@ def test_a_run_by_hand_is_never_told_slow(make_project, tmp_path):
 def test_slow_after_is_checked_by_validate_in_assets_and_sql_headers(make_project):
     root = make_project(
         {
-            "assets/feed.py": HANGS.format(extra="").replace('slow_after="2m"', 'slow_after="30s"'),
+            "assets/feed.py": hanging_ingest('slow_after="30s"'),
             "assets/report.sql": "-- slow after: 10m\nSELECT 1 AS id\n",
             "assets/late.sql": "-- slow after: soon\nSELECT 1 AS id\n",
         }
