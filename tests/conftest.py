@@ -62,3 +62,13 @@ def server() -> Iterator[Any]:
     with serve() as running:
         yield running
         assert running.errors == []
+
+
+@pytest.fixture
+def session_bus(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A real D-Bus session bus with a listener for desktop notifications (tests/dbuskit.py): (the runtime
+    folder holding its socket, the file each Notify call is written to)."""
+    from dbuskit import running_bus
+
+    with running_bus(tmp_path) as bus:
+        yield bus

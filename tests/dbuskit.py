@@ -43,7 +43,7 @@ def _line(proc: subprocess.Popen[str], what: str, seconds: float = 15) -> str:
 @contextlib.contextmanager
 def running_bus(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     """(the runtime folder holding the bus socket, the file the listener writes each Notify call to), for
-    a test module's ``session_bus`` fixture."""
+    the ``session_bus`` fixture (tests/conftest.py)."""
     reason = _missing()
     if reason:
         if os.environ.get("CI"):

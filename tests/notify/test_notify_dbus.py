@@ -8,22 +8,13 @@ session variables except XDG_RUNTIME_DIR, as under cron, so it must find the bus
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from dbuskit import running_bus
 
 from croft.engine.runner import RunOptions, run_assets
 from croft.project.config import load_project
 
 pytestmark = pytest.mark.processes
-
-
-@pytest.fixture
-def session_bus(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    with running_bus(tmp_path) as bus:
-        yield bus
 
 
 SECRET = "sk_live_abcdef123456"

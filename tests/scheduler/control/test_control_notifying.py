@@ -8,12 +8,10 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dbuskit import running_bus
 from schedulekit import env_at
 
 from croft.core.clock import parse_instant
@@ -27,12 +25,6 @@ from croft.scheduler.setting import write_scheduling
 from croft.scheduler.user.registry import Registry
 
 pytestmark = pytest.mark.processes
-
-
-@pytest.fixture
-def session_bus(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    with running_bus(tmp_path) as bus:
-        yield bus
 
 
 NOW = "2026-12-01T09:00:00Z"
