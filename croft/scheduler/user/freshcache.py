@@ -20,12 +20,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["RECHECK_S", "FreshCache", "look"]
+__all__ = ["RECHECK_S", "STAMPED", "FreshCache", "look"]
 
 RECHECK_S = 3600  # the longest a promise goes unlooked-at while nothing moved
 
 
-_FILES = (".croft/runs.sqlite", ".croft/runs.sqlite-wal", "croft.json")  # by their names under the root
+STAMPED = (".croft/runs.sqlite", ".croft/runs.sqlite-wal", "croft.json")  # by their names under the root
 
 
 def _stamp(root: str, state_dir: str, known: Any = None) -> int | None:
@@ -36,7 +36,7 @@ def _stamp(root: str, state_dir: str, known: Any = None) -> int | None:
     if known is None:
         known = {}
         paths = (f"{state_dir}/runs.sqlite", f"{state_dir}/runs.sqlite-wal", f"{root}/croft.json")
-        for name, path in zip(_FILES, paths, strict=True):
+        for name, path in zip(STAMPED, paths, strict=True):
             try:
                 known[name] = os.stat(path)
             except FileNotFoundError:
@@ -44,7 +44,7 @@ def _stamp(root: str, state_dir: str, known: Any = None) -> int | None:
             except OSError:
                 return None
     out: list[int] = []
-    for name in _FILES:
+    for name in STAMPED:
         st = known[name]
         if st is None or (not st.st_size and name.endswith("-wal")):
             out += [0, 0]  # an empty WAL holds nothing (a reader may create one): the same as none

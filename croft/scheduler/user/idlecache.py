@@ -30,6 +30,7 @@ import os
 import time
 
 from croft.scheduler.incidents import FOLDER, incident_path
+from croft.scheduler.user.freshcache import STAMPED
 from croft.scheduler.user.settingcache import HintFile
 from croft.scheduler.user.trusted import PART_NAMES
 
@@ -131,7 +132,7 @@ def _stat(path: str, rarely: bool) -> os.stat_result | None:
         return None
 
 
-KEPT = frozenset({".croft", ".croft/runs.sqlite", ".croft/runs.sqlite-wal", "croft.json"})
+KEPT = frozenset({".croft", *STAMPED})  # the state folder for the disk look, and what freshness stamps
 _RARELY = frozenset({"lib", ".croft/runs.sqlite-wal"})
 _GONE = (-1,)  # a path that is not there
 
