@@ -7,13 +7,14 @@ project's entry holds that instant and the ``stat`` of those files: while both h
 costs three ``stat`` calls. An asset file edited in place (a new ``fresh_within``) is seen at the next
 write of runs.sqlite (its run, or the tick's facts cache) or within ``RECHECK_S`` at the latest.
 
-Imports only ``os`` and the hint file: it runs every minute.
+Imports only ``os``, the clock and the hint file: it runs every minute.
 """
 
 from __future__ import annotations
 
 import os
 
+from croft.core.clock import to_iso  # loaded by both per-user tickers already
 from croft.scheduler.user.settingcache import HintFile
 
 TYPE_CHECKING = False
@@ -110,16 +111,10 @@ def look(
     """The freshness watch of one project (``scheduler.user.freshwatch``), only when its next look has
     come or what it reads moved; never raises (a failed look is one note, and is tried within the hour).
     ``known``: stats of its files taken this minute (the idle stamp's), not taken again."""
-    if now_iso is None:  # the caller's text: to_iso is not free
-        from croft.core.clock import to_iso
-
-        now_iso = to_iso(now)
-    stamp = cache.due(root, state_dir, now_iso, known)
+    stamp = cache.due(root, state_dir, now_iso or to_iso(now), known)  # the caller's text: to_iso is not free
     if stamp is False:
         return
     from datetime import timedelta
-
-    from croft.core.clock import to_iso
 
     if not _any_promise(root, state_dir):  # the usual project: nothing promised, nothing told; no facts read
         cache.remember(root, stamp, to_iso(now + timedelta(seconds=RECHECK_S)))
