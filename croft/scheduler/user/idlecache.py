@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import time
+from functools import cached_property
 
 from croft.scheduler.incidents import FOLDER, incident_path
 from croft.scheduler.user.freshcache import STAMPED
@@ -146,23 +147,19 @@ class IdleCache(HintFile):
         super().__init__(path)
         self._before: dict[str, tuple[int, bool] | None] = {}
         self._home = os.path.dirname(self.path) or "."  # the cache lives in croft's home, by the incidents
-        self._listed: set[str] | None = None
-        self._listing = False
         self.stats: dict[str, os.stat_result | None] = {}  # the ``KEPT`` stats the last ``still`` took
         self.disks: dict[int, os.statvfs_result] = {}  # the minute's free space, by device
 
+    @cached_property
     def _incidents(self) -> set[str] | None:
         """The incident files in croft's home, listed once a minute (None: the folder cannot be listed,
         so each project's is stat'ed)."""
-        if not self._listing:
-            self._listing = True
-            try:
-                self._listed = set(os.listdir(f"{self._home}/{FOLDER}"))
-            except FileNotFoundError:
-                self._listed = set()
-            except OSError:
-                self._listed = None
-        return self._listed
+        try:
+            return set(os.listdir(f"{self._home}/{FOLDER}"))
+        except FileNotFoundError:
+            return set()
+        except OSError:
+            return None
 
     def still(self, root: str, now_iso: str) -> bool:
         """Whether nothing the idle check read moved since it last held, and the clock is inside its
@@ -173,7 +170,7 @@ class IdleCache(HintFile):
             return False
         self.stats = {}
         incident = incident_path(root, self._home)
-        before = self._before[root] = _stamp(root, entry["paths"], incident, self._incidents(), self.stats)  # type: ignore[arg-type]
+        before = self._before[root] = _stamp(root, entry["paths"], incident, self._incidents, self.stats)  # type: ignore[arg-type]
         return bool(
             entry["safe"]
             and before is not None
