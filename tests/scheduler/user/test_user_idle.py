@@ -14,9 +14,10 @@ from schedulekit import ISSUES, croft_json, env_at, query, runs_of, setting, wai
 from waiting import wait_for
 
 from croft.core.clock import parse_instant
+from croft.core.problems import problem
 from croft.history.db import open_history
 from croft.project.config import load_project
-from croft.scheduler import heartbeat
+from croft.scheduler import heartbeat, incidents
 from croft.scheduler.control.diagnosis import stale_warning
 from croft.scheduler.control.doctor import doctor
 from croft.scheduler.incidents import incident_path
@@ -196,6 +197,29 @@ def test_a_steady_stamp_skips_even_the_idle_check_and_any_change_brings_it_back(
     edited = _tick_all(monkeypatch, "2026-06-01T10:17:00Z")
     assert [s["root"] for s in edited["started"]] == [str(root)] and edited["beat"] == []
     assert checks[-1] == "2026-06-01T10:17:00.000Z"
+
+
+def test_an_incident_recorded_since_the_stamp_ends_the_idle_beat(
+    make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """The incidents folder is listed once a minute, not stat'ed per project: an incident that appears
+    for a beaten project (a tick failed since) still moves its stamp, and the project gets a full tick."""
+    root = _on_project(make_project)
+    _tick_all(monkeypatch, "2026-06-01T10:10:00Z")
+    _wait_full_tick(root, "2026-06-01T10:10:00Z")
+    monkeypatch.setattr(idlebeat, "RACY_NS", 0)  # files milliseconds old here; a minute apart in life
+    for minute in (11, 12):
+        assert [b["root"] for b in _tick_all(monkeypatch, f"2026-06-01T10:{minute}:00Z")["beat"]] == [
+            str(root)
+        ]
+    failed = problem("SCHEDULER_BROKEN", "the project tick failed", "See the tick log.")
+    at = parse_instant("2026-06-01T10:12:30Z")
+    incidents.record(str(root) + "-elsewhere", failed, at, "tick", _croft_home)  # another's: no matter
+    assert [b["root"] for b in _tick_all(monkeypatch, "2026-06-01T10:13:00Z")["beat"]] == [str(root)]
+    incidents.record(str(root), failed, at, "tick", _croft_home)  # what a project tick that failed leaves
+    failed_since = _tick_all(monkeypatch, "2026-06-01T10:14:00Z")
+    assert failed_since["beat"] == [] and [s["root"] for s in failed_since["started"]] == [str(root)]
+    _wait_full_tick(root, "2026-06-01T10:14:00Z")
 
 
 def test_a_stamp_taken_in_the_same_moment_as_a_write_is_not_trusted(make_project, _croft_home: Path) -> None:  # type: ignore[no-untyped-def]
