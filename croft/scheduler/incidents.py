@@ -42,7 +42,8 @@ def incident_path(root: str, home: str | Path | None = None) -> str:
     checksums of the path (zlib: hashlib would cost the idle tick more than the rest of its imports); the
     file names its root, and one that names another is not this project's."""
     raw = root.encode("utf-8", "surrogateescape")
-    return f"{home or home_text()}/{FOLDER}/{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}.json"
+    name = (zlib.crc32(raw) << 32 | zlib.adler32(raw)).to_bytes(8, "big").hex()  # both, 8 hex digits each
+    return f"{home or home_text()}/{FOLDER}/{name}.json"
 
 
 def read(root: str, home: Path | None = None) -> dict[str, Any] | None:

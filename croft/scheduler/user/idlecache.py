@@ -9,8 +9,11 @@ creating and removing its -wal and -shm files costs ~1 ms of CPU), would make an
 - once it held, the per-user tick remembers the ``stat`` of everything that check read (runs.sqlite and
   its WAL, croft.json, the asset files and their local imports) with the memo's window, in
   ``<CROFT_HOME>/idle-cache.json``. While every stat is the same and the clock is inside the window, the
-  check's inputs are the same, so its answer is too; any write to runs.sqlite, croft.json or an asset
-  file moves a stat and the check runs again. A stamp taken within ``RACY_NS`` of a file's mtime is not
+  check's inputs are the same, so its answer is too; any write to runs.sqlite or croft.json, and any
+  asset file added, removed or renamed (a save by rename, a checkout) moves a stat the next minute looks
+  at, and the check runs again. An asset file edited in place is seen within ``FILES_EVERY`` minutes
+  (``files_turn``): their stats are most of what an idle minute asks the kernel, and until a person runs it that code is
+  held by whichever tick could start it. A stamp taken within ``RACY_NS`` of a file's mtime is not
   trusted (a second write in the same clock tick could leave the mtime as it was);
 - a project whose croft.json sets ``notify.ping`` is beaten here too: the URL is remembered with the
   stamp (croft.json is one of the stamped files), and ``croft tick --all`` sends the ping of every
@@ -21,13 +24,14 @@ creating and removing its -wal and -shm files costs ~1 ms of CPU), would make an
 - the project's incident file in croft's home is stamped too: a tick that failed since makes the idle
   check run again (and not hold), with no second look for it.
 
-Imports only ``os`` (and the idle check when a stamp moved): it runs every minute.
+Imports only ``os`` and ``zlib`` (and the idle check when a stamp moved): it runs every minute.
 """
 
 from __future__ import annotations
 
 import os
 import time
+import zlib
 from functools import cached_property
 
 from croft.scheduler.incidents import FOLDER, incident_path
@@ -35,56 +39,66 @@ from croft.scheduler.user.freshcache import STAMPED
 from croft.scheduler.user.settingcache import HintFile
 from croft.scheduler.user.trusted import PART_NAMES
 
+TYPE_CHECKING = False  # every minute: nothing of typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 __all__ = ["KEPT", "IdleCache"]
 
 RACY_NS = 50_000_000  # 50 ms: well above any filesystem clock tick
 
 
-def _targets(root: str, deps: list[str]) -> list[str]:
-    """What the idle check reads, relative to ``root``: the history and its WAL, croft.json, the asset
-    folders (a file added, removed or renamed moves its folder's stat), the asset files and the local
-    modules they import. Listed once when the check holds; each minute after only stats them."""
+FILES_EVERY = 5  # minutes: how often an idle minute compares the asset files' own stats
+
+
+def _targets(root: str, deps: list[str]) -> tuple[list[str], list[str]]:
+    """What the idle check reads besides ``FIXED``, relative to ``root``: (the asset folders, stamped every
+    minute: a file added, removed or renamed moves its folder's stat; the asset files and the local
+    modules they import, stamped every ``FILES_EVERY`` minutes). Listed once when the check holds; each
+    minute after only stats them."""
     from croft.scheduler.tick.filekeys import asset_tree  # lazy: only when the idle check ran
 
     folders, files = asset_tree(f"{root}/assets")
     skip = len(root) + 1
-    return [
-        ".croft/runs.sqlite",
-        ".croft/runs.sqlite-wal",
-        "croft.json",
-        *(path[skip:] for path in folders),
-        *(path[skip:] for path in files),
-        *sorted(set(deps)),
-    ]
+    return [path[skip:] for path in folders], [path[skip:] for path in files] + sorted(set(deps))
+
+
+def files_turn(root: str, minute: int) -> bool:
+    """Whether the idle minute numbered ``minute`` (minutes since the epoch) compares the project's asset
+    files too: every ``FILES_EVERY``-th minute, staggered by project so that every minute costs the same.
+    Waiting is safe: an asset edited in place is code no person has run, held by every tick that could
+    start it, and the memo's window ends no later than the next fire, when the full tick reads it."""
+    return (minute + zlib.crc32(root.encode("utf-8", "surrogateescape"))) % FILES_EVERY == 0
 
 
 def _stamp(
     root: str,
-    targets: list[str],
+    folders: list[str],
+    files: list[str] | None,
     incident: str,
     listed: set[str] | None = None,
     keep: dict[str, os.stat_result | None] | None = None,
-) -> tuple[int, bool] | None:
-    """(one value for the stats of ``targets``, of the parts the trust check reads and of the project's
-    incident file in croft's home (a failed tick since: the idle check must run again, and it will not
-    hold), whether it is safe to compare later); None: something could not be read. The value is the hash
-    of a tuple of integers, which Python computes the same in every process (unlike that of text), so it
-    is stored as it is. Each path is stat'ed once: a part that is a target too is stamped whole.
-    ``listed``: the names in the incidents folder this minute (one listing for every project, not a
-    ``stat`` each); ``keep`` is given the ``stat`` (None: not there) of each of ``KEPT``, by its name
-    relative to the root, for the minute's other looks at the project.
+) -> tuple[int, int | None, bool] | None:
+    """(one value for the stats of ``FIXED`` and ``folders``, of the parts the trust check reads and of the
+    project's incident file in croft's home (a failed tick since: the idle check must run again, and it
+    will not hold); one value for the stats of ``files``, None when not asked; whether both are safe to
+    compare later); None: something could not be read. Each value is the hash of a tuple of integers,
+    which Python computes the same in every process (unlike that of text), so it is stored as it is.
+    Each path is stat'ed once: a part that is a target too is stamped whole. ``listed``: the names in the
+    incidents folder this minute (one listing for every project, not a ``stat`` each); ``keep`` is given
+    the ``stat`` (None: not there) of each of ``KEPT``, by its name relative to the root, for the minute's
+    other looks at the project.
 
-    It runs for every project every minute, so it is written for the interpreter's sake: one flat list
-    of integers, each path stat'ed once, no object kept that nothing reads."""
+    It runs for every project every minute, so it is written for the interpreter's sake: flat lists of
+    integers, each path stat'ed once, no object kept that nothing reads."""
     racy = time.time_ns() - RACY_NS
     keep = {} if keep is None else keep
-    stats: list[int] = [len(targets)]
+    stats: list[int] = [len(folders)]
     prefix = root + "/"
-    stat = os.stat
     try:
         for name in PART_NAMES:  # what the trust check reads: its owner and mode (and that it is the same
-            if name in targets:  # file); never its mtime, which a file made or removed inside a folder moves
-                continue
+            if name in FIXED or name in folders:  # file); never its mtime, which a file made or removed
+                continue  # inside a folder moves
             st = _stat(prefix + name if name else root, name in _RARELY)
             if name in KEPT:
                 keep[name] = st
@@ -98,27 +112,47 @@ def _stamp(
             stats += st[:7]
             stats.append(st.st_mtime_ns)
             safe = st.st_mtime_ns <= racy
-        for rel in targets:
-            if rel in _RARELY:
-                st = _stat(prefix + rel, True)
-            else:
-                try:
-                    st = stat(prefix + rel)
-                except FileNotFoundError:
-                    st = None
+        safe = _add(stats, prefix, FIXED, racy, keep) and safe
+        safe = _add(stats, prefix, folders, racy, keep) and safe
+        if files is None:
+            return hash(tuple(stats)), None, safe
+        more: list[int] = [len(files)]
+        safe = _add(more, prefix, files, racy, keep) and safe
+    except (OSError, TypeError):  # TypeError: a hint file written by hand
+        return None
+    return hash(tuple(stats)), hash(tuple(more)), safe
+
+
+def _add(
+    stats: list[int], prefix: str, rels: Iterable[str], racy: int, keep: dict[str, os.stat_result | None]
+) -> bool:
+    """Append each path's stat (its size and mtime in nanoseconds included, not its atime) to ``stats``;
+    False when one was written too recently to be trusted."""
+    safe = True
+    stat = os.stat
+    for rel in rels:
+        if rel == _WAL:
+            st = _stat(prefix + rel, True)
+            keep[rel] = st
+            if st is None or not st.st_size:  # an empty WAL holds nothing (a reader's open leaves one)
+                stats += _GONE
+                continue
+        else:
+            try:
+                st = stat(prefix + rel)
+            except FileNotFoundError:
+                st = None
             if rel in KEPT:
                 keep[rel] = st
             if st is None:
                 stats += _GONE
                 continue
-            mtime = st.st_mtime_ns
-            stats += st[:7]  # and the size, and the mtime in nanoseconds (not the atime)
-            stats.append(mtime)
-            if mtime > racy:
-                safe = False
-    except OSError:
-        return None
-    return hash(tuple(stats)), safe
+        mtime = st.st_mtime_ns
+        stats += st[:7]
+        stats.append(mtime)
+        if mtime > racy:
+            safe = False
+    return safe
 
 
 def _stat(path: str, rarely: bool) -> os.stat_result | None:
@@ -133,19 +167,24 @@ def _stat(path: str, rarely: bool) -> os.stat_result | None:
         return None
 
 
+FIXED = STAMPED  # the history, its WAL and croft.json: read by every idle check, as by the freshness look
 KEPT = frozenset({".croft", *STAMPED})  # the state folder for the disk look, and what freshness stamps
-_RARELY = frozenset({"lib", ".croft/runs.sqlite-wal"})
+_WAL = ".croft/runs.sqlite-wal"
+_RARELY = frozenset({"lib", _WAL})
 _GONE = (-1,)  # a path that is not there
 
 
 class IdleCache(HintFile):
-    """``<CROFT_HOME>/idle-cache.json``: per project root, the stamp and window of its last idle check
-    that held. The state folder is always ``<root>/.croft``: the idle check never holds for a relocated
-    one."""
+    """``<CROFT_HOME>/idle-cache.json``: per project root, ``[stamp, files stamp, safe, at, until, folders,
+    files, ping]`` of its last idle check that held (a list, not an object: a thousand of them are read
+    every minute). The state folder is always ``<root>/.croft``: the idle check never holds for a
+    relocated one. ``minute``: this minute's number (minutes since the epoch), whose turn it is to compare
+    the asset files (``files_turn``); None compares every project's."""
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], minute: int | None = None):
         super().__init__(path)
-        self._before: dict[str, tuple[int, bool] | None] = {}
+        self._minute = minute
+        self._before: dict[str, tuple[int, int | None, bool] | None] = {}
         self._home = os.path.dirname(self.path) or "."  # the cache lives in croft's home, by the incidents
         self.stats: dict[str, os.stat_result | None] = {}  # the ``KEPT`` stats the last ``still`` took
         self.disks: dict[int, os.statvfs_result] = {}  # the minute's free space, by device
@@ -161,21 +200,36 @@ class IdleCache(HintFile):
         except OSError:
             return None
 
-    def still(self, root: str, now_iso: str) -> bool:
-        """Whether nothing the idle check read moved since it last held, and the clock is inside its
-        window: then its answer is the same, and the project only needs its heartbeat."""
-        self.seen.add(root)
+    def _entry(self, root: str) -> list[object] | None:
         entry = self.entries.get(root)
-        if not isinstance(entry, dict) or not isinstance(entry.get("paths"), list):
+        if (
+            isinstance(entry, list)
+            and len(entry) == 8
+            and isinstance(entry[5], list)
+            and isinstance(entry[6], list)
+        ):
+            return entry
+        return None  # none, or one an earlier croft wrote: the idle check runs and writes it anew
+
+    def still(self, root: str, now_iso: str) -> bool:
+        """Whether nothing the idle check read moved since it last held (the asset files compared at their
+        turn only), and the clock is inside its window: then its answer is the same, and the project only
+        needs its heartbeat."""
+        self.seen.add(root)
+        entry = self._entry(root)
+        if entry is None:
             return False
         self.stats = {}
+        turn = self._minute is None or files_turn(root, self._minute)
+        files = entry[6] if turn else None
         incident = incident_path(root, self._home)
-        before = self._before[root] = _stamp(root, entry["paths"], incident, self._incidents, self.stats)  # type: ignore[arg-type]
+        before = self._before[root] = _stamp(root, entry[5], files, incident, self._incidents, self.stats)  # type: ignore[arg-type]
         return bool(
-            entry["safe"]
+            entry[2]
             and before is not None
-            and before[0] == entry["stamp"]
-            and entry["at"] <= now_iso < entry["until"]  # type: ignore[operator]
+            and before[0] == entry[0]
+            and (files is None or before[1] == entry[1])
+            and entry[3] <= now_iso < entry[4]  # type: ignore[operator]
         )
 
     def check(self, root: str, now_iso: str) -> bool:
@@ -186,35 +240,44 @@ class IdleCache(HintFile):
         self.seen.add(root)
         self.changed = True
         incident = incident_path(root, self._home)
-        known = self.entries.get(root)
-        targets = known.get("paths") if isinstance(known, dict) else None
-        if isinstance(targets, list) and root in self._before:  # stamped by ``still`` this minute
-            before = self._before.pop(root)
-        else:
+        known = self._entry(root)
+        before = self._before.pop(root, None)
+        if known is None:
             targets = _targets(root, [])
-            before = _stamp(root, targets, incident)
+            before = _stamp(root, *targets, incident)
+        else:
+            targets = (known[5], known[6])  # type: ignore[assignment]
+            if before is None or before[1] is None:  # not stamped whole this minute (not the files' turn)
+                before = _stamp(root, *targets, incident)
         memo = memo_holds(root, now_iso)
         if memo is None:
             self.entries.pop(root, None)
             return False
-        paths = _targets(root, memo["deps"])
-        after = _stamp(root, paths, incident)
+        folders, files = _targets(root, memo["deps"])
+        after = _stamp(root, folders, files, incident)
         # Trusted next minute only when nothing moved while the check read (its own closing may have
         # checkpointed the WAL; then the next minute's check, which writes nothing, gives a steady
         # stamp), and the listing is the one stamped before it.
-        steady = before is not None and after is not None and paths == targets and before[0] == after[0]
-        self.entries[root] = {
-            "stamp": after[0] if after else None,
-            "safe": steady and before is not None and before[1],
-            "at": memo["at"],
-            "until": memo["until"],
-            "paths": paths,
-            "ping": memo.get("pingUrl"),
-        }
+        steady = (
+            before is not None
+            and after is not None
+            and targets == (folders, files)
+            and before[:2] == after[:2]
+        )
+        self.entries[root] = [
+            after[0] if after else None,
+            after[1] if after else None,
+            steady and before is not None and before[2],
+            memo["at"],
+            memo["until"],
+            folders,
+            files,
+            memo.get("pingUrl"),
+        ]
         return True
 
     def ping(self, root: str) -> str | None:
         """The ping URL of a project whose idle check held (read from its croft.json when it did)."""
-        entry = self.entries.get(root)
-        url = entry.get("ping") if isinstance(entry, dict) else None
+        entry = self._entry(root)
+        url = entry[7] if entry is not None else None
         return url if isinstance(url, str) else None

@@ -46,11 +46,11 @@ class HintFile:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = os.fspath(path)
         self.changed = False
-        self._entries: dict[str, dict[str, object]] | None = None
+        self._entries: dict[str, object] | None = None
         self.seen: set[str] = set()
 
     @property
-    def entries(self) -> dict[str, dict[str, object]]:
+    def entries(self) -> dict[str, object]:
         """Read at the first look (a minute whose projects all beat idle never reads the setting cache)."""
         if self._entries is None:
             try:

@@ -104,7 +104,7 @@ def _minute(
     note: Any,
 ) -> None:
     cache = SettingCache(os.path.join(home, "tick-cache.json"))
-    idle = IdleCache(os.path.join(home, "idle-cache.json"))
+    idle = IdleCache(os.path.join(home, "idle-cache.json"), minute=int(now.timestamp()) // 60)
     fresh = FreshCache(os.path.join(home, "fresh-cache.json"))
     full: list[str] = []
     pings: list[tuple[str, str]] = []

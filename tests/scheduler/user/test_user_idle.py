@@ -192,11 +192,48 @@ def test_a_steady_stamp_skips_even_the_idle_check_and_any_change_brings_it_back(
     assert _tick_all(monkeypatch, "2026-06-01T10:16:00Z")["beat"] and db.stat().st_mtime_ns == before
     assert heartbeat.last_heartbeat(root / ".croft") == "2026-06-01T10:16:00.000Z"
 
-    # an edited asset moves its stat: the memo check runs, fails, and the project tick is started
+    # an asset edited in place moves its own stat only, compared at the project's turn (one minute in
+    # FILES_EVERY): the minutes until then still beat, with no memo check; the turn's runs the check,
+    # which fails, and the project tick is started
+    turn = _turn_at(root, 17)
+    for minute in range(17, turn + 1):
+        assert _tick_all(monkeypatch, f"2026-06-01T10:{minute}:00Z")["beat"]
     (root / "assets" / "issues.py").write_text(ISSUES.format(schedule="every 30 minutes"))
-    edited = _tick_all(monkeypatch, "2026-06-01T10:17:00Z")
+    checked = len(checks)
+    for minute in range(turn + 1, turn + idlebeat.FILES_EVERY):
+        assert _tick_all(monkeypatch, f"2026-06-01T10:{minute}:00Z")["beat"], minute
+    assert len(checks) == checked
+    at = f"2026-06-01T10:{turn + idlebeat.FILES_EVERY}:00Z"
+    edited = _tick_all(monkeypatch, at)
     assert [s["root"] for s in edited["started"]] == [str(root)] and edited["beat"] == []
-    assert checks[-1] == "2026-06-01T10:17:00.000Z"
+    assert checks[-1] == at.replace(":00Z", ":00.000Z")
+
+
+def _turn_at(root: Path, first: int) -> int:
+    """The first minute of 10:xx from ``first`` on that compares the project's asset files."""
+    base = int(parse_instant("2026-06-01T10:00:00Z").timestamp()) // 60
+    return next(
+        m for m in range(first, first + idlebeat.FILES_EVERY) if idlebeat.files_turn(str(root), base + m)
+    )
+
+
+def test_an_asset_saved_by_rename_or_added_is_seen_the_next_minute_whatever_the_turn(
+    make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """What moves a folder's stat (a save by rename, as most editors and git do; a file added or removed)
+    is looked at every minute; only an asset file's own stat waits for its turn."""
+    root = _on_project(make_project)
+    _tick_all(monkeypatch, "2026-06-01T10:10:00Z")
+    _wait_full_tick(root, "2026-06-01T10:10:00Z")
+    monkeypatch.setattr(idlebeat, "RACY_NS", 0)  # files milliseconds old here; a minute apart in life
+    for minute in (11, 12):
+        assert _tick_all(monkeypatch, f"2026-06-01T10:{minute}:00Z")["beat"]
+    off_turn = _turn_at(root, 13) + 1  # not the files' turn: only the folder's stat can show the save
+    saved = root / "assets" / ".issues.py.swp"
+    saved.write_text(ISSUES.format(schedule="every 30 minutes"))
+    os.replace(saved, root / "assets" / "issues.py")
+    renamed = _tick_all(monkeypatch, f"2026-06-01T10:{off_turn}:00Z")
+    assert [s["root"] for s in renamed["started"]] == [str(root)] and renamed["beat"] == []
 
 
 def test_an_incident_recorded_since_the_stamp_ends_the_idle_beat(
@@ -228,27 +265,23 @@ def test_a_stamp_taken_in_the_same_moment_as_a_write_is_not_trusted(make_project
     for path in (root / "croft.json", root / "assets" / "issues.py", root / "assets"):
         os.utime(path, ns=(old, old))
     targets = idlebeat._targets(str(root), [])
-    assert targets == [
-        ".croft/runs.sqlite",
-        ".croft/runs.sqlite-wal",
-        "croft.json",
-        "assets",
-        "assets/issues.py",
-    ]
+    assert targets == (["assets"], ["assets/issues.py"])  # besides FIXED: the history, its WAL, croft.json
+    assert idlebeat.FIXED == (".croft/runs.sqlite", ".croft/runs.sqlite-wal", "croft.json")
     incident = incident_path(str(root), str(_croft_home))
-    stamp = idlebeat._stamp(str(root), targets, incident)
-    assert stamp is not None and stamp[1]  # everything settled: safe to compare later
+    stamp = idlebeat._stamp(str(root), *targets, incident)
+    assert stamp is not None and stamp[2]  # everything settled: safe to compare later
     assert (
-        idlebeat._stamp(str(root), targets, incident) == stamp
+        idlebeat._stamp(str(root), *targets, incident) == stamp
     )  # the same in every process: the hash of numbers
     (root / "assets" / "issues.py").write_text(ISSUES.format(schedule="every hour"))
-    moved = idlebeat._stamp(str(root), targets, incident)
-    assert moved is not None and not moved[1] and moved[0] != stamp[0]  # just written: not trusted
+    moved = idlebeat._stamp(str(root), *targets, incident)
+    assert moved is not None and not moved[2] and moved[1] != stamp[1]  # just written: not trusted
+    assert moved[0] == stamp[0]  # edited in place: only the files' stamp moves
     os.utime(root / "assets" / "issues.py", ns=(old, old))
     (root / "assets" / "new.sql").write_text("SELECT 1 AS id\n")  # a file added moves its folder's stat
     os.utime(root / "assets" / "new.sql", ns=(old, old))
-    added = idlebeat._stamp(str(root), targets, incident)
-    assert added is not None and added[0] != stamp[0]
+    added = idlebeat._stamp(str(root), targets[0], None, incident)
+    assert added is not None and added[0] != stamp[0] and added[1] is None  # the files not asked
 
 
 def test_the_stamp_is_the_same_in_another_process(make_project) -> None:  # type: ignore[no-untyped-def]
@@ -258,12 +291,12 @@ def test_the_stamp_is_the_same_in_another_process(make_project) -> None:  # type
     root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
     code = (
         "import sys; from croft.scheduler.user import idlecache as c;"
-        "print(c._stamp(sys.argv[1], c._targets(sys.argv[1], []), '/nowhere/incident.json')[0])"
+        "print(c._stamp(sys.argv[1], *c._targets(sys.argv[1], []), '/nowhere/incident.json')[:2])"
     )
     runs = {subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True).stdout
             for _ in range(2)}  # fmt: skip
-    here = idlebeat._stamp(str(root), idlebeat._targets(str(root), []), "/nowhere/incident.json")
-    assert runs == {f"{here[0]}\n"}  # type: ignore[index]
+    here = idlebeat._stamp(str(root), *idlebeat._targets(str(root), []), "/nowhere/incident.json")
+    assert runs == {f"{here[:2]}\n"}  # type: ignore[index]
 
 
 def test_last_heartbeat_is_the_latest_of_the_tick_row_and_the_idle_beats(
@@ -326,15 +359,20 @@ def test_the_stamp_moves_with_the_owner_or_mode_of_what_the_trust_check_reads(
     (root / ".croft").mkdir(exist_ok=True)
     targets = idlebeat._targets(str(root), [])
     incident = incident_path(str(root), str(_croft_home))
-    first = idlebeat._stamp(str(root), targets, incident)[0]  # type: ignore[index]
+    first = idlebeat._stamp(str(root), *targets, incident)[0]  # type: ignore[index]
     (root / ".croft" / "runs.sqlite-shm").write_text("")
     (root / ".croft" / "runs.sqlite-shm").unlink()
-    assert idlebeat._stamp(str(root), targets, incident)[0] == first  # the folder's mtime is not stamped
+    assert idlebeat._stamp(str(root), *targets, incident)[0] == first  # the folder's mtime is not stamped
+    (root / ".croft" / "runs.sqlite-wal").write_text("")  # what a reader's open leaves: holds nothing
+    assert idlebeat._stamp(str(root), *targets, incident)[0] == first
+    (root / ".croft" / "runs.sqlite-wal").write_text("frames")
+    assert idlebeat._stamp(str(root), *targets, incident)[0] != first
+    (root / ".croft" / "runs.sqlite-wal").unlink()
     for part in (root, root / ".croft"):
         mode = part.stat().st_mode
         part.chmod(mode | 0o002)
-        assert idlebeat._stamp(str(root), targets, incident)[0] != first, part
+        assert idlebeat._stamp(str(root), *targets, incident)[0] != first, part
         part.chmod(mode)
-        assert idlebeat._stamp(str(root), targets, incident)[0] == first
+        assert idlebeat._stamp(str(root), *targets, incident)[0] == first
     (root / "lib").mkdir()
-    assert idlebeat._stamp(str(root), targets, incident)[0] != first  # a lib/ made since is read too
+    assert idlebeat._stamp(str(root), *targets, incident)[0] != first  # a lib/ made since is read too
