@@ -8,9 +8,9 @@ for the files whose loss would silently stop the scheduler (the registry).
 
 from __future__ import annotations
 
-import json
 import os
 
+from croft.core.jsontext import loads
 from croft.core.private import make_dirs
 
 TYPE_CHECKING = False
@@ -25,7 +25,7 @@ def read_object(path: Path) -> dict[str, Any] | None:
     """The JSON object in ``path``; None when it is missing, unreadable, not JSON or not an object."""
     try:
         with open(path, encoding="utf-8") as handle:
-            value = json.load(handle)
+            value = loads(handle.read())
     except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep to read
         return None
     return value if isinstance(value, dict) else None
@@ -39,6 +39,8 @@ def write_atomic(
 
     path = Path(path)
     make_dirs(path.parent)
+    import json  # only here: what a person may read (indented, not escaped); the per-minute reads need none
+
     text = json.dumps(value, indent=indent, ensure_ascii=False) + ("\n" if indent is not None else "")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = _create(tmp)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 
 from croft.core import knobs
+from croft.core.jsontext import loads
 
 TYPE_CHECKING = False  # pathlib is imported where a Path is made: the idle tick asks only for home_text()
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def project_state_dir(root: str | os.PathLike[str]) -> Path:
     configured = None
     try:
         with open(os.path.join(root, "croft.json"), encoding="utf-8") as f:
-            raw = json.load(f)
+            raw = loads(f.read())
         if isinstance(raw, dict) and isinstance(raw.get("stateDir"), str) and raw["stateDir"].strip():
             configured = raw["stateDir"]
     except (OSError, ValueError, RecursionError):  # RecursionError: a croft.json nested too deep

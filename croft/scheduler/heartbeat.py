@@ -17,12 +17,12 @@ backwards"): it never hides a scheduler that stopped.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from datetime import datetime, timedelta
 
 from croft.core import clock
 from croft.core.clock import from_iso, to_iso
+from croft.core.jsontext import dumps, loads
 from croft.core.paths import croft_home
 
 TYPE_CHECKING = False  # the per-user tick writes its beats with this module every minute: it loads
@@ -78,7 +78,7 @@ def write_user_beats(home: str, at: str, roots: list[str]) -> None:
     one file written whole (temp + rename): a reader sees this minute's list or the last one."""
     path = os.path.join(home, USER_BEATS)
     tmp = os.path.join(home, f".{USER_BEATS}.{os.getpid()}.tmp")
-    data = json.dumps({"at": at, "roots": roots}).encode()
+    data = dumps({"at": at, "roots": roots}).encode()
     try:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)  # a stale one, or a link at its name: never written through
@@ -101,7 +101,7 @@ def _user_beat(state_dir: str | Path) -> str | None:
         return None
     try:
         with open(os.path.join(croft_home(), USER_BEATS), encoding="utf-8") as handle:
-            found = json.load(handle)
+            found = loads(handle.read())
     except (OSError, ValueError):
         return None
     at = found.get("at") if isinstance(found, dict) else None

@@ -18,10 +18,10 @@ for an incident every minute.
 
 from __future__ import annotations
 
-import json
 import os
 import zlib
 
+from croft.core.jsontext import loads
 from croft.core.paths import home_text
 
 TYPE_CHECKING = False
@@ -51,7 +51,7 @@ def read(root: str, home: Path | None = None) -> dict[str, Any] | None:
     a broken incident file is a hint lost, rebuilt by the next failing tick)."""
     try:
         with open(incident_path(root, home), encoding="utf-8") as handle:
-            value = json.load(handle)
+            value = loads(handle.read())
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(value, dict) or not isinstance(value.get("problem"), dict) or value.get("root") != root:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import time
 from collections import namedtuple
@@ -30,6 +29,7 @@ from datetime import datetime, timedelta
 
 from croft.core.clock import from_iso, to_iso
 from croft.core.jsonfile import write_atomic
+from croft.core.jsontext import loads
 from croft.core.paths import home_text, path_text, project_state_dir, stat_of
 from croft.core.private import make_dirs
 from croft.core.problems import CroftError
@@ -182,7 +182,7 @@ def _read(path: str) -> list[Entry] | None:
     if not text.strip():
         raise _Broken("it is empty")  # croft always writes a list, "[]" at least
     try:
-        raw = json.loads(text)
+        raw = loads(text)
     except (ValueError, RecursionError) as exc:
         raise _Broken(f"invalid JSON ({clip(str(exc), 120)})") from None
     if not isinstance(raw, list):

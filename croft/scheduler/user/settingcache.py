@@ -10,8 +10,9 @@ missing, it is simply rebuilt.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
+
+from croft.core.jsontext import dumps, loads
 
 TYPE_CHECKING = False  # the idle minute uses the hint files only: the setting's reader loads when read
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class HintFile:
         if self._entries is None:
             try:
                 with open(self.path, encoding="utf-8") as f:
-                    raw = json.loads(f.read())
+                    raw = loads(f.read())
                 self._entries = raw if isinstance(raw, dict) else {}
             except (OSError, ValueError, RecursionError):
                 self._entries = {}
@@ -74,7 +75,7 @@ class HintFile:
                 os.unlink(tmp)  # a stale one, or a link at its name: never written through
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(kept, out)
+                out.write(dumps(kept))
             os.replace(tmp, self.path)
         except OSError:
             with contextlib.suppress(FileNotFoundError):
