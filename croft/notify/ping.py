@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from urllib.parse import urlsplit
 
 from croft.core import knobs
 
@@ -57,6 +56,8 @@ def timeout_seconds(default: float) -> float:
 
 
 def is_loopback(url: str) -> bool:
+    from urllib.parse import urlsplit  # lazy: see _simple
+
     try:
         host = urlsplit(url).hostname or ""
     except ValueError:
@@ -111,20 +112,59 @@ def _opener(loopback: bool) -> Any:
     return opener
 
 
-def _plain(url: str) -> tuple[str, int, str, str] | None:
+def _proxied() -> bool:
+    """Whether the environment names an HTTP proxy (asked once per batch: six lookups a ping add up)."""
+    return any(os.environ.get(name) for name in _PROXY_NAMES)
+
+
+def _plain(url: str, proxied: bool | None = None) -> tuple[str, int, str, str] | None:
     """(host, port, Host header, request target) when ``url`` can go on a socket as it is: ``http://``,
-    no credentials, and no proxy of the environment in the way; None: urllib's way."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port or 80
-    except ValueError:
+    no credentials, and no proxy of the environment in the way (``proxied``: ``_proxied()``, asked by
+    the caller); None: urllib's way."""
+    plain = _simple(url)
+    if plain is None:
+        from urllib.parse import urlsplit  # lazy: see _simple
+
+        try:
+            parts = urlsplit(url)
+            port = parts.port or 80
+        except ValueError:
+            return None
+        if parts.scheme != "http" or not parts.hostname or parts.username or parts.password:
+            return None
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        plain = parts.hostname, port, parts.netloc, target
+    if (_proxied() if proxied is None else proxied) and not _loopback_host(plain[0]):
         return None
-    if parts.scheme != "http" or not parts.hostname or parts.username or parts.password:
+    return plain
+
+
+_HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-")
+
+
+def _simple(url: str) -> tuple[str, int, str, str] | None:
+    """``_plain``'s answer for the usual ping URL, ``http://`` and a name or an IPv4 address, a port or
+    none, a path: split here as ``urllib.parse.urlsplit`` splits it (a test compares), because
+    ``urllib.parse`` brings ``re``, ``enum`` and ``ipaddress``, more than the per-user tick's idle
+    minute costs without them. None for anything else (credentials, an IPv6 address, escapes, spaces, port
+    0): ``urlsplit`` decides."""
+    if not url.startswith("http://") or not url.isprintable() or " " in url:
         return None
-    if any(os.environ.get(name) for name in _PROXY_NAMES) and not _loopback_host(parts.hostname):
+    rest = url[7:]
+    end = len(rest)
+    for mark in "/?#":
+        at = rest.find(mark)
+        if 0 <= at < end:
+            end = at
+    netloc, tail = rest[:end], rest[end:]
+    host, colon, port = netloc.partition(":")
+    if not host or not _HOST_CHARS.issuperset(host):
         return None
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return parts.hostname, port, parts.netloc, target
+    if colon and not (port.isdigit() and port.isascii() and 0 < int(port) <= 65535):
+        return None
+    tail = tail.partition("#")[0]
+    path, _, query = tail.partition("?")
+    return host.lower(), int(port) if colon else 80, netloc, (path or "/") + (f"?{query}" if query else "")
 
 
 class _Late(TimeoutError):
@@ -258,8 +298,9 @@ def ping_many(targets: list[tuple[str, str | os.PathLike[str], Any]]) -> list[bo
     deadline = time.monotonic() + PING_ROUNDS * bound
     batch = _Batch(targets, timeout, deadline)
     direct = {}
+    proxied = _proxied()
     for i, (url, _, _) in enumerate(targets):
-        plain = _plain(url)
+        plain = _plain(url, proxied)
         if plain is not None and _literal(plain[0]):
             direct[i] = plain
     workers = batch.threads([i for i in range(len(targets)) if i not in direct])

@@ -5,6 +5,7 @@ threads), each keeps its own bound, and every miss is one redacted line in its o
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -155,3 +156,80 @@ print(json.dumps(ping_many(targets)))
     assert json.loads(out.stdout) == [True] * 150
     assert sorted(int(r.query["n"]) for r in server.requests_to("/ping")) == list(range(150))
     assert not list(tmp_path.rglob("notify.log"))
+
+
+URLS = [
+    "http://127.0.0.1:8080/ping",
+    "http://127.0.0.1/ping/abc-123",
+    "http://hc-ping.example.com/0b1f?create=1&rid=x#frag",
+    "http://Example.COM:080",
+    "http://host?only=query",
+    "http://host#frag?not=query",
+    "http://host/p/ü",
+    "http://host:65535/",
+    "http://host:65536/",
+    "http://host:0/",
+    "http://host:/",
+    "http://host:x/",
+    "http://user:pw@host/",
+    "http://user@host:81/",
+    "http://[::1]:8080/ping",
+    "http://%68ost/",
+    "http:///nohost",
+    "http://host/ spaced",
+    "http://host/\ttab",
+    " http://host/",
+    "HTTP://host/",
+    "https://host/",
+    "http://host:٣/",
+]
+
+
+@pytest.mark.parametrize("url", URLS)
+def test_a_ping_url_split_by_hand_is_split_as_urllib_splits_it(url: str, monkeypatch) -> None:
+    """The usual ping URL is split without ``urllib.parse`` (which the idle minute would pay to import):
+    where the hand split answers, it answers what urlsplit does; the rest goes to urlsplit."""
+    from urllib.parse import urlsplit
+
+    for name in ping_module._PROXY_NAMES:
+        monkeypatch.delenv(name, raising=False)
+    by_hand = ping_module._simple(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port or 80
+        usual = parts.scheme == "http" and parts.hostname and not (parts.username or parts.password)
+        expected = (
+            (
+                parts.hostname,
+                port,
+                parts.netloc,
+                (parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
+            )
+            if usual
+            else None
+        )
+    except ValueError:
+        expected = None
+    if url in URLS[:8]:  # the usual shapes: split by hand
+        assert by_hand is not None
+    if by_hand is not None:
+        assert by_hand == expected
+    assert ping_module._plain(url) == expected
+
+
+def test_a_minute_of_plain_pings_loads_neither_urllib_nor_re(server) -> None:
+    server.route("GET", "/ping", server.reply(200, "ok"))
+    probe = (
+        "import sys; from croft.notify.ping import ping_many;"
+        "ok = ping_many([(sys.argv[1], '/nowhere', None)] * 3);"
+        "print(ok, sorted(m for m in ('urllib.parse', 'urllib.request', 're', 'json') if m in sys.modules))"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ping_module._PROXY_NAMES}
+    out = subprocess.run(
+        [sys.executable, "-c", probe, server.url("/ping")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert out.stdout.strip() == "[True, True, True] []", out.stderr
