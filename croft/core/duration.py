@@ -9,7 +9,10 @@ long something lasted or waits says it through ``words``, so two messages never 
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["UNITS", "parse_seconds", "words"]
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import datetime
-from typing import Any
 
 from croft.core.clock import to_iso
 from croft.core.identity import ProcessIdentity
 from croft.history import tickrow
 from croft.history.db import immediate, translate_sqlite_errors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "SCHEDULE_COLUMNS",

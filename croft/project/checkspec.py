@@ -10,9 +10,12 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterable
-from typing import Any, ClassVar
 
 from croft.core.problems import CroftError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = [
     "DENIED_FUNCTIONS",

@@ -12,13 +12,13 @@ import ast
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from croft import INGEST_OPTIONS, TRANSFORM_OPTIONS
 from croft.core.duration import parse_seconds
 from croft.core.problems import Problem, problem
+from croft.core.record import NamedTuple
 from croft.core.suggest import nearest
-from croft.project.asset import DEFAULT_RETRIES, AssetFacts, Kind
+from croft.project.asset import DEFAULT_RETRIES, AssetFacts
 from croft.project.rules import (
     bound_problem,
     max_runtime_problem,
@@ -27,6 +27,12 @@ from croft.project.rules import (
     url_or_env_problem,
     write_mode_problem,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from croft.project.asset import Kind
 
 __all__ = [
     "NAME_PATTERN",

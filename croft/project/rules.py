@@ -15,14 +15,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from croft.core.duration import parse_seconds, words
 from croft.core.problems import CroftError, Problem, problem
+from croft.core.record import NamedTuple
 from croft.core.text import clip
 from croft.project.checkspec import is_identifier, parse_check
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from croft.project.asset import AssetFacts
 
 __all__ = [

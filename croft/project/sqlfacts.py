@@ -14,14 +14,18 @@ import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from croft.core.problems import Problem, problem
+from croft.core.record import NamedTuple
 from croft.core.suggest import nearest
 from croft.core.text import clip
 from croft.project.asset import DEFAULT_TIMEOUT_S, AssetFacts
 from croft.project.checkspec import read_only_denies
 from croft.project.facts import parse_duration
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "HEADER_NAMES",

@@ -20,14 +20,18 @@ import re
 from bisect import bisect_right
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
-from typing import Literal, NamedTuple
 from zoneinfo import ZoneInfo
 
 from croft.core.problems import CroftError, Problem, problem
+from croft.core.record import NamedTuple
 from croft.core.suggest import closest
 from croft.core.text import quoted
 from croft.core.zones import closest_zone
 from croft.core.zones import zone_named as _zone_named
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
 
 __all__ = [
     "CRON_FIELDS_HINT",

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from croft.core import clock
@@ -27,7 +26,10 @@ from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
 from croft.scheduler.user.registry import Registry
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_problem
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from croft.scheduler.jobs.health import Link
     from croft.scheduler.jobs.oscmd import Runner
     from croft.scheduler.jobs.record import InstalledJob

@@ -12,7 +12,6 @@ and ``dataclasses`` costs more to import than their own work.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from croft.core.duration import words
 from croft.core.problems import Problem, problem
@@ -26,6 +25,10 @@ from croft.scheduler.heartbeat import is_stale, last_heartbeat
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
 from croft.scheduler.tick.factcache import load_facts
 from croft.scheduler.tick.gather import due_input
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Standing", "add_freshness", "breach_problem", "freshness_json", "standing"]
 

@@ -10,7 +10,6 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from croft.core.identity import is_alive
 from croft.engine.peek import committed_attempts
@@ -19,6 +18,10 @@ from croft.history.db import translate_sqlite_errors
 from croft.history.migrations import COST_GUARD_WHERE
 from croft.scheduler.due import AssetInfo, DueInput, FailedStart
 from croft.scheduler.setting import Scheduling
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "due_input",

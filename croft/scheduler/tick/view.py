@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import datetime
-from typing import Any
 
 from croft.core import clock
 from croft.core.clock import parse_instant
@@ -24,6 +23,10 @@ from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
 from croft.scheduler.tick.factcache import load_facts
 from croft.scheduler.tick.gather import due_input
 from croft.scheduler.tick.settle import settle
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["asset_rows", "schedule_view", "with_schedule"]
 
