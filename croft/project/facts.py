@@ -44,7 +44,7 @@ __all__ = [
 
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
-SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+SECRET_NAME = r"[A-Za-z_][A-Za-z0-9_]*"  # compiled (and cached by re) when an asset names secrets
 WRITE_MODES = ("replace", "append", "merge")
 DECORATOR_KINDS: dict[str, Kind] = {"ingest": "ingest", "transform": "python"}
 INGEST_FORM = '@ingest(schedule="every hour", key="id")\ndef rows(ctx):\n    yield {...}'
@@ -335,7 +335,7 @@ class _Reader:
         value: Any,
         example: str,
         allow_str: bool = False,
-        pattern: re.Pattern[str] | None = None,
+        pattern: re.Pattern[str] | str | None = None,
     ) -> tuple[str, ...]:
         if value is None:
             return ()
@@ -345,7 +345,7 @@ class _Reader:
             self.bad(option, f"must be {kinds}", example)
             return ()
         cleaned = tuple(dict.fromkeys(i.strip() for i in items))
-        wrong = [i for i in cleaned if pattern and not pattern.fullmatch(i)]
+        wrong = [i for i in cleaned if pattern and not re.fullmatch(pattern, i)]
         if wrong:
             self.bad(option, f"has names croft cannot use: {', '.join(wrong)}", example)
             return tuple(i for i in cleaned if i not in wrong)
