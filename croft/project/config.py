@@ -21,7 +21,6 @@ from croft.core.paths import state_dir as _state_dir
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.record import NamedTuple
 from croft.core.text import clip, quoted
-from croft.project.env import read_dotenv
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,6 +95,8 @@ class Project:
     @cached_property
     def dotenv(self) -> dict[str, str]:
         """The pairs written in ``<root>/.env`` (not the shell's)."""
+        from croft.project.env import read_dotenv  # lazy: runs and notifications read it, status never
+
         return read_dotenv(self.root / ".env")
 
     @cached_property

@@ -17,7 +17,6 @@ from croft import INGEST_OPTIONS, TRANSFORM_OPTIONS
 from croft.core.duration import parse_seconds
 from croft.core.problems import Problem, problem
 from croft.core.record import NamedTuple
-from croft.core.suggest import nearest
 from croft.project.asset import DEFAULT_RETRIES, AssetFacts
 from croft.project.rules import (
     bound_problem,
@@ -214,6 +213,8 @@ class _Reader:
                 line,
             )
             return
+        from croft.core.suggest import nearest  # lazy: only an unknown option needs a suggestion
+
         close = nearest(option, sorted(allowed))
         hint = (
             f"did you mean {close}=? " if close else ""

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from croft.core.problems import Problem, problem
 from croft.core.record import NamedTuple
-from croft.core.suggest import nearest
 from croft.core.text import clip
 from croft.project.asset import DEFAULT_TIMEOUT_S, AssetFacts
 from croft.project.checkspec import read_only_denies
@@ -307,6 +306,8 @@ def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any
     header: dict[str, Any] = {}
     for name, value, line in entries:
         if name not in HEADER_NAMES:
+            from croft.core.suggest import nearest  # lazy: only an unknown header needs a suggestion
+
             close = nearest(name, HEADER_NAMES, cutoff=0.5)
             hint = (
                 (f"did you mean `-- {close}:`? " if close else "")
