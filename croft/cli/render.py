@@ -9,12 +9,15 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from croft.cli.boundary import problem_lines
 from croft.core.envelope import dumps
 from croft.core.problems import CroftError
 from croft.core.result import Result
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["command_line", "emit", "problem_lines", "respond", "run_command"]  # and json_option (below)
 

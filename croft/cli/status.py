@@ -11,13 +11,16 @@ from __future__ import annotations
 import os
 import sys
 from datetime import datetime
-from typing import Any
 
 from croft.cli.project_option import load
 from croft.cli.render import respond, run_command
 from croft.core import clock, when
 from croft.core.clock import parse_instant
 from croft.core.result import Result
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _human(result: Result) -> str:

@@ -9,7 +9,10 @@ long something lasted or waits says it through ``words``, so two messages never 
 from __future__ import annotations
 
 import re
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["UNITS", "parse_seconds", "words"]
 
@@ -22,7 +25,8 @@ UNITS: dict[str, float] = {
     "w": 604800.0, "week": 604800.0, "weeks": 604800.0,
 }  # fmt: skip
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*")
-_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*")
+# for compound durations only: compiled (and cached by re) when one is read, not on import
+_PART = r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*"
 
 
 def parse_seconds(value: Any, *, bare_text: bool = True) -> float | None:
@@ -46,9 +50,9 @@ def parse_seconds(value: Any, *, bare_text: bool = True) -> float | None:
 
 def _compound(text: str) -> float | None:
     """``1h30m``, ``2 days 4 hours``: every part has its unit."""
-    total, pos = 0.0, 0
+    total, pos, part_at = 0.0, 0, re.compile(_PART).match
     while pos < len(text):
-        part = _PART.match(text, pos)
+        part = part_at(text, pos)
         if part is None or part.group(2) not in UNITS or part.end() == pos:
             return None
         total += float(part.group(1)) * UNITS[part.group(2)]

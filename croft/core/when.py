@@ -72,7 +72,8 @@ def stamp(instant: str | datetime, zone: tzinfo | None = None) -> str:
 
 
 # An instant as machines write it (``to_iso``, ``isoformat``): a date, a time with seconds, and a zone.
-_MACHINE_INSTANT = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})")
+# Compiled (and cached by re) for the first message with a "T" in it, not by every command that imports this.
+_MACHINE_INSTANT = r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})"
 
 
 def in_text(text: str, now: datetime, zone: tzinfo | None = None) -> str:
@@ -81,7 +82,7 @@ def in_text(text: str, now: datetime, zone: tzinfo | None = None) -> str:
     example (``2026-11-30T08:00Z``, no seconds) is left as written."""
     if "T" not in text:
         return text
-    return _MACHINE_INSTANT.sub(lambda m: _clock_or_same(m.group(0), now, zone), text)
+    return re.sub(_MACHINE_INSTANT, lambda m: _clock_or_same(m.group(0), now, zone), text)
 
 
 def _clock_or_same(found: str, now: datetime, zone: tzinfo | None) -> str:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from croft.core import sqlitefile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["committed_attempts", "table_versions"]
 

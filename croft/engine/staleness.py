@@ -12,7 +12,12 @@ and ``dataclasses`` costs more to import than their own work.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+
+from croft.core.record import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Reason", "data_version", "stale_reasons"]
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from croft.core.problems import CroftError
 from croft.core.result import Next, Result
 from croft.engine.reconcile import reconcile
@@ -13,6 +11,10 @@ from croft.history.db import open_history
 from croft.project.config import Project
 from croft.project.discovery import discover
 from croft.project.fingerprint import code_hash
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["project_status"]
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
 
 from croft.core.clock import now, to_iso
 from croft.history.db import immediate, translate_sqlite_errors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["SOURCES", "all_entries", "delete_entry", "get_entry", "put_entry"]
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from typing import NamedTuple
 
 from croft.core.clock import now, to_iso
 from croft.core.identity import ProcessIdentity, is_alive
+from croft.core.record import NamedTuple
 from croft.history.db import immediate, translate_sqlite_errors
 
 __all__ = ["Holder", "acquire", "holders", "release", "release_dead"]

@@ -14,9 +14,9 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
 
 from croft.core.children import child_env
+from croft.core.record import NamedTuple
 
 __all__ = [
     "DESKTOP_TIMEOUT_S",

@@ -12,19 +12,23 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
 
 from croft.core.clock import from_iso, to_iso
 from croft.history.db import immediate
 from croft.history.state import get_setting, put_setting
+
+TYPE_CHECKING = False  # croft status reads the streaks: typing is not loaded for it
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    Streaks = dict[str, dict[str, Any]]
+    T = TypeVar("T")
 
 __all__ = ["REMIND_EVERY", "SETTING", "Rule", "on_failures", "on_successes", "read", "update"]
 
 SETTING = "notify.streaks"
 REMIND_EVERY = timedelta(days=1)
 
-Streaks = dict[str, dict[str, Any]]
-T = TypeVar("T")
 # an asset's (notify.after, notify.remind in seconds or None for never), from ``notify.policy``
 Rule = Callable[[str], tuple[int, float | None]]
 

@@ -9,13 +9,17 @@ its own work.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
 
 from croft.core.problems import Problem
+from croft.core.record import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Kind = Literal["ingest", "sql", "python"]
 
 __all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT_S", "AssetFacts", "Kind"]
-
-Kind = Literal["ingest", "sql", "python"]
 
 DEFAULT_RETRIES = 2
 DEFAULT_TIMEOUT_S = 600.0

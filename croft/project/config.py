@@ -15,15 +15,17 @@ from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from croft.core.paths import require_utf8_path
 from croft.core.paths import state_dir as _state_dir
 from croft.core.problems import CroftError, Problem, problem
+from croft.core.record import NamedTuple
 from croft.core.text import clip, quoted
-from croft.project.env import read_dotenv
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from croft.core.redact import Redactor
 
 __all__ = [
@@ -93,6 +95,8 @@ class Project:
     @cached_property
     def dotenv(self) -> dict[str, str]:
         """The pairs written in ``<root>/.env`` (not the shell's)."""
+        from croft.project.env import read_dotenv  # lazy: runs and notifications read it, status never
+
         return read_dotenv(self.root / ".env")
 
     @cached_property

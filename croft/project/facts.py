@@ -12,13 +12,12 @@ import ast
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from croft import INGEST_OPTIONS, TRANSFORM_OPTIONS
 from croft.core.duration import parse_seconds
 from croft.core.problems import Problem, problem
-from croft.core.suggest import nearest
-from croft.project.asset import DEFAULT_RETRIES, AssetFacts, Kind
+from croft.core.record import NamedTuple
+from croft.project.asset import DEFAULT_RETRIES, AssetFacts
 from croft.project.rules import (
     bound_problem,
     max_runtime_problem,
@@ -27,6 +26,12 @@ from croft.project.rules import (
     url_or_env_problem,
     write_mode_problem,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from croft.project.asset import Kind
 
 __all__ = [
     "NAME_PATTERN",
@@ -38,7 +43,7 @@ __all__ = [
 
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
-SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+SECRET_NAME = r"[A-Za-z_][A-Za-z0-9_]*"  # compiled (and cached by re) when an asset names secrets
 WRITE_MODES = ("replace", "append", "merge")
 DECORATOR_KINDS: dict[str, Kind] = {"ingest": "ingest", "transform": "python"}
 INGEST_FORM = '@ingest(schedule="every hour", key="id")\ndef rows(ctx):\n    yield {...}'
@@ -208,6 +213,8 @@ class _Reader:
                 line,
             )
             return
+        from croft.core.suggest import nearest  # lazy: only an unknown option needs a suggestion
+
         close = nearest(option, sorted(allowed))
         hint = (
             f"did you mean {close}=? " if close else ""
@@ -329,7 +336,7 @@ class _Reader:
         value: Any,
         example: str,
         allow_str: bool = False,
-        pattern: re.Pattern[str] | None = None,
+        pattern: re.Pattern[str] | str | None = None,
     ) -> tuple[str, ...]:
         if value is None:
             return ()
@@ -339,7 +346,7 @@ class _Reader:
             self.bad(option, f"must be {kinds}", example)
             return ()
         cleaned = tuple(dict.fromkeys(i.strip() for i in items))
-        wrong = [i for i in cleaned if pattern and not pattern.fullmatch(i)]
+        wrong = [i for i in cleaned if pattern and not re.fullmatch(pattern, i)]
         if wrong:
             self.bad(option, f"has names croft cannot use: {', '.join(wrong)}", example)
             return tuple(i for i in cleaned if i not in wrong)

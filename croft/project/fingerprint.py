@@ -19,13 +19,14 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
 
+from croft.core.record import NamedTuple
 from croft.project.asset import AssetFacts
 from croft.project.config import Project
 from croft.project.facts import find_asset_function
 from croft.project.sqlfacts import SqlTextError, normalize_sql
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hashlib import _Hash
 

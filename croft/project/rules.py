@@ -15,14 +15,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from croft.core.duration import parse_seconds, words
 from croft.core.problems import CroftError, Problem, problem
+from croft.core.record import NamedTuple
 from croft.core.text import clip
 from croft.project.checkspec import is_identifier, parse_check
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from croft.project.asset import AssetFacts
 
 __all__ = [
@@ -208,7 +211,7 @@ BOUNDS: dict[str, Bound] = {
 }
 
 REMIND_NEVER = 0.0  # notify.remind "never", as the seconds croft keeps (no real interval is 0: see BOUNDS)
-_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+_ENV_NAME = r"[A-Z_][A-Z0-9_]*"  # compiled (and cached by re) when a URL option is checked
 
 
 def bound_problem(option: str, value: Any, *, as_json: bool = False) -> str | None:
@@ -249,7 +252,9 @@ def remind_seconds(value: Any) -> float:
 def url_or_env_problem(value: Any) -> str | None:
     """Why ``value`` is neither an http(s) URL nor the name of a ``.env`` key (``notify.runPing``,
     ``run_ping=``), or None."""
-    if isinstance(value, str) and (value.startswith(("http://", "https://")) or _ENV_NAME.fullmatch(value)):
+    if isinstance(value, str) and (
+        value.startswith(("http://", "https://")) or re.fullmatch(_ENV_NAME, value)
+    ):
         return None
     shown = clip(json.dumps(value), 60)
     return f"must be an http(s) URL or the name of a .env key, not {shown}"

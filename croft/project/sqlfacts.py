@@ -14,14 +14,17 @@ import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from croft.core.problems import Problem, problem
-from croft.core.suggest import nearest
+from croft.core.record import NamedTuple
 from croft.core.text import clip
 from croft.project.asset import DEFAULT_TIMEOUT_S, AssetFacts
 from croft.project.checkspec import read_only_denies
 from croft.project.facts import parse_duration
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "HEADER_NAMES",
@@ -303,6 +306,8 @@ def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any
     header: dict[str, Any] = {}
     for name, value, line in entries:
         if name not in HEADER_NAMES:
+            from croft.core.suggest import nearest  # lazy: only an unknown header needs a suggestion
+
             close = nearest(name, HEADER_NAMES, cutoff=0.5)
             hint = (
                 (f"did you mean `-- {close}:`? " if close else "")
@@ -406,11 +411,11 @@ def sql_inputs(
         if denied:
             error = ("SQL_NOT_SELECT", f"may only read, but asks to {denied[0]}")
             break
-        table = re.fullmatch(r"no such table: (?:(?i:main|temp)\.)?(.+)", message)
-        column = re.fullmatch(r"no such column: (?:(.+)\.)?([^.]+)", message)
-        ambiguous = re.fullmatch(r"ambiguous column name: (?:.+\.)?([^.]+)", message)
-        using = re.fullmatch(r"cannot join using column (.+) - column not present in both tables", message)
-        function = re.fullmatch(r"no such function: (.+)", message)
+        table = _said(message, "no such table: ", r"(?:(?i:main|temp)\.)?(.+)")
+        column = _said(message, "no such column: ", r"(?:(.+)\.)?([^.]+)")
+        ambiguous = _said(message, "ambiguous column name: ", r"(?:.+\.)?([^.]+)")
+        using = _said(message, "cannot join using column ", r"(.+) - column not present in both tables")
+        function = _said(message, "no such function: ", r"(.+)")
         if table and "." not in table.group(1):
             name = table.group(1).lower()
             stubs[name] = list(dict.fromkeys(known.get(name) or [STUB_COLUMN]))
@@ -438,6 +443,13 @@ def sql_inputs(
             break
     names = {n for n in (set(stubs) | reads) if not n.startswith("sqlite_")}
     return tuple(sorted(names)), error
+
+
+def _said(message: str, head: str, rest: str) -> re.Match[str] | None:
+    """``re.fullmatch(head + rest, message)``, with the pattern compiled only for a message that begins with
+    ``head`` (plain text): ``croft status`` reads every SQL file, and five patterns compiled for each of its
+    processes cost more than reading a file."""
+    return re.fullmatch(head + rest, message) if message.startswith(head) else None
 
 
 class _Guesses:

@@ -20,14 +20,18 @@ import re
 from bisect import bisect_right
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
-from typing import Literal, NamedTuple
 from zoneinfo import ZoneInfo
 
 from croft.core.problems import CroftError, Problem, problem
+from croft.core.record import NamedTuple
 from croft.core.suggest import closest
 from croft.core.text import quoted
 from croft.core.zones import closest_zone
 from croft.core.zones import zone_named as _zone_named
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
 
 __all__ = [
     "CRON_FIELDS_HINT",
@@ -91,11 +95,13 @@ _FIELDS = (
 )
 _DOM, _DOW = _FIELDS[2], _FIELDS[4]
 
-_DIGITS = re.compile(r"[0-9]+")
-_WORD = re.compile(r"[A-Za-z]+")
-_QUARTZ_W = re.compile(r"(?i)^([0-9]+|L)W$")
-_QUARTZ_DOM_L = re.compile(r"(?i)^(L(-[0-9]+)?|[0-9]+L)$")
-_QUARTZ_DOW_L = re.compile(r"(?i)^[0-9a-z]*L$")
+# Compiled (and cached by re) when an expression is parsed: croft status imports this module and parses
+# none when the tick's cache has its schedules.
+_DIGITS = r"[0-9]+"
+_WORD = r"[A-Za-z]+"
+_QUARTZ_W = r"(?i)^([0-9]+|L)W$"
+_QUARTZ_DOM_L = r"(?i)^(L(-[0-9]+)?|[0-9]+L)$"
+_QUARTZ_DOW_L = r"(?i)^[0-9a-z]*L$"
 
 
 class CronSpec(NamedTuple):
@@ -179,7 +185,7 @@ def whole_number(digits: str) -> int:
 
 
 def _value(f: _Field, text: str) -> int:
-    if _DIGITS.fullmatch(text):
+    if re.fullmatch(_DIGITS, text):
         number = whole_number(text)
         if not f.low <= number <= f.high:
             raise _BadValue(f"{f.name} {text.lstrip('0') or '0'} is out of range ({f.low}-{f.high})")
@@ -188,7 +194,7 @@ def _value(f: _Field, text: str) -> int:
     if f.names and lowered in f.names:
         return f.names.index(lowered) + f.first_name_value
     fixed = None
-    if f.names and _WORD.fullmatch(text):
+    if f.names and re.fullmatch(_WORD, text):
         guess = closest(lowered, f.names + f.words)
         if guess is not None:
             fixed = guess[:3]
@@ -208,7 +214,7 @@ def _item(f: _Field, item: str, tokens: list[str], position: int, items: list[st
         raise _Bad(malformed)
     step = 1
     if slash:
-        if not _DIGITS.fullmatch(step_text) or whole_number(step_text) < 1:
+        if not re.fullmatch(_DIGITS, step_text) or whole_number(step_text) < 1:
             raise _Bad(
                 f"{{q}}: the step in the {f.name} field must be a whole number of 1 or more, "
                 f"got {_quote(step_text)}"
@@ -269,11 +275,11 @@ def _field_values(f: _Field, tokens: list[str], position: int) -> frozenset[int]
     if f is _DOW and "#" in token:
         raise _Bad('{q}: "#" (nth weekday) in the day of week field is not standard cron')
     for item in items:
-        if f is _DOM and _QUARTZ_W.match(item):
+        if f is _DOM and re.match(_QUARTZ_W, item):
             raise _Bad('{q}: "W" (nearest weekday) in the day of month field is not standard cron')
-        if f is _DOM and _QUARTZ_DOM_L.match(item):
+        if f is _DOM and re.match(_QUARTZ_DOM_L, item):
             raise _Bad('{q}: "L" (last day) in the day of month field is not standard cron')
-        if f is _DOW and _QUARTZ_DOW_L.match(item) and item.lower() not in DOW_NAMES:
+        if f is _DOW and re.match(_QUARTZ_DOW_L, item) and item.lower() not in DOW_NAMES:
             raise _Bad('{q}: "L" (last weekday) in the day of week field is not standard cron')
     values: set[int] = set()
     for index, item in enumerate(items):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import NamedTuple
 
 from croft.core.problems import Problem, problem
+from croft.core.record import NamedTuple
 from croft.core.text import quoted
 from croft.schedule.cron import CronSpec, check_cron, closest, parse_cron, whole_number
 

@@ -17,15 +17,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
 
 from croft.core import when
 from croft.core.clock import parse_instant, to_iso
 from croft.core.problems import CODES, Problem, problem
+from croft.core.record import NamedTuple
 from croft.engine.staleness import data_version, stale_reasons
 from croft.project.graph import Graph
 from croft.schedule import cron
 from croft.scheduler.setting import Scheduling, effective_state
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "MISSED_CAP",

@@ -1,6 +1,7 @@
 """``croft --version`` and the plain forms of ``croft status`` start without click, and print exactly what
 the click command prints; the OS job backends and the scheduler chain load only for a quiet project, and
-``dataclasses``, OpenSSL's hashes and ``shlex`` not at all (each costs more to load than status's work)."""
+``dataclasses``, OpenSSL's hashes, ``shlex`` and ``typing`` not at all (each costs more to load than status's
+work)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ with contextlib.redirect_stdout(out):
     except SystemExit as exc:
         code = exc.code or 0
 heavy = [m for m in ("click", "croft.scheduler.jobs.base", "croft.scheduler.control.chain", "subprocess",
-                    "dataclasses", "_hashlib", "shlex")
+                    "dataclasses", "_hashlib", "shlex", "typing")
          if m in sys.modules]
 print(json.dumps({"code": code, "out": out.getvalue(), "heavy": heavy}))
 """
@@ -105,7 +106,12 @@ def test_a_scheduled_run_as_the_tick_starts_it_loads_no_click_and_records_its_ar
     argv = ["run", "--due", "--json", "--run-id", "r_0601_1100_fast", "rows"]
     fast = _probe(root, *argv)
     envelope = json.loads(fast["out"])
-    engine = {"dataclasses", "_hashlib", "shlex"}  # a run's engine needs them; click and the jobs never
+    engine = {
+        "dataclasses",
+        "_hashlib",
+        "shlex",
+        "typing",
+    }  # a run's engine needs them; click and the jobs never
     assert (
         fast["code"] == 0 and set(fast["heavy"]) <= engine and envelope["data"]["runId"] == "r_0601_1100_fast"
     )

@@ -19,9 +19,9 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import NamedTuple
 
 from croft.core.problems import Problem
+from croft.core.record import NamedTuple
 from croft.core.trust import Unsafe
 from croft.scheduler.control.notifying import Notifying, notify_link
 from croft.scheduler.jobs.base import SERVE_FALLBACK, JobState

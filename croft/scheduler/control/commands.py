@@ -354,11 +354,11 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
     job = installed_job(runner)  # read once: the status shows it, and the stale warning checks it
     data = _data("status", project, setting, registry, job, now)
     problems: list[Problem] = []
-    unsafe = unsafe_warning(project, now)
+    unsafe = unsafe_warning(project, now, setting=setting)  # the setting read above, not read again
     if unsafe:
         problems.append(unsafe)
     problems += project_troubles(project, now)  # its folder, its history, a failing tick, a lost setting
-    warning = stale_warning(project, runner, now, job=job)
+    warning = stale_warning(project, runner, now, job=job, setting=setting)
     if warning:  # an error, so exit 1 as SCHEDULER_STALE's page says; the rest of the data still reads
         problems.append(warning.with_(severity="error"))
     data["assets"], nexts = _assets(project, now)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from croft.core import clock
@@ -21,18 +20,37 @@ from croft.core.paths import croft_home
 from croft.core.problems import CroftError, Problem, problem
 from croft.project.config import Project
 from croft.scheduler import heartbeat
-from croft.scheduler.control.troubles import look
+from croft.scheduler.control.troubles import Look, look
 from croft.scheduler.heartbeat import ahead_of, quiet_since
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
 from croft.scheduler.user.registry import Registry
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_problem
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from croft.scheduler.jobs.health import Link
     from croft.scheduler.jobs.oscmd import Runner
     from croft.scheduler.jobs.record import InstalledJob
 
-__all__ = ["no_tick_problem", "project_troubles", "stale_problem", "stale_warning", "unsafe_warning"]
+__all__ = [
+    "no_tick_problem",
+    "project_look",
+    "project_troubles",
+    "stale_problem",
+    "stale_warning",
+    "unsafe_warning",
+]
+
+
+class Unread:
+    """The default of ``stale_warning``'s ``beat``: not read yet (None is an answer, "no tick ever")."""
+
+    __slots__ = ()
+
+
+UNREAD = Unread()
 
 
 def stale_problem(
@@ -134,12 +152,16 @@ def stale_warning(
     now: datetime | None = None,
     *,
     job: InstalledJob | None = None,
+    setting: Scheduling | None = None,
+    beat: str | Unread | None = UNREAD,
 ) -> Problem | None:
-    """SCHEDULER_STALE for ``croft status`` / ``schedule status``, or None when all is well (``job``: the
-    answer the command already read, so it is read once)."""
+    """SCHEDULER_STALE for ``croft status`` / ``schedule status``, or None when all is well (``job``,
+    ``setting``, ``beat``: the answers the command already read, so each is read once)."""
     now = now or clock.now()
-    setting = read_scheduling_file(project.config.state_dir)
-    beat = heartbeat.last_heartbeat(project.config.state_dir, now)
+    if setting is None:
+        setting = read_scheduling_file(project.config.state_dir)
+    if isinstance(beat, Unread):
+        beat = heartbeat.last_heartbeat(project.config.state_dir, now)
     if not heartbeat.is_stale(setting, beat, now):
         return None
     return _problem(project, setting, beat, now, runner, job)
@@ -148,21 +170,30 @@ def stale_warning(
 def project_troubles(project: Project, now: datetime | None = None) -> list[Problem]:
     """What stops this project's scheduling (``control.troubles.look``: its state folder, its history, a
     failing tick, a registry entry its setting has lost), for ``croft status`` and ``schedule status``."""
+    return list(project_look(project, now).problems)
+
+
+def project_look(project: Project, now: datetime | None = None) -> Look:
+    """``project_troubles`` with the setting the look read (None when it could not be read), for
+    ``croft status`` to hand to the warnings after it rather than read runs.sqlite again for each."""
     try:
         entry = Registry().find(project.root)
     except CroftError:
         entry = None  # an unreadable registry is doctor's link (and the stale warning's first cause)
-    seen = look(str(project.root), project.config.state_dir, now or clock.now(), entry.via if entry else None)
-    return list(seen.problems)
+    return look(str(project.root), project.config.state_dir, now or clock.now(), entry.via if entry else None)
 
 
-def unsafe_warning(project: Project, now: datetime | None = None) -> Problem | None:
+def unsafe_warning(
+    project: Project, now: datetime | None = None, *, setting: Scheduling | None = None
+) -> Problem | None:
     """UNSAFE_PERMISSIONS for ``croft status`` / ``schedule status`` when the scheduler would skip this
     project (or do nothing at all) because of whom its files or CROFT_HOME's belong to and who may write
     them: the broken permission link of doctor's chain, in its words, with its fix. Costs a few ``stat``
-    calls, so it is asked every time scheduling is on, stale or not."""
+    calls, so it is asked every time scheduling is on, stale or not (``setting``: the one the command
+    already read; None reads it, and raises the problem of a history it cannot be read from)."""
     now = now or clock.now()
-    setting = read_scheduling_file(project.config.state_dir)
+    if setting is None:
+        setting = read_scheduling_file(project.config.state_dir)
     if effective_state(setting, now) == "off":
         return None
     if (

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from croft.core.problems import CroftError
+from croft.core.record import NamedTuple
 from croft.notify.desktop import Reach, reach
 from croft.notify.log import DRY_ENV, Logged, host_of, is_dry, last_outcomes, scrub_urls
 from croft.project.config import load_project

@@ -7,7 +7,7 @@ from __future__ import annotations
 from croft.core.result import Result
 from croft.engine import status as engine_status
 from croft.project.config import Project
-from croft.scheduler.control.diagnosis import project_troubles, stale_warning, unsafe_warning
+from croft.scheduler.control.diagnosis import project_look, stale_warning, unsafe_warning
 from croft.scheduler.tick.view import with_schedule
 
 __all__ = ["status"]
@@ -17,11 +17,17 @@ def status(project: Project) -> Result:
     # through the module, so a test that replaces engine.status.project_status reaches the command
     result = with_schedule(engine_status.project_status(project), project)
     # what stops its scheduling, as warnings: status is about the data, which is there to read
-    result.problems += [p.with_(severity="warning") for p in project_troubles(project)]
-    unsafe = unsafe_warning(project)  # the scheduler skips this project: files others could change
+    seen = project_look(project)
+    result.problems += [p.with_(severity="warning") for p in seen.problems]
+    # the setting the look read and the view's heartbeat, each read once (a setting the look could not
+    # read is read again, and its problem raised, as each warning always did)
+    setting = seen.setting
+    # the scheduler skips this project: files others could change
+    unsafe = unsafe_warning(project, setting=setting)
     if unsafe:
         result.problems.append(unsafe)
-    stale = stale_warning(project)  # scheduling on but nothing ticked for 3 minutes: say so, and why
+    # scheduling on but nothing ticked for 3 minutes: say so, and why
+    stale = stale_warning(project, setting=setting, beat=result.data["scheduling"]["heartbeatAt"])
     if stale:  # an error, so exit 1 as SCHEDULER_STALE's page says (a non-zero exit always names why)
         result.problems.append(stale.with_(severity="error"))
         result.ok = False

@@ -24,13 +24,17 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from croft.core import disk
 from croft.core.paths import croft_home
 from croft.core.problems import CroftError, Problem, problem
+from croft.core.record import NamedTuple
 from croft.scheduler import incidents
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Look", "look", "setting_lost"]
 

@@ -8,7 +8,9 @@ the command's own work.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
+
+from croft.core.record import NamedTuple
 
 __all__ = ["Link"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from croft.core.children import child_env
+from croft.core.record import NamedTuple
 
 __all__ = ["Completed", "Runner", "run"]
 

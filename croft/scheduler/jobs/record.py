@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from croft.core import clock
 from croft.core.jsonfile import read_object, write_atomic
 from croft.core.paths import croft_home, job_label
 from croft.core.problems import CroftError
+from croft.core.record import NamedTuple
 from croft.scheduler.jobs import backends
 from croft.scheduler.jobs.base import Backend, JobState
 from croft.scheduler.jobs.health import Link

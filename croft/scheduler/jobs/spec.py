@@ -14,11 +14,11 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import NamedTuple
 
 from croft.core.children import child_env
 from croft.core.paths import croft_home, job_label
 from croft.core.problems import Problem, problem
+from croft.core.record import NamedTuple
 from croft.scheduler.ticklog import tick_log_path
 
 __all__ = ["JobSpec", "interpreter_imports_croft", "job_spec", "temporary_reason", "tick_log"]

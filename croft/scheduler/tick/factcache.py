@@ -12,7 +12,6 @@ import os
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from croft.core.clock import to_iso
 from croft.history.state import get_setting, put_setting
@@ -21,6 +20,10 @@ from croft.schedule import cron
 from croft.schedule.cron import CronSpec
 from croft.scheduler.due import AssetInfo
 from croft.scheduler.tick.filekeys import asset_paths, stat_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["CACHE_KEY", "cached_deps", "load_facts", "stat_key"]
 

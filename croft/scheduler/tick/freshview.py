@@ -12,13 +12,11 @@ and ``dataclasses`` costs more to import than their own work.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from croft.core.duration import words
 from croft.core.problems import Problem, problem
 from croft.engine.staleness import stale_reasons
 from croft.history.db import open_readonly
-from croft.notify import streaks
 from croft.project.config import Project
 from croft.scheduler.due import due_work
 from croft.scheduler.freshness import Cause, Facts, Fresh, assess, cause_of, next_breach, references
@@ -26,6 +24,12 @@ from croft.scheduler.heartbeat import is_stale, last_heartbeat
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
 from croft.scheduler.tick.factcache import load_facts
 from croft.scheduler.tick.gather import due_input
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from croft.scheduler.due import AssetInfo
 
 __all__ = ["Standing", "add_freshness", "breach_problem", "freshness_json", "standing"]
 
@@ -50,14 +54,20 @@ class Standing:
         return sorted(a for a, f in self.fresh.items() if f.breached)
 
 
-def standing(project: Project, now: datetime) -> Standing:
-    """The promises of ``project`` at ``now`` (empty when it makes none)."""
+def standing(project: Project, now: datetime, infos: dict[str, AssetInfo] | None = None) -> Standing:
+    """The promises of ``project`` at ``now`` (empty when it makes none). ``infos``: the facts the caller
+    already loaded (``croft status``'s view), so a project that promises nothing opens no runs.sqlite here."""
+    if infos is not None and not any(i.fresh_within_s for i in infos.values()):
+        return Standing()
     conn = open_readonly(project.config.state_dir)
     try:
-        infos, _ = load_facts(conn, project, store=False)
+        if infos is None:
+            infos, _ = load_facts(conn, project, store=False)
         promises = {n: i.fresh_within_s for n, i in infos.items() if i.fresh_within_s}
         if not promises or conn is None:
             return Standing()
+        from croft.notify import streaks  # lazy: only a project that promises freshness reads them
+
         setting = read_scheduling(conn)
         given = due_input(conn, infos, now=now, tz=project.config.timezone, setting=setting, next_fires=False)
         going = streaks.read(conn)
@@ -127,11 +137,14 @@ def breach_problem(project_name: str, asset: str, fresh: Fresh, cause: Cause) ->
     )
 
 
-def add_freshness(result: Any, project: Project, now: datetime) -> Any:
+def add_freshness(
+    result: Any, project: Project, now: datetime, infos: dict[str, AssetInfo] | None = None
+) -> Any:
     """``data.freshness`` and one FRESHNESS_BREACHED warning per breached promise, on a status, schedule
-    status or doctor Result; a history that cannot be read is those commands' own problem, not this."""
+    status or doctor Result; a history that cannot be read is those commands' own problem, not this.
+    ``infos``: the facts the caller already loaded, as ``standing`` takes them."""
     try:
-        found = standing(project, now)
+        found = standing(project, now, infos)
     except Exception:
         return result
     if not found.fresh:

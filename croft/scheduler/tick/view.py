@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import datetime
-from typing import Any
 
 from croft.core import clock
 from croft.core.clock import parse_instant
@@ -25,6 +24,12 @@ from croft.scheduler.tick.factcache import load_facts
 from croft.scheduler.tick.gather import due_input
 from croft.scheduler.tick.settle import settle
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from croft.scheduler.due import AssetInfo
+
 __all__ = ["asset_rows", "schedule_view", "with_schedule"]
 
 
@@ -37,6 +42,11 @@ def _local(instant: str | None, tz: str) -> str | None:
 
 def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
     """``{scheduling: {...}, assets: {name: {...}}}`` for status."""
+    return _view(project, now)[0]
+
+
+def _view(project: Project, now: datetime) -> tuple[dict[str, Any], dict[str, AssetInfo]]:
+    """``schedule_view`` and the facts it was decided from (status's freshness look reads them too)."""
 
     tz = project.config.timezone
     conn = open_readonly(project.config.state_dir)
@@ -82,7 +92,7 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
         invalid = view.invalid()
         out["invalid"] = invalid.to_dict() if invalid else None
         assets[name] = out
-    return {
+    found = {
         "scheduling": {
             **setting.to_json(),
             "effective": state,
@@ -91,6 +101,7 @@ def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
         },
         "assets": assets,
     }
+    return found, infos
 
 
 _BROKEN = frozenset({"HISTORY_CORRUPT", "DISK_FULL", "PATH_UNWRITABLE"})
@@ -114,7 +125,7 @@ def with_schedule(result: Any, project: Project) -> Any:
     ``schedule`` block."""
 
     now = clock.now()
-    view = schedule_view(project, now)
+    view, infos = _view(project, now)
     result.data["scheduling"] = view["scheduling"]
     for asset in result.data.get("assets", []):
         block = view["assets"].get(asset["asset"])
@@ -129,7 +140,7 @@ def with_schedule(result: Any, project: Project) -> Any:
     )
     from croft.scheduler.tick.freshview import add_freshness  # its own look: the promises (issue 23)
 
-    return add_freshness(result, project, now)
+    return add_freshness(result, project, now, infos)  # the view's facts: not loaded a second time
 
 
 def _held_warnings(view: dict[str, Any]) -> list[Any]:
