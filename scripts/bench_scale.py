@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 BASELINE = [sys.executable, "-c", "import sqlite3, zoneinfo, json"]
 CROFT = [sys.executable, "-m", "croft"]
-ROUNDS = 7
+ROUNDS = 15  # a median of 15 whole processes: this 2-core VM varies by a tenth from one run to the next
 
 _INGEST = """from croft import ingest
 

@@ -422,7 +422,7 @@ def _side_by_side(
     out: dict[int, Pinged | None] = {}
     waiting = list(plains)
     waiting.reverse()  # popped from the end: the first begins first
-    poller = select.poll()
+    poller, wait, readable, writable = _poller(select)
     # fd -> [i, socket, bytes still to send, bytes received, last progress, the ping's own end]
     pending: dict[int, list[Any]] = {}
     started = (0, errno.EINPROGRESS, errno.EAGAIN, errno.EWOULDBLOCK)
@@ -454,7 +454,7 @@ def _side_by_side(
         fd = conn.fileno()
         pending[fd] = [i, conn, request, b"", at, at + timeout + GRACE_S]
         next_due[0] = min(next_due[0], at + timeout)
-        poller.register(fd, select.POLLOUT)
+        poller.register(fd, writable)
         return True
 
     def end(fd: int, outcome: Pinged | None) -> None:
@@ -463,44 +463,64 @@ def _side_by_side(
         state[1].close()
         out[state[0]] = outcome
 
-    while waiting or pending:
-        now = time.monotonic()
-        while waiting and len(pending) < OPEN_AT_ONCE and now < deadline and begin(waiting[-1]):
-            waiting.pop()
-        if not pending:
-            break
-        if now >= next_due[0]:
-            for fd, state in list(pending.items()):
-                if now >= state[5]:
-                    end(fd, Pinged(False, None, f"no answer within {timeout + GRACE_S:g} s"))
-                elif now - state[4] >= timeout:
-                    end(fd, Pinged(False, None, f"no answer within {timeout:g} s"))
-            next_due[0] = min((min(s[4] + timeout, s[5]) for s in pending.values()), default=deadline)
+    try:
+        while waiting or pending:
+            now = time.monotonic()
+            while waiting and len(pending) < OPEN_AT_ONCE and now < deadline and begin(waiting[-1]):
+                waiting.pop()
             if not pending:
-                continue
-        for fd, _ in poller.poll(max(0.0, next_due[0] - now) * 1000):
-            state = pending[fd]
-            conn = state[1]
-            try:
-                if state[2]:  # still sending: the socket is writable (connected) or has failed
-                    error = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_ERROR)
-                    if error:
-                        raise OSError(error, os.strerror(error))
-                    state[2] = state[2][conn.send(state[2]) :]
-                    if not state[2]:
-                        poller.modify(fd, select.POLLIN)
-                    state[4] = time.monotonic()
+                break
+            if now >= next_due[0]:
+                for fd, state in list(pending.items()):
+                    if now >= state[5]:
+                        end(fd, Pinged(False, None, f"no answer within {timeout + GRACE_S:g} s"))
+                    elif now - state[4] >= timeout:
+                        end(fd, Pinged(False, None, f"no answer within {timeout:g} s"))
+                next_due[0] = min((min(s[4] + timeout, s[5]) for s in pending.values()), default=deadline)
+                if not pending:
                     continue
-                chunk = conn.recv(4096)
-                if not chunk or len(state[3]) > _HEAD_MAX:
-                    raise ConnectionError("the answer ended before its headers did")
-                state[3] += chunk
-                state[4] = time.monotonic()
-                if b"\r\n\r\n" in state[3]:
-                    end(fd, _status(state[3]))
-            except (OSError, ValueError) as exc:  # OSError(errno, text) is already the errno's own class
-                end(fd, Pinged(False, None, f"{type(exc).__name__}: {exc}"))
+            for fd, _ in wait(max(0.0, next_due[0] - now)):
+                state = pending[fd]
+                conn = state[1]
+                try:
+                    if state[2]:  # still sending: the socket is writable (connected) or has failed
+                        error = conn.getsockopt(_socket.SOL_SOCKET, _socket.SO_ERROR)
+                        if error:
+                            raise OSError(error, os.strerror(error))
+                        state[2] = state[2][conn.send(state[2]) :]
+                        if not state[2]:
+                            poller.modify(fd, readable)
+                        state[4] = time.monotonic()
+                        continue
+                    chunk = conn.recv(4096)
+                    if not chunk or len(state[3]) > _HEAD_MAX:
+                        raise ConnectionError("the answer ended before its headers did")
+                    state[3] += chunk
+                    state[4] = time.monotonic()
+                    if b"\r\n\r\n" in state[3]:
+                        end(fd, _status(state[3]))
+                except (OSError, ValueError) as exc:  # OSError(errno, text) is already the errno's own class
+                    end(fd, Pinged(False, None, f"{type(exc).__name__}: {exc}"))
+    finally:
+        if hasattr(poller, "close"):  # an epoll is a file descriptor of its own
+            poller.close()
     return out
+
+
+def _poller(select: Any) -> tuple[Any, Any, int, int]:
+    """(the poller, its wait in seconds, its readable and writable flags): ``select.epoll`` where there is
+    one (Linux), since each ``poll`` call makes the kernel look at every socket in flight and each
+    ``epoll`` call only at those that moved (a fifth of a minute's ping cost, for a hundred); else
+    ``select.poll``, which waits in milliseconds."""
+    if hasattr(select, "epoll"):
+        try:
+            poller = select.epoll()
+        except OSError:  # no file descriptor free for it: poll needs none
+            pass
+        else:
+            return poller, poller.poll, select.EPOLLIN, select.EPOLLOUT
+    poller = select.poll()
+    return poller, lambda seconds: poller.poll(seconds * 1000), select.POLLIN, select.POLLOUT
 
 
 def _status(head: bytes) -> Pinged | None:

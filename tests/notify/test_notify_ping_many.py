@@ -233,3 +233,35 @@ def test_a_minute_of_plain_pings_loads_neither_urllib_nor_re(server) -> None:
         timeout=60,
     )
     assert out.stdout.strip() == "[True, True, True] []", out.stderr
+
+
+def test_the_sockets_are_watched_by_epoll_where_there_is_one_and_by_poll_otherwise(
+    server, monkeypatch
+) -> None:
+    """epoll looks only at the sockets that moved (a fifth of a hundred pings' cost); poll serves where
+    there is none, or when no file descriptor is free for one, and the pings arrive either way."""
+    import select
+    import types
+
+    server.route("GET", "/ping", server.reply(200, "ok"))
+    url = server.url("/ping")
+    for name in ping_module._PROXY_NAMES:
+        monkeypatch.delenv(name, raising=False)
+    if hasattr(select, "epoll"):  # Linux
+        made = ping_module._poller(select)
+        assert isinstance(made[0], select.epoll) and made[2:] == (select.EPOLLIN, select.EPOLLOUT)
+        made[0].close()
+
+    def no_fd() -> None:
+        raise OSError(24, "Too many open files")
+
+    without = types.SimpleNamespace(**{k: getattr(select, k) for k in ("poll", "POLLIN", "POLLOUT")})
+    full = types.SimpleNamespace(**vars(without), epoll=no_fd)
+    for fake in (without, full):
+        poller, wait, readable, writable = ping_module._poller(fake)
+        assert (readable, writable) == (select.POLLIN, select.POLLOUT) and wait(0) == []
+        monkeypatch.setattr(
+            ping_module, "_poller", lambda _select, made=(poller, wait, readable, writable): made
+        )
+        assert ping_many([(url, "/nowhere", None)] * 3) == [True, True, True]
+    assert len(server.requests_to("/ping")) == 6
