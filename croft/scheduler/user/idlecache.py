@@ -12,9 +12,10 @@ creating and removing its -wal and -shm files costs ~1 ms of CPU), would make an
   check's inputs are the same, so its answer is too; any write to runs.sqlite or croft.json, and any
   asset file added, removed or renamed (a save by rename, a checkout) moves a stat the next minute looks
   at, and the check runs again. An asset file edited in place is seen within ``FILES_EVERY`` minutes
-  (``files_turn``): their stats are most of what an idle minute asks the kernel, and until a person runs it that code is
-  held by whichever tick could start it. A stamp taken within ``RACY_NS`` of a file's mtime is not
-  trusted (a second write in the same clock tick could leave the mtime as it was);
+  (``files_turn``): the files' stats are most of what an idle minute asks the kernel, and until a
+  person runs it, that code is held by whichever tick could start it. A stamp taken within ``RACY_NS``
+  of a file's mtime is not trusted (a second write in the same clock tick could leave the mtime as it
+  was);
 - a project whose croft.json sets ``notify.ping`` is beaten here too: the URL is remembered with the
   stamp (croft.json is one of the stamped files), and ``croft tick --all`` sends the ping of every
   completed tick, idle or full, at the end of its minute;
