@@ -220,17 +220,18 @@ class IdleCache(HintFile):
         entry = self._entry(root)
         if entry is None:
             return False
+        stamp, files_stamp, safe, at, until, folders, files, _ = entry
         self.stats = {}
-        turn = self._minute is None or files_turn(root, self._minute)
-        files = entry[6] if turn else None
+        if self._minute is not None and not files_turn(root, self._minute):
+            files = None  # not their turn: the asset files are not stat'ed this minute
         incident = incident_path(root, self._home)
-        before = self._before[root] = _stamp(root, entry[5], files, incident, self._incidents, self.stats)  # type: ignore[arg-type]
+        before = self._before[root] = _stamp(root, folders, files, incident, self._incidents, self.stats)  # type: ignore[arg-type]
         return bool(
-            entry[2]
+            safe
             and before is not None
-            and before[0] == entry[0]
-            and (files is None or before[1] == entry[1])
-            and entry[3] <= now_iso < entry[4]  # type: ignore[operator]
+            and before[0] == stamp
+            and (files is None or before[1] == files_stamp)
+            and at <= now_iso < until  # type: ignore[operator]
         )
 
     def check(self, root: str, now_iso: str) -> bool:
