@@ -35,12 +35,13 @@ def write_atomic(
     path: str | os.PathLike[str], value: Any, *, indent: int | None = 2, durable: bool = False
 ) -> None:
     """Write ``value`` as JSON to ``path`` (its folder made 0700 when missing), replacing it in one rename."""
-    from pathlib import Path  # only here: an idle minute of the per-user tick writes no file this way
+    # only here, both: an idle minute of the per-user tick writes no file this way, and what a person may
+    # read (indented, not escaped) is the json package's to write; the per-minute reads need neither
+    import json
+    from pathlib import Path
 
     path = Path(path)
     make_dirs(path.parent)
-    import json  # only here: what a person may read (indented, not escaped); the per-minute reads need none
-
     text = json.dumps(value, indent=indent, ensure_ascii=False) + ("\n" if indent is not None else "")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = _create(tmp)
