@@ -76,6 +76,10 @@ class MetricServer(ThreadingHTTPServer):
             with self.lock:
                 self.active -= 1
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Nothing on serve's stderr: a scraper that went away mid-answer is not serve's trouble, and a
+        failed look was answered 500 already (``do_GET``)."""
+
     def close(self) -> None:
         self.shutdown()
         self.server_close()
@@ -119,6 +123,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
+    def _fail(self, text: str) -> None:
+        self._send(HTTPStatus.INTERNAL_SERVER_ERROR, (text + "\n").encode(), "text/plain; charset=utf-8")
+
     def do_GET(self) -> None:
         self.deadline.cancel()  # the headers are in: the look itself may take its time
         if self.timed_out:  # cut off: what was read is not a whole request, whatever it looks like
@@ -131,11 +138,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             text = gather().data["text"]
         except CroftError as exc:  # the registry itself cannot be read: say so, as a scrape failure
-            self._send(
-                HTTPStatus.INTERNAL_SERVER_ERROR,
-                f"{exc.problem.code}: {exc.problem.message}\n".encode(),
-                "text/plain; charset=utf-8",
-            )
+            self._fail(f"{exc.problem.code}: {exc.problem.message}")
+            return
+        except Exception as exc:  # a bug in one look must not end the server or print a traceback
+            self._fail(f"INTERNAL_ERROR: {type(exc).__name__}: {exc}")
             return
         self._send(HTTPStatus.OK, text.encode("utf-8"), CONTENT_TYPE)
 

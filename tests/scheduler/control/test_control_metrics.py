@@ -21,6 +21,7 @@ from waiting import wait_for
 
 from croft.cli.main import _build_group
 from croft.core.clock import parse_instant
+from croft.core.problems import CODES
 from croft.scheduler.control import metricserver
 from croft.scheduler.control.metrics import FAMILIES, Look, render, samples
 
@@ -275,3 +276,14 @@ def test_croft_serve_with_metrics_serves_them_beside_its_ticks(two_projects):
     host, port = address.rsplit(":", 1)
     with pytest.raises(OSError):  # stopped with serve
         socket.create_connection((host, int(port)), timeout=5)
+
+
+def test_a_registry_croft_cannot_read_is_a_failed_scrape_that_says_why(_croft_home):
+    (_croft_home / "projects.json").write_text("[{")
+    server = metricserver.start(("127.0.0.1", 0))
+    try:
+        status, _, body = _get(server.address, "/metrics")
+        assert status == 500 and body.split(":", 1)[0] in CODES, body
+        assert _get(server.address, "/metrics")[0] == 500  # and the server answers on
+    finally:
+        server.close()
