@@ -5,12 +5,17 @@ croft's engine (rows in the warehouse, runs in croft's history), and code no per
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import dagster as dg
 import pytest
 from enginekit import croft, history, table
 
+from croft.core.paths import data_path
 from croft.dagster import definitions
 
 INGEST = """
@@ -168,3 +173,25 @@ def test_a_new_project_nobody_ran_is_held_whole(make_project, instance):
     assert not result.success
     assert "SCHEDULE_HELD" in _failure(result)
     assert not (root / "warehouse.sqlite").exists() or history(root, "SELECT * FROM steps") == []
+
+
+@pytest.mark.processes
+def test_the_guides_defs_file_loads_in_dagsters_own_cli(project, tmp_path):
+    """The `defs.py` docs/server.md tells a reader to write, loaded by `dagster definitions validate` (the
+    loader `dagster dev` uses), from the project folder."""
+    guide = data_path("docs", "server.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", guide, re.S)
+    assert "croft.dagster import definitions" in code
+    (project / "defs.py").write_text(code)
+    home = tmp_path / "dagster-home"
+    home.mkdir()
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "dagster"), "definitions", "validate", "-f", "defs.py"],
+        cwd=project,
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Validation successful" in done.stdout + done.stderr
