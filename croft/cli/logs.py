@@ -15,7 +15,7 @@ from croft.core.result import Result
 
 
 def _by(trigger: str | None) -> str:
-    return "scheduled" if trigger == "schedule" else "by hand"
+    return {"schedule": "scheduled", "dagster": "by Dagster"}.get(trigger or "", "by hand")
 
 
 def log_line(line: str, now: datetime) -> str:
@@ -65,6 +65,8 @@ def _run_words(run: dict, now: datetime) -> str:
     assets = list(dict.fromkeys(step["asset"] for step in run.get("steps", [])))
     if run["trigger"] == "schedule":
         return "scheduled" + (f": {', '.join(assets)}" if assets else "")
+    if run["trigger"] == "dagster":  # croft.dagster: a materialization Dagster asked for
+        return "by Dagster" + (f": {', '.join(assets)}" if assets else "")
     argv = [a for a in (run.get("argv") or []) if a not in ("--json",)]
     return "by hand: " + " ".join(["croft", *argv]) if argv else "by hand"
 

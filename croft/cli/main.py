@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "tick": "tick:command",
     "ui": "ui:command",
     "notify": "notify:group",
+    "metrics": "metrics:command",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from croft.core.clock import parse_instant
 from croft.core.problems import CroftError
 from croft.core.result import Next, Result
 from croft.engine.reconcile import reconcile
@@ -81,4 +82,12 @@ def _last(step: dict[str, Any] | None) -> dict[str, Any] | None:
         "message": error.get("message"),
         # a failed attempt whose run waits to try again (engine.runner): the next attempt starts then
         "retryAt": (error.get("details") or {}).get("retryAt") if step["status"] == "failed" else None,
+        # how long the attempt took, from its recorded start and end (None while it runs)
+        "durationMs": _ms_between(step["started_at"], step.get("finished_at")),
     }
+
+
+def _ms_between(start: str, end: str | None) -> int | None:
+    if not end:
+        return None
+    return max(0, round((parse_instant(end) - parse_instant(start)).total_seconds() * 1000))

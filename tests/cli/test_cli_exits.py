@@ -24,6 +24,7 @@ ARGVS = [
     ["doctor"],
     ["status"],
     ["schedule", "status"],
+    ["metrics"],
     ["logs"],
     ["validate"],
     ["schedule", "explain", "hourly"],
