@@ -17,6 +17,7 @@ from croft.history.db import translate_sqlite_errors
 from croft.history.migrations import COST_GUARD_WHERE
 from croft.scheduler.due import AssetInfo, DueInput, FailedStart
 from croft.scheduler.setting import Scheduling
+from croft.scheduler.tick.tableholds import HELD_KEY, live
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -133,6 +134,7 @@ def due_input(
         failed_starts=failed_starts,
         rollbacks=rollbacks or {},
         next_fires=next_fires,
+        tables=live(state.get_setting(conn, HELD_KEY), last_ok),
     )
 
 
