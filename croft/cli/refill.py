@@ -3,6 +3,7 @@ of a refill (the work is the engine's: ``engine.window``, ``engine.backfill``)."
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any, TextIO
@@ -35,9 +36,16 @@ class ChunkProgress:
     """A bar redrawn in place on a terminal; one plain line per chunk anywhere else."""
 
     def __init__(self, stream: TextIO | None = None, tty: bool | None = None):
-        self.stream = stream or sys.stderr
+        # a copy of the process's stderr taken now: while a step runs, fd 2 and sys.stderr are routed
+        # into the step's log (engine.sandbox), where a progress line does not belong
+        self._own = stream is None
+        self.stream = stream or os.fdopen(os.dup(sys.stderr.fileno()), "w", encoding="utf-8")
         self.tty = self.stream.isatty() if tty is None else tty
         self.started = time.monotonic()
+
+    def close(self) -> None:
+        if self._own:
+            self.stream.close()
 
     def __call__(self, seen: dict[str, Any]) -> None:
         done, total = int(seen["chunksDone"]), int(seen["chunks"])

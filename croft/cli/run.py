@@ -79,7 +79,12 @@ def work(
     if refill is not None and refill.window is not None and human:
         from croft.cli.refill import ChunkProgress
 
-        options.on_chunk = ChunkProgress()
+        progress = ChunkProgress()
+        options.on_chunk = progress
+        try:
+            return run_assets(project, options)
+        finally:
+            progress.close()
     return run_assets(project, options)
 
 

@@ -82,7 +82,11 @@ def _table(found: Any) -> dict[str, Any] | None:
     """An asset's table as croft last saw it beside what it wrote: None when they agree."""
     if found is None:
         return None
-    return {"state": "missing" if found.code == "TABLE_MISSING" else "changed", "code": found.code, **found.details}
+    return {
+        "state": "missing" if found.code == "TABLE_MISSING" else "changed",
+        "code": found.code,
+        **found.details,
+    }
 
 
 def _last(step: dict[str, Any] | None) -> dict[str, Any] | None:

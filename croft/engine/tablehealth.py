@@ -22,7 +22,17 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Seen", "fix_command", "lost_rows", "observe", "problems_for", "rows_now", "seen_in", "table_problem"]
+__all__ = [
+    "Seen",
+    "fix_command",
+    "lost_rows",
+    "observe",
+    "problems_for",
+    "project_problems",
+    "rows_now",
+    "seen_in",
+    "table_problem",
+]
 
 _RESERVED = frozenset({"_loaded_at", "_row_hash"})
 
@@ -178,3 +188,24 @@ def problems_for(
         if found is not None:
             out[name] = found
     return out
+
+
+def project_problems(project: Any) -> list[Problem]:
+    """The table problems of a project's assets, for the views that have no catalog open (schedule status,
+    doctor): its facts read statically, its catalog read-only; [] when there is no history yet."""
+    from croft.history import catalog
+    from croft.history.db import open_readonly
+    from croft.project.discovery import discover
+
+    facts, _ = discover(project)
+    conn = open_readonly(project.config.state_dir)
+    if conn is None:
+        return []
+    try:
+        entries = catalog.all_entries(conn)
+    except Exception:  # a history this croft cannot read is the history's own problem, said elsewhere
+        return []
+    finally:
+        conn.close()
+    kinds = {name: (f.kind, bool(f.incremental)) for name, f in facts.items()}
+    return list(problems_for(project.config.database, kinds, entries).values())

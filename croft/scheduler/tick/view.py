@@ -193,6 +193,8 @@ def _release(asset: str, code: str) -> str:
         return "croft schedule on"
     if code == "ASSET_BUSY":
         return "croft logs --runs"
+    if code in ("TABLE_MISSING", "TABLE_CHANGED"):  # loads the table again from the source's beginning
+        return f"croft run {asset} --full-refresh"
     return f"croft run {asset}"
 
 
