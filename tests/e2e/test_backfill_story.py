@@ -266,7 +266,8 @@ def test_a_backfill_killed_after_ten_chunks_resumes_at_chunk_eleven_and_ends_wit
             if row["id"] in (10, 100, 140):
                 row["name"] = f"fixed{row['id']}"
         code, plain = croft_json(root, "2026-12-01T00:30:00Z", "run", "widgets")
-        assert code == 0 and sorted(_rows(root, "widgets", "id, name, updated_at")) != source.as_table()
+        assert code == 0, plain
+        assert sorted(_rows(root, "widgets", "id, name, updated_at")) != source.as_table()
 
         window = ["--from", "2026-11-01", "--to", "2026-11-30", "--chunk", "1d"]
         source.block_when = lambda query: query.get("since") == "2026-11-11T00:00:00Z"
