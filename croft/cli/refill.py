@@ -38,8 +38,14 @@ class ChunkProgress:
     def __init__(self, stream: TextIO | None = None, tty: bool | None = None):
         # a copy of the process's stderr taken now: while a step runs, fd 2 and sys.stderr are routed
         # into the step's log (engine.sandbox), where a progress line does not belong
-        self._own = stream is None
-        self.stream = stream or os.fdopen(os.dup(sys.stderr.fileno()), "w", encoding="utf-8")
+        self._own = False
+        if stream is None:
+            try:
+                stream = os.fdopen(os.dup(sys.stderr.fileno()), "w", encoding="utf-8")
+                self._own = True
+            except (OSError, ValueError):  # a stderr with no descriptor (embedded): written as it is
+                stream = sys.stderr
+        self.stream = stream
         self.tty = self.stream.isatty() if tty is None else tty
         self.started = time.monotonic()
 
