@@ -270,10 +270,15 @@ def test_a_backfill_killed_after_ten_chunks_resumes_at_chunk_eleven_and_ends_wit
         assert sorted(_rows(root, "widgets", "id, name, updated_at")) != source.as_table()
 
         window = ["--from", "2026-11-01", "--to", "2026-11-30", "--chunk", "1d"]
+        schedule_on(root, "2026-12-01T00:40:00Z")
         source.block_when = lambda query: query.get("since") == "2026-11-11T00:00:00Z"
         child = spawn(root, "run", "widgets", *window, env=env_at("2026-12-01T01:00:00Z"))
         try:
             wait_for(source.entered.is_set, "the backfill to reach its eleventh chunk")
+            # while it runs, the scheduled run of the same ingest waits: held, still due
+            data = tick(root, "2026-12-01T01:00:30Z")
+            assert data["spawned"] == []
+            assert [(h["asset"], h["code"]) for h in data["held"]] == [("widgets", "ASSET_BUSY")]
             child.send_signal(signal.SIGKILL)
             child.communicate(timeout=60)
         finally:
