@@ -275,8 +275,9 @@ def test_a_backfill_killed_after_ten_chunks_resumes_at_chunk_eleven_and_ends_wit
         child = spawn(root, "run", "widgets", *window, env=env_at("2026-12-01T01:00:00Z"))
         try:
             wait_for(source.entered.is_set, "the backfill to reach its eleventh chunk")
-            # while it runs, the scheduled run of the same ingest waits: held, still due
-            data = tick(root, "2026-12-01T01:00:30Z")
+            # while it runs, the scheduled run of the same ingest waits: held, still due (the tick is not
+            # waited on: the backfill itself is a run still going)
+            data = tick(root, "2026-12-01T01:00:30Z", wait=False)
             assert data["spawned"] == []
             assert [(h["asset"], h["code"]) for h in data["held"]] == [("widgets", "ASSET_BUSY")]
             child.send_signal(signal.SIGKILL)
