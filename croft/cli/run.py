@@ -31,6 +31,12 @@ def _human(result: Result) -> str:
             else ""
         )
         tail = f" ({step['reason']})" if step["status"] == "skipped" else ""
+        chunks = step.get("backfill")
+        if chunks:
+            earlier = f", {chunks['doneEarlier']} done earlier" if chunks["doneEarlier"] else ""
+            tail = f" (backfill: {chunks['loaded']} of {chunks['total']} chunks loaded{earlier})"
+        if step.get("fullRefresh"):
+            tail = f" (full refresh: replaced {step['fullRefresh']['rowsReplaced']} rows)"
         error = step.get("error")
         if error:
             tail = f" {error['code']}: {error['message']}"

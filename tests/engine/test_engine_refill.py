@@ -313,3 +313,17 @@ def test_progress_is_a_bar_on_a_terminal_and_a_line_per_chunk_elsewhere() -> Non
         bar.getvalue()
         == "\rw [########----------------] 10/30 chunks, 500 rows, 25 rows/s, about 40 s left\x1b[K"
     )
+
+
+def test_a_hold_lifts_when_the_table_is_found_back_as_croft_left_it(tmp_path: Path) -> None:
+    from croft.scheduler.tick.tableholds import still_lost
+
+    path = tmp_path / "w.sqlite"
+    with Warehouse(path) as wh:
+        wh.write_ingest("widgets", [{"id": 1, "name": "x"}], key="id")
+    notes = {"widgets": {"since": "2026-12-01T01:00:30.000Z", "code": "TABLE_MISSING", "message": "gone"}}
+    assert still_lost(notes, path, {"widgets": ENTRY}) == {}  # there, with rows: put back
+    with Warehouse(path) as wh:
+        wh.conn.execute('DROP TABLE "widgets"')
+    assert still_lost(notes, path, {"widgets": ENTRY}) == notes
+    assert still_lost(notes, tmp_path / "unreadable.sqlite", {"widgets": ENTRY}) == notes
