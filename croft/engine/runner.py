@@ -150,7 +150,10 @@ class _Run:
             self._hash(facts),
             {i: entries.get(i) for i in facts.inputs if i in self.facts},
         )
-        return [r.text() for r in reasons]
+        texts = [r.text() for r in reasons]
+        if facts.kind != "ingest" and name in entries and not self.warehouse.has_table(name):
+            texts.append("its table is gone from the warehouse")  # dropped outside croft: built again
+        return texts
 
     def _hash(self, facts: AssetFacts) -> str | None:
         try:

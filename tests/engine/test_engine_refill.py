@@ -327,3 +327,22 @@ def test_a_hold_lifts_when_the_table_is_found_back_as_croft_left_it(tmp_path: Pa
         wh.conn.execute('DROP TABLE "widgets"')
     assert still_lost(notes, path, {"widgets": ENTRY}) == notes
     assert still_lost(notes, tmp_path / "unreadable.sqlite", {"widgets": ENTRY}) == notes
+
+
+def test_a_transform_whose_table_was_dropped_is_built_again_by_a_plain_run(make_project: Any) -> None:
+    root = make_project(
+        {
+            "assets/rows.py": 'from croft import ingest\n\n\n@ingest(key="id")\ndef rows(ctx):\n'
+            '    yield {"id": 1}\n',
+            "assets/ids.sql": "-- key: id\nSELECT id FROM rows\n",
+        },
+        timezone="UTC",
+    )
+    assert croft(root, "run")[0] == 0
+    with Warehouse(root / "warehouse.sqlite") as wh:
+        wh.conn.execute('DROP TABLE "ids"')
+    code, out = croft(root, "run")
+    assert code == 0, out
+    ids = next(s for s in out["data"]["steps"] if s["asset"] == "ids")
+    assert ids["status"] == "ok" and ids["reason"] == "its table is gone from the warehouse"
+    assert [r["id"] for r in table(root, "ids")] == [1]
