@@ -471,8 +471,15 @@ class _Run:
         name = self.options.selectors[0]
         facts = self.facts[name]
         incremental = facts.incremental or {}
+        saved = (self.warehouse.state(name) or {}) if facts.kind == "ingest" else {}
         refusal = refill_refusal(
-            name, facts.kind, tuple(facts.key), incremental.get("field"), write_mode(facts), refill
+            name,
+            facts.kind,
+            tuple(facts.key),
+            incremental.get("field"),
+            write_mode(facts),
+            refill,
+            (saved.get("cursor_type"), incremental.get("unit") or saved.get("cursor_unit")),
         )
         if refusal is not None:
             raise refusal

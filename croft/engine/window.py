@@ -136,10 +136,17 @@ def chunks(window: Window, chunk_s: float | None) -> list[Window]:
 
 
 def refill_refusal(
-    asset: str, kind: str, key: tuple[str, ...], cursor_field: str | None, mode: str, refill: Refill
+    asset: str,
+    kind: str,
+    key: tuple[str, ...],
+    cursor_field: str | None,
+    mode: str,
+    refill: Refill,
+    saved: tuple[str | None, str | None] = (None, None),
 ) -> CroftError | None:
     """Why this asset cannot have this refill, or None. A full refresh fits any ingest; a backfill needs a
-    key to merge the window's rows by and a cursor field to start the window from."""
+    key to merge the window's rows by and a cursor field to start the window from, and that cursor (its
+    saved ``(type, unit)``) must be a time: a window of dates means nothing to an id or a version text."""
     flag = "--full-refresh" if refill.full_refresh else "--from"
     if kind != "ingest":
         return CroftError(
@@ -164,6 +171,19 @@ def refill_refusal(
             f"`croft run {asset} --full-refresh` loads it all again instead.",
             asset=asset,
             details={"key": list(key), "incremental": cursor_field, "write": mode},
+        )
+    cursor_type, unit = saved
+    if cursor_type == "string" or (cursor_type == "number" and unit not in ("s", "ms")):
+        what = "text" if cursor_type == "string" else "a number without a unit"
+        return CroftError(
+            "USAGE",
+            f"{asset} cannot be backfilled: its cursor {cursor_field!r} is {what}, not a time, so a window"
+            " of dates cannot say where to start",
+            "A backfill needs a timestamp cursor, or an epoch number with a unit (incremental={"
+            f'"field": "{cursor_field}", "unit": "s"}}); `croft run {asset} --full-refresh` loads it all'
+            " again instead.",
+            asset=asset,
+            details={"incremental": cursor_field, "cursorType": cursor_type, "unit": unit},
         )
     return None
 

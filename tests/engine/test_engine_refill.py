@@ -95,6 +95,12 @@ def test_only_a_keyed_incremental_merge_may_be_backfilled_and_any_ingest_fully_r
     assert "--full-refresh" in no_cursor.problem.hint
     appended = refill_refusal("a", "ingest", ("id",), "updated_at", "append", window)
     assert appended is not None and 'write="append"' in appended.problem.message
+    ids = refill_refusal("a", "ingest", ("id",), "seq", "merge", window, ("number", None))
+    assert ids is not None and "is a number without a unit, not a time" in ids.problem.message
+    versions = refill_refusal("a", "ingest", ("id",), "v", "merge", window, ("string", None))
+    assert versions is not None and "is text, not a time" in versions.problem.message
+    assert refill_refusal("a", "ingest", ("id",), "at", "merge", window, ("number", "ms")) is None
+    assert refill_refusal("a", "ingest", ("id",), "at", "merge", window, ("timestamp", None)) is None
     transform = refill_refusal("t", "sql", ("id",), None, "replace", full)
     assert transform is not None and "is a transform" in transform.problem.message
 
