@@ -305,6 +305,11 @@ def test_a_backfill_killed_after_ten_chunks_resumes_at_chunk_eleven_and_ends_wit
         }
         log = step_log(root, "widgets")
         assert "starting at chunk 11" in log and "chunk 30/30" in log
+        # `croft logs` shows the chunks: the resumed ones in this run, the first ten in the killed one
+        code, logs = croft_json(root, "2026-12-01T01:11:00Z", "logs", "widgets")
+        shown = json.dumps(logs)
+        assert "chunk 11/30 2026-11-11T00:00:00Z..2026-11-12T00:00:00Z" in shown
+        assert "chunk 10/30 2026-11-10T00:00:00Z..2026-11-11T00:00:00Z" in shown
         assert sorted(_rows(root, "widgets", "id, name, updated_at")) == source.as_table()
         assert cursor(root, "widgets") == cursor_before  # never earlier
         assert history(root, "SELECT value FROM settings WHERE key = 'backfill.widgets'") == []
