@@ -43,13 +43,19 @@ class Seen(NamedTuple):
     exists: bool
     columns: tuple[str, ...] = ()
     has_rows: bool = False
+    warehouse: bool = True  # False: the warehouse file itself is gone (its bookkeeping with it)
 
 
 def observe(database: Path, names: Iterable[str]) -> dict[str, Seen]:
     """Each named table as it is now, read-only; {} when the warehouse cannot be read (status then says
-    nothing rather than guess: a busy or missing file is not a dropped table)."""
+    nothing rather than guess: a busy file is not a dropped table). A warehouse file that is not there at
+    all is every table gone (``Seen.warehouse`` False)."""
     wanted = list(names)
-    if not wanted or not Path(database).is_file():
+    if not wanted:
+        return {}
+    if not Path(database).exists():
+        return {name: Seen(False, warehouse=False) for name in wanted}
+    if not Path(database).is_file():
         return {}
     try:
         conn = sqlitefile.connect(database, "read", timeout=1.0)
@@ -103,7 +109,9 @@ def lost_rows(problem_found: Problem | None) -> bool:
     must not run over from its old cursor; changed columns leave the rows there."""
     if problem_found is None:
         return False
-    return problem_found.code == "TABLE_MISSING" or (problem_found.details or {}).get("cause") == "emptied"
+    cause = (problem_found.details or {}).get("cause")
+    # a warehouse deleted whole took the cursors with it: a plain run loads everything, nothing to refuse
+    return cause in ("missing", "emptied")
 
 
 def fix_command(asset: str, kind: str, incremental: bool) -> str:
@@ -130,6 +138,17 @@ def table_problem(
         if kind == "ingest" and incremental and cursor is not None
         else ""
     )
+    if not seen.warehouse:
+        plain = f"croft run {asset}"
+        return problem(
+            "TABLE_MISSING",
+            f"the table {asset} is gone with the whole warehouse file (croft last wrote it with {rows} rows)",
+            f"The warehouse was deleted or moved, its cursors with it. `{plain}` loads it again from the"
+            " source's beginning.",
+            asset=asset,
+            fix={"kind": "command", "command": plain, "description": "load the table again"},
+            details={"cause": "warehouse_missing", "rows": rows, "cursor": None},
+        )
     if not seen.exists:
         return problem(
             "TABLE_MISSING",

@@ -161,7 +161,16 @@ def test_the_look_reads_the_warehouse_as_it_is(tmp_path: Path) -> None:
         wh.conn.execute('DELETE FROM "b"')
     seen = observe(tmp_path / "w.sqlite", ["a", "b", "c"])
     assert seen == {"a": Seen(True, ("id", "name"), True), "b": Seen(True, ("id",), False), "c": Seen(False)}
-    assert observe(tmp_path / "nothing.sqlite", ["a"]) == {}
+    assert observe(tmp_path / "nothing.sqlite", ["a"]) == {"a": Seen(False, warehouse=False)}
+    (tmp_path / "folder.sqlite").mkdir()
+    assert observe(tmp_path / "folder.sqlite", ["a"]) == {}  # cannot be read: nothing said
+
+
+def test_a_deleted_warehouse_is_every_table_missing_and_a_plain_run_is_its_fix() -> None:
+    found = table_problem("widgets", "ingest", True, ENTRY, Seen(False, warehouse=False))
+    assert found is not None and found.code == "TABLE_MISSING" and not lost_rows(found)
+    assert found.fix is not None and found.fix["command"] == "croft run widgets"
+    assert "whole warehouse file" in found.message
 
 
 # -- a full refresh's write -----------------------------------------------------------------------------
@@ -332,7 +341,9 @@ def test_a_hold_lifts_when_the_table_is_found_back_as_croft_left_it(tmp_path: Pa
     with Warehouse(path) as wh:
         wh.conn.execute('DROP TABLE "widgets"')
     assert still_lost(notes, path, {"widgets": ENTRY}) == notes
+    (tmp_path / "unreadable.sqlite").mkdir()
     assert still_lost(notes, tmp_path / "unreadable.sqlite", {"widgets": ENTRY}) == notes
+    assert still_lost(notes, tmp_path / "deleted.sqlite", {"widgets": ENTRY}) == {}  # a plain run loads all
 
 
 def test_a_transform_whose_table_was_dropped_is_built_again_by_a_plain_run(make_project: Any) -> None:
