@@ -1,7 +1,7 @@
 """One warehouse workload in this process, for scripts/bench: prints {"wall": s, "rss": KiB, "bytes": n}.
 
 Usage: bench_warehouse.py WORK TOOL N PHASE DB
-  WORK ingest: TOOL croft | floor | sqlite_utils, PHASE first | unchanged | changed (1% of rows changed)
+  WORK ingest: TOOL croft | croft_refresh | floor | sqlite_utils, PHASE first | unchanged | changed (1% of rows changed)
   WORK sql:    TOOL croft | ctas, PHASE projection | groupby (the source table must exist: WORK source)
   WORK source: writes the source table of the sql workloads (not measured)
 Every tool reads the same rows from the same generator; wall time covers the write only (the rows are
@@ -52,6 +52,17 @@ def ingest_croft(db: Path, n: int, phase: str) -> None:
         extraction = Extraction("t", 600)  # the path `croft run` takes: a worker thread feeding batches
         batches = extraction.stream(lambda: rows(n, phase), lambda exc: exc)  # type: ignore[arg-type,return-value]
         wh.write_ingest("t", batches, key="id", cursor_field="updated_at")
+
+
+def ingest_croft_refresh(db: Path, n: int, phase: str) -> None:
+    """`croft run --full-refresh`'s write: every row staged, then the old table replaced in one transaction."""
+    from croft.engine.extract import Extraction
+    from croft.engine.warehouse import Warehouse
+
+    with Warehouse(db) as wh:
+        extraction = Extraction("t", 600)
+        batches = extraction.stream(lambda: rows(n, phase), lambda exc: exc)  # type: ignore[arg-type,return-value]
+        wh.write_ingest("t", batches, key="id", cursor_field="updated_at", full_refresh=True)
 
 
 def ingest_floor(db: Path, n: int, phase: str) -> None:
@@ -127,6 +138,7 @@ def sql_ctas(db: Path, n: int, phase: str) -> None:
 
 WORKS = {
     ("ingest", "croft"): ingest_croft,
+    ("ingest", "croft_refresh"): ingest_croft_refresh,
     ("ingest", "floor"): ingest_floor,
     ("ingest", "sqlite_utils"): ingest_sqlite_utils,
     ("sql", "croft"): sql_croft,
@@ -146,7 +158,7 @@ def main(argv: list[str]) -> int:
     if work == "source":
         make_source(db, n)
         return 0
-    if tool == "croft":  # imports are not the write: load them before the clock starts
+    if tool in ("croft", "croft_refresh"):  # imports are not the write: load them before the clock starts
         import croft.engine.extract
         import croft.engine.warehouse  # noqa: F401
     elif tool == "sqlite_utils":

@@ -52,6 +52,12 @@ ALIASES: dict[str, str] = {
     "fresh": "running",
     "approve": "running",
     "approval": "running",
+    # loading an ingest again
+    "full-refresh": "backfill",
+    "refresh": "backfill",
+    "reload": "backfill",
+    "resume": "backfill",
+    "window": "backfill",
     # the schedule language and the scheduler's rules
     "schedule": "scheduling",
     "schedules": "scheduling",

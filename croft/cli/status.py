@@ -58,7 +58,12 @@ def last_run_words(last: dict[str, Any] | None, now: datetime) -> str:
 
 
 def state_words(a: dict[str, Any], now: datetime, scheduler_stale: bool) -> str:
-    """STATE: invalid, stale and why, failing in a row, not kept fresh by a dead scheduler, or fresh."""
+    """STATE: its table changed outside croft, invalid, stale and why, failing in a row, not kept fresh by
+    a dead scheduler, or fresh."""
+    table = a.get("table")
+    if table:
+        word = "table missing" if table["state"] == "missing" else f"table changed ({table.get('cause')})"
+        return f"{word}: {table['code']}"
     if a["problems"]:
         return f"invalid: {a['problems'][0]['code']}"
     if a["stale"]:

@@ -15,7 +15,10 @@ from croft.history import catalog
 __all__ = ["mirror"]
 
 
-def entry_from_state(asset: str, kind: str, state: dict[str, Any], seen: dict[str, str]) -> dict[str, Any]:
+def entry_from_state(
+    asset: str, kind: str, state: dict[str, Any], seen: dict[str, str], columns: list[str] | None = None
+) -> dict[str, Any]:
+    """The entry; ``columns`` are the table's columns as croft left it (``engine.tablehealth`` compares)."""
     return {
         "asset": asset,
         "kind": kind,
@@ -32,6 +35,7 @@ def entry_from_state(asset: str, kind: str, state: dict[str, Any], seen: dict[st
         ),
         "inputsSeen": {name: {"inputLastLoadedAt": version} for name, version in sorted(seen.items())},
         "refreshedAt": to_iso(now()),
+        **({"columns": columns} if columns is not None else {}),
     }
 
 
@@ -41,4 +45,6 @@ def mirror(conn: sqlite3.Connection, warehouse: Any, assets: dict[str, str]) -> 
         state = warehouse.state(asset)
         if state is None:
             continue
-        catalog.put_entry(conn, asset, entry_from_state(asset, kind, state, warehouse.inputs_seen(asset)))
+        columns = warehouse.columns(asset) if warehouse.has_table(asset) else None
+        entry = entry_from_state(asset, kind, state, warehouse.inputs_seen(asset), columns)
+        catalog.put_entry(conn, asset, entry)

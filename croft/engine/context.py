@@ -92,10 +92,14 @@ class IngestContext(_Base):
         since: Any,
         declared: tuple[str, ...],
         env: Mapping[str, str],
+        window: Any = None,
     ):
         super().__init__(asset=asset, run_id=run_id, log=log, preview=preview)
         self._http = http
         self.since = since
+        # A backfill's range (engine.window.Window: ``start`` and ``end``, UTC datetimes, end excluded);
+        # None in a usual run. ``since`` is then the window's start.
+        self.window = window
         self._declared = declared
         self._env = env
 

@@ -126,8 +126,8 @@ def _require_same_type(saved: Cursor, kind: str, value: Any) -> None:
             "CURSOR_INVALID",
             f"The cursor value {value!r} is a {kind}, but the saved cursor {saved.value!r} "
             f"is a {saved.type}.",
-            "A cursor keeps the type of its first load: yield the same type as before (croft has no command"
-            " yet to reset a cursor).",
+            "A cursor keeps the type of its first load: yield the same type as before, or start the table"
+            " and its cursor over with `croft run ASSET --full-refresh`.",
             details={"saved": saved.value, "saved_type": saved.type, "value": value, "value_type": kind},
         )
 

@@ -56,6 +56,10 @@ class RunOptions:
     run_id: str | None = None
     due_rules: Any = None
     wait: bool = False  # --wait: a run by hand waits for another run's leases as long as that run takes
+    # --full-refresh / --from: what the one named ingest loads (engine.window.Refill), and what to call
+    # after each committed chunk of a backfill (the command's progress line)
+    refill: Any = None
+    on_chunk: Any = None
 
 
 class Interrupted(Exception):
@@ -146,7 +150,10 @@ class _Run:
             self._hash(facts),
             {i: entries.get(i) for i in facts.inputs if i in self.facts},
         )
-        return [r.text() for r in reasons]
+        texts = [r.text() for r in reasons]
+        if facts.kind != "ingest" and name in entries and not self.warehouse.has_table(name):
+            texts.append("its table is gone from the warehouse")  # dropped outside croft: built again
+        return texts
 
     def _hash(self, facts: AssetFacts) -> str | None:
         try:
@@ -244,6 +251,14 @@ class _Run:
             step = StepInput(
                 self.project, facts, self.run_id, attempt, digest, log, self.warehouse, self.options.preview
             )
+            refill = self._refill_for(name)
+            if refill is not None:
+                step.refill = refill
+                step.on_chunk = self.options.on_chunk
+                if refill.window is not None:
+                    from croft.engine.backfill import Book
+
+                    step.book = Book(self.conn, name, refill, self.run_id)
             done = _execute_or_internal_error(step)
             log(
                 f"wrote: +{done['added']} ~{done['updated']} -{done['deleted']} ={done['unchanged']}"
@@ -314,6 +329,11 @@ class _Run:
             }
         if "requests" in done:
             outcome["requests"] = done["requests"]
+        if "chunks" in done:
+            outcome["backfill"] = {"window": done["window"], **done["chunks"]}
+        refill = self._refill_for(name)
+        if refill is not None and refill.full_refresh:
+            outcome["fullRefresh"] = {"rowsReplaced": done["deleted"], "rows": done["added"]}
         if self.options.preview and done.get("rows") is not None:
             outcome["sample"] = self.redactor.obj(done["rows"][:10])
         return outcome
@@ -351,6 +371,7 @@ class _Run:
             self.options.due_rules(self.project, self.conn, self.facts) if self.options.due_rules else None
         )
         the_plan = plan(self.facts, self.options) if self.rules is None else self._due_plan()
+        self._check_refill()
         self.run_id = self.options.run_id or runs.new_run_id(now(), self.project.config.timezone, self.conn)
         runs.create_run(
             self.conn,
@@ -413,13 +434,59 @@ class _Run:
                 self._skip(name, f"input {unbuilt[0]} has never been built")
                 return
         if name in the_plan.requested:
-            self._step(name, "requested")
+            refill = self._refill_for(name)
+            reason = "requested"
+            if refill is not None:
+                reason = "full refresh" if refill.full_refresh else f"backfill {refill.window}"
+            self._step(name, reason)
             return
         reasons = self._stale(name)
         if not reasons:
             self.results[name] = {"asset": name, "status": "skipped", "reason": "up to date", "attempt": 0}
             return
         self._step(name, "; ".join(reasons))
+
+    def _check_refill(self) -> None:
+        """A full refresh or a backfill names one ingest that can have it; refused before anything is
+        recorded, and never from a scheduled run (a person decides when a table is loaded again)."""
+        refill = self.options.refill
+        if refill is None:
+            return
+        from croft.engine.steps import write_mode
+        from croft.engine.window import refill_refusal
+
+        flag = "--full-refresh" if refill.full_refresh else "--from"
+        if self.options.trigger == "schedule" or self.rules is not None:
+            raise CroftError(
+                "USAGE",
+                f"{flag} is refused from a scheduled run: a person decides when a table is loaded again",
+                f"Run it by hand: croft run ASSET {flag} ...",
+            )
+        if len(self.options.selectors) != 1:
+            raise CroftError(
+                "USAGE",
+                f"{flag} takes exactly one asset, the ingest to load again",
+                f"croft run ASSET {flag} ... (the transforms that read it rebuild in the same run)",
+            )
+        name = self.options.selectors[0]
+        facts = self.facts[name]
+        incremental = facts.incremental or {}
+        saved = (self.warehouse.state(name) or {}) if facts.kind == "ingest" else {}
+        refusal = refill_refusal(
+            name,
+            facts.kind,
+            tuple(facts.key),
+            incremental.get("field"),
+            write_mode(facts),
+            refill,
+            (saved.get("cursor_type"), incremental.get("unit") or saved.get("cursor_unit")),
+        )
+        if refusal is not None:
+            raise refusal
+
+    def _refill_for(self, name: str) -> Any:
+        refill = self.options.refill
+        return refill if refill is not None and self.options.selectors == [name] else None
 
     def _interrupted(self, when: str) -> Result:
         self.problems.append(_interrupted_problem(when))

@@ -7,6 +7,7 @@ from croft.core.problems import CroftError
 from croft.core.result import Next, Result
 from croft.engine.reconcile import reconcile
 from croft.engine.staleness import stale_reasons
+from croft.engine.tablehealth import problems_for
 from croft.history import catalog, runs, state
 from croft.history.db import open_history
 from croft.project.config import Project
@@ -26,6 +27,12 @@ def project_status(project: Project) -> Result:
     try:
         reconcile(conn)
         entries = catalog.all_entries(conn)
+        # tables changed behind croft's back: never "fresh" (engine.tablehealth)
+        tables = problems_for(
+            project.config.database,
+            {name: (f.kind, bool(f.incremental)) for name, f in facts.items()},
+            entries,
+        )
         assets: list[dict[str, Any]] = []
         for name, f in facts.items():
             try:
@@ -53,7 +60,9 @@ def project_status(project: Project) -> Result:
                     "approved": bool(digest and approved == digest),
                     "lastRun": _last(last),
                     "failing": {"count": count, "since": since} if count else None,
-                    "problems": [p.to_dict() for p in f.problems],
+                    "problems": [p.to_dict() for p in f.problems]
+                    + ([tables[name].to_dict()] if name in tables else []),
+                    "table": _table(tables.get(name)),
                 }
             )
         running = [
@@ -61,12 +70,24 @@ def project_status(project: Project) -> Result:
         ]
     finally:
         conn.close()
-    nexts = []
+    problems = [*problems, *tables.values()]
+    nexts = [Next(str((p.fix or {}).get("command")), "load the table again") for p in tables.values()]
     if any(a["stale"] for a in assets):
         nexts.append(Next("croft run", "build what is stale"))
     failed = [a["asset"] for a in assets if a["lastRun"] and a["lastRun"]["status"] in ("failed", "crashed")]
     nexts += [Next(f"croft logs {name} --failed", "see why its last run failed") for name in failed]
     return Result(data={"assets": assets, "running": running}, problems=problems, next=nexts, ok=True)
+
+
+def _table(found: Any) -> dict[str, Any] | None:
+    """An asset's table as croft last saw it beside what it wrote: None when they agree."""
+    if found is None:
+        return None
+    return {
+        "state": "missing" if found.code == "TABLE_MISSING" else "changed",
+        "code": found.code,
+        **found.details,
+    }
 
 
 def _last(step: dict[str, Any] | None) -> dict[str, Any] | None:

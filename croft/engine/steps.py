@@ -35,6 +35,9 @@ class StepInput:
     log: StepLog
     warehouse: Any
     preview: bool = False
+    refill: Any = None  # engine.window.Refill: a full refresh or a backfill of this ingest
+    book: Any = None  # engine.backfill.Book: a backfill's chunks done so far (runs.sqlite)
+    on_chunk: Any = None  # called after each committed chunk (the command's progress)
 
 
 def write_mode(facts: AssetFacts) -> str:
@@ -49,6 +52,10 @@ def execute(step: StepInput) -> dict[str, Any]:
 
     with step_guard(step.log):  # asset output goes to the step log; os._exit cannot end croft
         if step.facts.kind == "ingest":
+            if step.refill is not None and step.refill.window is not None:
+                from croft.engine.backfill import run_chunks
+
+                return run_chunks(step, lambda window: _ingest(step, window))
             return _ingest(step)
         if step.facts.kind == "sql":
             return _sql(step)
@@ -86,23 +93,48 @@ def _check_secrets(step: StepInput) -> None:
         )
 
 
-def _ingest(step: StepInput) -> dict[str, Any]:
-    from croft.engine.cursor import since_for
+def _lost_table(step: StepInput, state: dict[str, Any], incremental: dict[str, Any]) -> None:
+    """An incremental ingest whose table was dropped or emptied outside croft refuses to run from its
+    old cursor: it would load only the newest rows and lose the rest (``engine.tablehealth``)."""
+    from croft.engine.tablehealth import lost_rows, seen_in, table_problem
 
+    if not incremental or state.get("cursor_value") is None:
+        return
+    name = step.facts.name
+    entry = {"rows": state.get("row_count"), "cursor": {"value": state.get("cursor_value")}}
+    found = table_problem(name, "ingest", True, entry, seen_in(step.warehouse.conn, name))
+    if lost_rows(found):
+        assert found is not None
+        raise CroftError(found.with_(severity="error"))
+
+
+def _since(step: StepInput, state: dict[str, Any], incremental: dict[str, Any], window: Any) -> Any:
+    """``ctx.since``: nothing for a full refresh, a backfill window's start, else the saved cursor."""
+    from croft.engine.cursor import since_for
+    from croft.engine.window import since_at
+
+    if not incremental or (step.refill is not None and step.refill.full_refresh):
+        return None
+    if window is not None:
+        unit = incremental.get("unit") or state.get("cursor_unit")
+        return since_at(window.start, state.get("cursor_type"), unit)
+    return since_for(
+        state.get("cursor_value"),
+        incremental,
+        keyed=bool(step.facts.key),
+        cursor_type=state.get("cursor_type"),
+    )
+
+
+def _ingest(step: StepInput, window: Any = None) -> dict[str, Any]:
     facts = step.facts
     _check_secrets(step)
     state = step.warehouse.state(facts.name) or {}
     incremental = facts.incremental or {}
-    since = (
-        since_for(
-            state.get("cursor_value"),
-            incremental,
-            keyed=bool(facts.key),
-            cursor_type=state.get("cursor_type"),
-        )
-        if incremental
-        else None
-    )
+    full = step.refill is not None and step.refill.full_refresh
+    if not full:
+        _lost_table(step, state, incremental)
+    since = _since(step, state, incremental, window)
     func = load_asset_function(step.project.root, facts.name, facts.path)
     extraction = Extraction(facts.name, facts.timeout_s)
     http = LazyHttp(
@@ -117,8 +149,14 @@ def _ingest(step: StepInput) -> dict[str, Any]:
         since=since,
         declared=facts.secrets,
         env=step.project.env,
+        window=window,
     )
-    step.log(f"{facts.name}: {_fetching(incremental, since)}")
+    if full:
+        step.log(f"{facts.name}: full refresh: fetching everything from the source's beginning")
+    elif window is not None:
+        step.log(f"{facts.name}: fetching the window {window} (since {since})")
+    else:
+        step.log(f"{facts.name}: {_fetching(incremental, since)}")
     sample: list[Any] = []
     batches = _rows(step, extraction, lambda: func(ctx), sample, "fetching rows")
     try:  # rows stream into the warehouse's stage as they arrive
@@ -128,6 +166,7 @@ def _ingest(step: StepInput) -> dict[str, Any]:
             mode=write_mode(facts),
             cursor_field=incremental.get("field"),
             cursor_unit=incremental.get("unit"),
+            full_refresh=full,
             **_write_options(step, inputs=False),
         )
     finally:

@@ -242,13 +242,15 @@ class Warehouse:
         code_hash: str | None = None,
         now: datetime | None = None,
         commit: bool = True,
+        full_refresh: bool = False,
     ) -> WriteResult:
         """Write an ingest's rows (dicts, or lists of dicts as batches). ``mode`` None infers it from key
-        and cursor; ``commit=False`` does the whole write, checks included, then rolls back (a preview)."""
+        and cursor; ``commit=False`` does the whole write, checks included, then rolls back (a preview).
+        ``full_refresh`` replaces the table and its cursor whole with these rows (see WriteSpec)."""
         keys = key_tuple(key)
         spec = WriteSpec(
             asset, "ingest", resolve_mode(mode, keys, cursor_field, asset), keys, tuple(checks),
-            cursor_field, cursor_unit, None, run_id, attempt, code_hash, now, commit,
+            cursor_field, cursor_unit, None, run_id, attempt, code_hash, now, commit, full_refresh,
         )  # fmt: skip
         return self._write(spec, rows, declared=None)
 
@@ -354,7 +356,8 @@ class Warehouse:
     def _stage_plan(self, spec: WriteSpec, saved: dict[str, Any] | None) -> StagePlan:
         tracker = None
         if spec.cursor_field:
-            tracker = CursorTracker(spec.cursor_field, _saved_cursor(saved), spec.cursor_unit)  # type: ignore[arg-type]
+            carried = None if spec.full_refresh else _saved_cursor(saved)
+            tracker = CursorTracker(spec.cursor_field, carried, spec.cursor_unit)  # type: ignore[arg-type]
         return StagePlan(
             spec.asset,
             spec.key,
@@ -408,6 +411,13 @@ class Warehouse:
         table = spec.asset
         saved_cursor = _saved_cursor(saved)
         existing = self.columns(table) if self.has_table(table) else None
+        replaced_rows = 0
+        if spec.full_refresh and existing is not None:
+            # The old table goes inside this transaction: until COMMIT every reader sees it as it was,
+            # and a failure, a check or a kill before then leaves it there (ROLLBACK / the journal).
+            (replaced_rows,) = conn.execute(f"SELECT COUNT(*) FROM {quote(table)}").fetchone()
+            conn.execute(f"DROP TABLE {quote(table)}")
+            existing = None
         existed = existing is not None and not (
             spec.kind != "ingest" and self._must_recreate(existing, stage, saved, spec, declared)
         )
@@ -424,7 +434,10 @@ class Warehouse:
                 asset=spec.asset,
                 details={"field": spec.cursor_field, "columns": stage.columns},
             )
-        new_cursor = greatest(saved_cursor, tracker.loaded()) if tracker is not None else saved_cursor
+        if spec.full_refresh:
+            new_cursor = tracker.loaded() if tracker is not None else None
+        else:
+            new_cursor = greatest(saved_cursor, tracker.loaded()) if tracker is not None else saved_cursor
         _fault("after_stage")
 
         # Shape: create, recreate (a transform whose columns or key changed), or add new columns.
@@ -436,12 +449,19 @@ class Warehouse:
                 (old_rows,) = conn.execute(f"SELECT COUNT(*) FROM {quote(table)}").fetchone()
                 conn.execute(f"DROP TABLE {quote(table)}")
                 existing, recreated = None, True
-        elif existing is not None and saved is not None and saved_key != spec.key and saved["row_count"]:
+        elif (
+            existing is not None
+            and saved is not None
+            and saved_key != spec.key
+            and saved["row_count"]
+            and not spec.full_refresh
+        ):
             raise CroftError(
                 "ASSET_INVALID",
                 f"The key of {spec.asset} changed from {list(saved_key)} to {list(spec.key)}, but its table "
                 "already holds rows keyed the old way.",
-                "Put the key back as it was (croft has no command yet to start a table over).",
+                f"Put the key back as it was, or start the table over with the new key: "
+                f"`croft run {spec.asset} --full-refresh`.",
                 asset=spec.asset,
                 details={"saved_key": list(saved_key), "key": list(spec.key)},
             )
@@ -493,6 +513,8 @@ class Warehouse:
                 ) from None
         if recreated:
             deleted = old_rows
+        if spec.full_refresh:
+            recreated, deleted = True, replaced_rows
         unchanged = staged - added - updated
 
         all_checks = [*implied_checks(spec.key), *checks]

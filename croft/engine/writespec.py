@@ -44,6 +44,9 @@ class WriteSpec:
     code_hash: str | None
     now: datetime | None
     commit: bool
+    # a full refresh: the saved cursor is not carried over and the old table is replaced whole, in the
+    # write's one transaction (so until it commits the old table and cursor stay as they were)
+    full_refresh: bool = False
 
 
 def resolve_mode(mode: str | None, key: Sequence[str], cursor_field: str | None, asset: str) -> Mode:

@@ -65,6 +65,8 @@ HOLD_CODES = {
     "leased": "ASSET_BUSY",
     "starting": "ASSET_BUSY",
     "backoff": "SCHEDULE_BACKOFF",
+    "table_missing": "TABLE_MISSING",
+    "table_changed": "TABLE_CHANGED",
 }
 
 
@@ -121,6 +123,7 @@ class DueInput:
         "setting",
         "starting",
         "state",
+        "tables",
         "tz",
     )
 
@@ -140,6 +143,7 @@ class DueInput:
         failed_starts: Sequence[FailedStart] = (),
         rollbacks: Mapping[str, str | None] | None = None,
         next_fires: bool = True,
+        tables: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.assets = assets
         self.now = now
@@ -159,10 +163,13 @@ class DueInput:
         self.rollbacks: Mapping[str, str | None] = {} if rollbacks is None else rollbacks
         # views carry the next fire and the missed count (status); the tick skips them
         self.next_fires = next_fires
+        # asset -> {code, message, since}: an incremental ingest whose table a scheduled run found
+        # dropped or emptied (scheduler.tick.tableholds), held until a person loads it again
+        self.tables: Mapping[str, Mapping[str, Any]] = {} if tables is None else tables
 
 
 class Hold(NamedTuple):
-    kind: str  # paused | SCHEDULE_HELD | LARGE_REPROCESS | leased | starting | backoff
+    kind: str  # paused | SCHEDULE_HELD | LARGE_REPROCESS | leased | starting | backoff | table_*
     reason: str
     hint: str
     until: str | None = None
@@ -452,6 +459,15 @@ class _Decider:
         approval = self.approval(info)
         if approval:
             return approval
+        lost = g.tables.get(name)
+        if lost is not None and info.kind == "ingest":
+            code = str(lost.get("code") or "TABLE_MISSING")
+            return Hold(
+                "table_changed" if code == "TABLE_CHANGED" else "table_missing",
+                f"{lost.get('message') or 'its table is gone'}; croft run {name} --full-refresh loads it"
+                " again",
+                f"croft run {name} --full-refresh loads it from the source's beginning and releases it",
+            )
         if name in g.large_reprocess:
             return Hold(
                 "LARGE_REPROCESS",

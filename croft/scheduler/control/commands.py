@@ -154,6 +154,19 @@ def _assets(project: Project, now: datetime) -> tuple[list[dict[str, Any]], list
     return rows, nexts
 
 
+def _tables(project: Project, rows: list[dict[str, Any]]) -> list[Problem]:
+    """Tables changed outside croft (``engine.tablehealth``), on their rows (``table``) and as problems:
+    an incremental ingest whose table is gone is held even before a scheduled run has found it."""
+    from croft.engine.tablehealth import project_problems
+
+    found = project_problems(project)
+    by_asset = {p.asset: p for p in found}
+    for row in rows:
+        table = by_asset.get(row["asset"])
+        row["table"] = None if table is None else {"code": table.code, **(table.details or {})}
+    return found
+
+
 def _never_fires(rows: list[dict[str, Any]]) -> list[Problem]:
     """SCHEDULE_INVALID warnings for the ingests whose schedule never fires (the rows carry the tick's own)."""
     return [Problem.from_dict(r["invalid"]) for r in rows if r.get("invalid")]
@@ -363,6 +376,7 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
         problems.append(warning.with_(severity="error"))
     data["assets"], nexts = _assets(project, now)
     problems += _never_fires(data["assets"])
+    problems += _tables(project, data["assets"])
     problems += _queue(project, data, now)
     if effective_state(setting, now) == "off":
         nexts.insert(0, Next("croft schedule on", "let the scheduler run this project's ingests"))

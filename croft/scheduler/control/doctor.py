@@ -36,10 +36,12 @@ def doctor(runner: Runner | None = None, project: Project | None = None) -> Resu
     ]
     result = Result(data=data, problems=problems, ok=ok, exit=0 if ok else 1)
     if project is not None:  # the project's alerts: channels that cannot send, promises broken
+        from croft.engine.tablehealth import project_problems
         from croft.project.validate import channel_problems
         from croft.scheduler.tick.freshview import add_freshness
 
         result.problems.extend(channel_problems(project))
+        result.problems.extend(project_problems(project))  # tables changed outside croft
         add_freshness(result, project, clock.now())
     return result
 

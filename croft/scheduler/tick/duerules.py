@@ -5,8 +5,9 @@
    again: scheduling off or paused, code no person has run (SCHEDULE_HELD), another run's lease;
 2. leases: a scheduled run never waits for one; a lease it meets holds that asset, which stays due;
 3. each step's start: off/paused and SCHEDULE_HELD again, against the file as it is now (an edit made
-   while the run waited is caught); then the attempt, and for an ingest its fire, are recorded before
-   any work.
+   while the run waited is caught), and an incremental ingest whose table was dropped or emptied
+   outside croft (TABLE_MISSING, noted and told once: ``tableholds``); then the attempt, and for an
+   ingest its fire, are recorded before any work.
 
 A held asset gets no step row and no attempt, and its fire is not recorded, so it stays due; what reads
 it is skipped (and recorded) the usual way. Scheduled runs are ``trigger = schedule``, ``human = 0``, so
@@ -53,6 +54,7 @@ class DueRules:
         self.conn = conn
         self.facts = facts
         self.held: dict[str, str] = {}
+        self.run_id: str | None = None
 
     # -- 1. planning ---------------------------------------------------------------------------------------
     def selectors(self, names: list[str], run_id: str | None = None) -> list[str]:
@@ -77,6 +79,7 @@ class DueRules:
 
     def plan_holds(self, order: list[str], run_id: str) -> list[str]:
         """Hold what may not run now; returns the order without the held assets."""
+        self.run_id = run_id
         leased = live_leases(self.conn, mine=run_id)
         kept = []
         for name in order:
@@ -107,7 +110,7 @@ class DueRules:
         fresh = self._reread(name)
         if fresh is not None:
             self.facts[name] = fresh
-        return self._code_hold(self.facts[name])
+        return self._code_hold(self.facts[name]) or self._table_hold(self.facts[name])
 
     def attempt_started(self, name: str, run_id: str) -> None:
         """Record the attempt, and for an ingest the fire it handles, before any work."""
@@ -135,6 +138,31 @@ class DueRules:
         info = AssetInfo(name=facts.name, kind=facts.kind, code_hash=digest, loads=facts.ok)
         hold = approval_hold(info, row.get("approved_code_hash"), clock_now(), self.project.config.timezone)
         return f"held (SCHEDULE_HELD): {hold.reason}" if hold else None
+
+    def _table_hold(self, facts: AssetFacts) -> str | None:
+        """An incremental ingest whose rows are gone from its table is held, not run from its old cursor;
+        the first run to find it tells once."""
+        from croft.engine.tablehealth import lost_rows, observe, table_problem
+        from croft.history import catalog
+        from croft.scheduler.tick import tableholds
+        from croft.scheduler.tick.gather import last_ok_starts
+
+        if facts.kind != "ingest" or not facts.incremental:
+            return None
+        name = facts.name
+        seen = observe(self.project.config.database, [name]).get(name)
+        found = table_problem(name, "ingest", True, catalog.get_entry(self.conn, name), seen)
+        if found is None or not lost_rows(found):
+            return None
+        last_ok = last_ok_starts(self.conn, [name]).get(name)
+        if tableholds.note(self.conn, name, found, last_ok):
+            from croft.notify.message import Failed
+            from croft.notify.send import notify_scheduled_failure
+
+            run_id = self.run_id or ""
+            notify_scheduled_failure(self.project, run_id, [Failed(name, found.to_dict())], conn=self.conn)
+        fix = (found.fix or {}).get("command")
+        return f"held ({found.code}): {found.message}; {fix} loads it again"
 
     def _reread(self, name: str) -> AssetFacts | None:
 

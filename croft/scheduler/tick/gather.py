@@ -17,6 +17,7 @@ from croft.history.db import translate_sqlite_errors
 from croft.history.migrations import COST_GUARD_WHERE
 from croft.scheduler.due import AssetInfo, DueInput, FailedStart
 from croft.scheduler.setting import Scheduling
+from croft.scheduler.tick.tableholds import HELD_KEY, live, still_lost
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -104,10 +105,12 @@ def due_input(
     landed: Mapping[str, str] | None = None,
     latest: dict[str, dict[str, Any]] | None = None,
     next_fires: bool = True,
+    database: Path | None = None,
 ) -> DueInput:
     """The DueInput for a project; ``conn`` None (no runs.sqlite) means nothing has happened yet.
 
     ``landed`` adds crashed steps whose write the warehouse shows committed: they count as successes.
+    ``database`` (the warehouse) lets a held lost table be looked at again: one restored lifts its hold.
     """
     if conn is None:
         return DueInput(assets=assets, now=now, tz=tz, setting=setting)
@@ -118,13 +121,17 @@ def due_input(
     latest = dict(latest) if latest is not None else latest_steps(conn, assets)
     for asset in landed or {}:
         latest.pop(asset, None)
+    entries = catalog.all_entries(conn)
+    tables = live(state.get_setting(conn, HELD_KEY), last_ok)
+    if tables and database is not None:
+        tables = still_lost(tables, database, entries)
     return DueInput(
         assets=assets,
         now=now,
         tz=tz,
         setting=setting,
         state=state.all_schedule_state(conn),
-        catalog=catalog.all_entries(conn),
+        catalog=entries,
         last_ok=last_ok,
         latest=latest,
         large_reprocess=scheduled_cost_guard(conn),
@@ -133,6 +140,7 @@ def due_input(
         failed_starts=failed_starts,
         rollbacks=rollbacks or {},
         next_fires=next_fires,
+        tables=tables,
     )
 
 

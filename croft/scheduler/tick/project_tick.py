@@ -186,6 +186,7 @@ def _work(
         landed=landed_writes(project.config.database, latest),
         latest=latest,
         next_fires=False,
+        database=project.config.database,
     )
     work = due_work(given)
     data["held"] = [held(asset, hold.code, f"{asset}: {hold.reason}", hold.hint) for asset, hold in work.held]

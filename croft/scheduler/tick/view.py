@@ -64,6 +64,7 @@ def _view(project: Project, now: datetime) -> tuple[dict[str, Any], dict[str, As
                 starting=settled.starting if settled else (),
                 failed_starts=settled.failed_starts if settled else (),
                 rollbacks=settled.rollback_view() if settled else None,
+                database=project.config.database,
             )
         except (sqlite3.Error, CroftError) as exc:
             _unless_broken(exc, project)  # a broken file is its problem; one not migrated yet reads as new
@@ -193,6 +194,8 @@ def _release(asset: str, code: str) -> str:
         return "croft schedule on"
     if code == "ASSET_BUSY":
         return "croft logs --runs"
+    if code in ("TABLE_MISSING", "TABLE_CHANGED"):  # loads the table again from the source's beginning
+        return f"croft run {asset} --full-refresh"
     return f"croft run {asset}"
 
 
