@@ -53,7 +53,12 @@ def work(
     if due or run_id:
         return _due(assets, only or wait, due, run_id, project_dir)
 
-    options = RunOptions(selectors=list(assets), only=only, argv=command_line(), wait=wait)
+    from croft.engine.settings import starter
+
+    trigger, human = starter()
+    options = RunOptions(
+        selectors=list(assets), only=only, argv=command_line(), wait=wait, trigger=trigger, human=human
+    )
     return run_assets(load(project_dir), options)
 
 

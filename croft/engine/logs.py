@@ -32,6 +32,7 @@ def _step(
     out = {
         "runId": step["run_id"],
         "trigger": trigger,
+        "startedBy": runs.started_by(trigger),
         "asset": step["asset"],
         "attempt": step["attempt"],
         "status": step["status"],
@@ -53,6 +54,7 @@ def _run(run: dict[str, Any]) -> dict[str, Any]:
         "trigger": run["trigger"],
         "scheduled": run["trigger"] == "schedule",
         "human": bool(run["human"]),
+        "startedBy": runs.started_by(run["trigger"]),
         "status": run["status"],
         "startedAt": run["started_at"],
         "finishedAt": run["finished_at"],

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
 __all__ = [
+    "AGENT",
     "FAILED_STATUSES",
     "RUN_STATUSES",
     "STEP_STATUSES",
@@ -41,6 +42,7 @@ __all__ = [
     "record_skipped_step",
     "running_runs",
     "start_step",
+    "started_by",
     "update_run_summary",
 ]
 
@@ -51,6 +53,17 @@ STEP_STATUSES = ("running", "ok", "failed", "skipped", "unchanged", "interrupted
 FAILED_STATUSES = ("failed", "crashed")
 # A step that ran its code and left its table as it should be.
 OK_STEP_STATUSES = ("ok", "unchanged")
+
+# A run's ``trigger``: "manual" (a person at a terminal or the page), "schedule" (the tick) or AGENT (a
+# coding agent, through ``croft mcp`` or with CROFT_AGENT=1: ``human`` is 0, so it approves no code).
+AGENT = "agent"
+_STARTED_BY = {"schedule": "schedule", AGENT: "agent"}
+
+
+def started_by(trigger: str | None) -> str:
+    """Who started a run, in the words the history shows: "person", "agent" or "schedule"."""
+    return _STARTED_BY.get(trigger or "", "person")
+
 
 _ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ID_TRIES = 50
@@ -127,7 +140,7 @@ def create_run(
     conn: sqlite3.Connection,
     *,
     run_id: str,
-    trigger: Literal["manual", "schedule"] | str,
+    trigger: Literal["manual", "schedule", "agent"] | str,
     human: bool,
     argv: list[str],
     who: ProcessIdentity,
