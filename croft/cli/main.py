@@ -28,6 +28,8 @@ COMMANDS: dict[str, str] = {
     "tick": "tick:command",
     "ui": "ui:command",
     "notify": "notify:group",
+    "context": "context:command",
+    "mcp": "mcp:command",
 }
 
 

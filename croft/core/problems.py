@@ -80,6 +80,7 @@ CODES: dict[str, tuple[str, int]] = {
     "APPRISE_MISSING": ("project", 2),
     "PORT_IN_USE": ("project", 2),
     "NOTIFY_FAILED": ("state", 1),
+    "MCP_MISSING": ("project", 2),
 }
 
 

@@ -45,6 +45,7 @@ def project_status(project: Project) -> Result:
                     "kind": f.kind,
                     "description": f.description,
                     "file": f.rel,
+                    "reads": list(f.inputs),
                     "rows": entry.get("rows") if entry else None,
                     "lastLoadedAt": entry.get("lastLoadedAt") if entry else None,
                     "stale": bool(reasons),
