@@ -76,6 +76,7 @@ def test_context_gives_the_project_each_asset_and_what_to_ask_first(make_project
     assert data["truncated"] is False
     # the hold and what releases it: the same decision croft status shows
     code, status = croft(root, "status")
+    assert code == 0, status
     held = {a["asset"]: a["schedule"]["hold"] for a in status["data"]["assets"] if a["schedule"]["hold"]}
     assert {a["asset"]: a["hold"]["code"] for a in data["assets"] if "hold" in a} == {
         name: hold["code"] for name, hold in held.items()
@@ -86,6 +87,7 @@ def test_context_gives_the_project_each_asset_and_what_to_ask_first(make_project
 def test_a_failure_comes_with_its_redacted_log_tail_and_where_to_read_more(make_project) -> None:
     root = _project(make_project)
     code, envelope = croft(root, "context")
+    assert code == 0, envelope
     (failure,) = envelope["data"]["recentFailures"]
     assert failure["asset"] == "broken" and failure["code"] == "ASSET_CODE_ERROR"
     assert failure["logsCommand"] == "croft logs broken --failed"
