@@ -81,6 +81,7 @@ CODES: dict[str, tuple[str, int]] = {
     "PORT_IN_USE": ("project", 2),
     "NOTIFY_FAILED": ("state", 1),
     "MCP_MISSING": ("project", 2),
+    "AGENTS_BLOCK_INVALID": ("project", 2),
 }
 
 
