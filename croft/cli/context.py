@@ -12,21 +12,30 @@ from croft.core import clock, when
 from croft.core.result import Result
 
 
+# control characters (C0, DEL, C1) of text from outside (log lines, messages, descriptions) as \\xNN, so a
+# log line cannot move the cursor or retitle the terminal of the person reading
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def _shown(text: object) -> str:
+    return str(text).translate(_CONTROL)
+
+
 def _asset_lines(a: dict[str, Any], now: Any) -> list[str]:
     head = f"{a['asset']} ({a['kind']}"
     head += f", {a['schedule']}" if a.get("schedule") else ""
     head += f", {a['rows']} rows" if a.get("rows") is not None else ""
     head += ")"
     if a.get("description"):
-        head += f": {a['description']}"
+        head += f": {_shown(a['description'])}"
     lines = [head]
     if a.get("hold"):
-        lines.append(f"    held {a['hold']['code']}: {a['hold']['reason']}")
+        lines.append(f"    held {a['hold']['code']}: {_shown(a['hold']['reason'])}")
     if a.get("stale"):
         lines.append(f"    stale: {', '.join(a['stale'])}")
     last = a.get("lastRun")
     if last:
-        error = f" {last['code']}: {last.get('message') or ''}" if last.get("code") else ""
+        error = f" {last['code']}: {_shown(last.get('message') or '')}" if last.get("code") else ""
         lines.append(f"    last run {last['status']} {when.clock(last['at'], now)}{error}")
     fresh = a.get("freshness")
     if fresh and fresh.get("breached"):
@@ -34,7 +43,7 @@ def _asset_lines(a: dict[str, Any], now: Any) -> list[str]:
     for key, words in (("reads", "reads"), ("readBy", "read by"), ("columns", "columns")):
         if a.get(key):
             lines.append(f"    {words}: {', '.join(a[key])}")
-    lines += [f"    {p}" for p in a.get("problems", [])]
+    lines += [f"    {_shown(p)}" for p in a.get("problems", [])]
     return lines
 
 
@@ -57,8 +66,8 @@ def _human(result: Result) -> str:
         lines.append(f"need nothing: {', '.join(data['quietAssets'])}")
     for f in data["recentFailures"]:
         lines.append("")
-        lines.append(f"failed: {f['asset']} {f['runId']} {f['code']}: {f.get('message') or ''}")
-        lines += [f"    | {line}" for line in f["logTail"]]
+        lines.append(f"failed: {f['asset']} {f['runId']} {f['code']}: {_shown(f.get('message') or '')}")
+        lines += [f"    | {_shown(line)}" for line in f["logTail"]]
     if data["fixes"]:
         lines.append("")
         lines.append("fixes croft computed:")

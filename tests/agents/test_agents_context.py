@@ -29,6 +29,7 @@ from croft import ingest
 @ingest(key="id", secrets=["API_KEY"])
 def rows(ctx):
     ctx.log("about to fail, key " + ctx.secret("API_KEY"))
+    ctx.log("clear \\x1b[2J the screen")
     raise RuntimeError("the upstream said no")
 """
 
@@ -152,3 +153,4 @@ def test_plain_text_names_the_assets_and_the_ask_first_list(make_project) -> Non
     assert "items (ingest, every hour, 2 rows)" in out
     assert "ask the user first:" in out and "croft schedule on:" in out
     assert "failed: broken" in out and SECRET not in out
+    assert "\\x1b[2J" in out and "\x1b" not in out  # a log line cannot drive the reader's terminal
