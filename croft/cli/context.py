@@ -11,7 +11,6 @@ from croft.cli.render import json_option, run_command
 from croft.core import clock, when
 from croft.core.result import Result
 
-
 # control characters (C0, DEL, C1) of text from outside (log lines, messages, descriptions) as \\xNN, so a
 # log line cannot move the cursor or retitle the terminal of the person reading
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
