@@ -33,7 +33,8 @@ __all__ = ["READ_TOOLS", "build_server", "check", "serve"]
 OUTPUT_LIMIT = 8_000_000  # bytes of one command's envelope; `croft logs` of a long history stays well under
 READ_DEADLINE_S = 300.0  # a reading command (status, logs, validate, docs, schedule)
 WORK_DEADLINE_S = 3600.0  # a preview or a run: SIGTERM then, which croft records as interrupted
-STDERR_KEPT = 4000  # characters of a command's stderr shown when it printed no envelope
+STDERR_KEPT = 4000  # bytes of a command's stderr shown when it printed no envelope
+STOP_GRACE_S = 10.0  # after SIGTERM, how long a command has to record itself interrupted and answer
 
 READ_TOOLS = (
     "status",
@@ -63,53 +64,65 @@ async def _croft(root: Path, args: list[str], deadline: float) -> CallToolResult
     env = croft_env()
     env["CROFT_AGENT"] = "1"
     argv = [sys.executable, "-m", "croft", *args]
-    out = bytearray()
-    err = bytearray()
-    too_big = False
-    timed_out = False
+    out, err = bytearray(), bytearray()
+    ended: list[str] = []  # why croft was stopped, if it was: "too big" or "too long"
     # stdin from /dev/null: the server's own stdin is the protocol's stream
     process: Process = await anyio.open_process(argv, cwd=str(root), env=env, stdin=subprocess.DEVNULL)
+
+    async def read_out() -> None:
+        if await _read_into(process.stdout, out, OUTPUT_LIMIT):
+            ended.append("too big")
+            process.kill()
+
     try:
-        with anyio.move_on_after(deadline) as scope:
-            async with anyio.create_task_group() as group:
-                group.start_soon(_read_into, process.stderr, err, STDERR_KEPT * 4)
-                too_big = await _read_into(process.stdout, out, OUTPUT_LIMIT)
-                if too_big:
+        async with anyio.create_task_group() as group:
+            group.start_soon(read_out)
+            group.start_soon(_tail_into, process.stderr, err, STDERR_KEPT)
+            with anyio.move_on_after(deadline) as scope:
+                await process.wait()
+            if scope.cancelled_caught:  # SIGTERM: a run records itself interrupted and still answers
+                ended.append("too long")
+                process.send_signal(signal.SIGTERM)
+                with anyio.move_on_after(STOP_GRACE_S):
+                    await process.wait()
+                if process.returncode is None:
                     process.kill()
-            await process.wait()
-        timed_out = scope.cancelled_caught
     finally:
         if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-            with anyio.move_on_after(10):
+            process.kill()
+            with anyio.CancelScope(shield=True):
                 await process.wait()
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-    if too_big:
-        return _failure(f"croft {' '.join(args)} printed more than {OUTPUT_LIMIT} bytes; ask for less")
+    if "too big" in ended:
+        return _failure(f"croft {' '.join(args)} printed more than {OUTPUT_LIMIT:,} bytes; ask for less")
     try:
         envelope = json.loads(out.decode("utf-8", "replace"))
     except ValueError:
-        why = "took too long and was stopped" if timed_out else f"exited {process.returncode}"
-        tail = err.decode("utf-8", "replace")[-STDERR_KEPT:]
+        why = f"ran past {deadline:g} s and was stopped" if ended else f"exited {process.returncode}"
+        tail = err.decode("utf-8", "replace")
         return _failure(f"croft {' '.join(args)} {why} without an answer: {tail}")
     text = json.dumps(envelope, ensure_ascii=False)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=envelope)
 
 
 async def _read_into(stream: Any, into: bytearray, limit: int) -> bool:
-    """Read ``stream`` to its end into ``into``, keeping at most ``limit`` bytes; True when there was more."""
+    """Read ``stream`` to its end into ``into``; True (and stop reading) when it holds more than ``limit``."""
     if stream is None:
         return False
-    over = False
     async for chunk in stream:
         if len(into) + len(chunk) > limit:
             into.extend(chunk[: max(0, limit - len(into))])
-            over = True
-            break
+            return True
         into.extend(chunk)
-    return over
+    return False
+
+
+async def _tail_into(stream: Any, into: bytearray, keep: int) -> None:
+    """Read ``stream`` to its end (so the child never blocks on a full pipe), keeping its last ``keep`` bytes."""
+    if stream is None:
+        return
+    async for chunk in stream:
+        into.extend(chunk)
+        del into[:-keep]
 
 
 def _failure(message: str) -> CallToolResult:

@@ -146,3 +146,29 @@ def test_check_lists_the_tools_and_run_only_when_allowed(make_project) -> None:
         )  # fmt: skip
         envelope = json.loads(out.stdout)
         assert out.returncode == 0 and sorted(envelope["data"]["tools"]) == expected
+
+
+SLOW = """
+from croft import ingest
+
+
+@ingest(key="id")
+def rows(ctx):
+    import time
+
+    ctx.log("waiting on a server that never answers")
+    time.sleep(600)
+    yield {"id": 1}
+"""
+
+
+def test_a_command_past_its_deadline_is_stopped_and_still_answers(make_project) -> None:
+    from croft.agents.mcpserver import _croft
+
+    root = make_project({"assets/slow.py": SLOW})
+    result = anyio.run(_croft, root, ["preview", "--json", "--", "slow"], 15.0)
+    envelope = _envelope(result)  # SIGTERM: the preview recorded itself interrupted and printed its envelope
+    assert not envelope["ok"] and envelope["problems"][0]["code"] == "INTERRUPTED"
+    assert history(root, "SELECT status, trigger FROM runs") == [
+        {"status": "interrupted", "trigger": "agent"}
+    ]
