@@ -136,6 +136,7 @@ def _compact(
                 "status": last["status"],
                 "at": last["at"],
                 "runId": last["runId"],
+                "startedBy": last.get("startedBy"),
                 "code": last.get("code"),
                 "message": _cut(last.get("message")),
             }

@@ -36,6 +36,8 @@ def project_status(project: Project) -> Result:
                 f.kind, entry, digest, {i: entries.get(i) for i in f.inputs if i in facts}
             )
             last = runs.latest_step(conn, name)
+            if last is not None:
+                last["trigger"] = runs.trigger_of(conn, last["run_id"])
             count, since = runs.failing_streak(conn, name)
             sched = state.get_schedule_state(conn, name) or {}
             approved = sched.get("approved_code_hash")
@@ -78,6 +80,7 @@ def _last(step: dict[str, Any] | None) -> dict[str, Any] | None:
         "at": step.get("finished_at") or step["started_at"],
         "status": step["status"],
         "attempt": step["attempt"],
+        "startedBy": runs.started_by(step.get("trigger")),
         "code": error.get("code"),
         "message": error.get("message"),
         # a failed attempt whose run waits to try again (engine.runner): the next attempt starts then

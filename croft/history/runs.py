@@ -43,6 +43,7 @@ __all__ = [
     "running_runs",
     "start_step",
     "started_by",
+    "trigger_of",
     "update_run_summary",
 ]
 
@@ -353,6 +354,13 @@ def latest_step(conn: sqlite3.Connection, asset: str) -> dict[str, Any] | None:
         (asset,),
     ).fetchone()
     return None if row is None else _step_dict(row)
+
+
+@translate_sqlite_errors("reading who started a run")
+def trigger_of(conn: sqlite3.Connection, run_id: str) -> str | None:
+    """The run's ``trigger`` (manual, agent or schedule), None for a run not in the history."""
+    row = conn.execute("SELECT trigger FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return None if row is None else str(row[0])
 
 
 @translate_sqlite_errors("reading the asset's failures in a row")

@@ -28,11 +28,14 @@ def _approved(root: Path, asset: str) -> str | None:
     return rows[0]["approved_code_hash"] if rows else None
 
 
-def _hold(root: Path, asset: str) -> dict | None:
+def _status_row(root: Path, asset: str) -> dict:
     code, envelope = croft(root, "status")
     assert code == 0, envelope
-    row = next(a for a in envelope["data"]["assets"] if a["asset"] == asset)
-    return row["schedule"]["hold"]
+    return next(a for a in envelope["data"]["assets"] if a["asset"] == asset)
+
+
+def _hold(root: Path, asset: str) -> dict | None:
+    return _status_row(root, asset)["schedule"]["hold"]
 
 
 def test_an_agents_run_builds_the_asset_but_leaves_it_held(make_project) -> None:
@@ -49,6 +52,7 @@ def test_an_agents_run_builds_the_asset_but_leaves_it_held(make_project) -> None
     held = [p for p in envelope["problems"] if p["code"] == "SCHEDULE_HELD"]
     assert held and held[0]["severity"] == "info" and "croft run items" in held[0]["hint"]
     assert _hold(root, "items")["code"] == "SCHEDULE_HELD"
+    assert _status_row(root, "items")["lastRun"]["startedBy"] == "agent"  # what the page's row shows
 
 
 def test_a_persons_run_after_it_releases_the_asset(make_project) -> None:
@@ -59,6 +63,7 @@ def test_a_persons_run_after_it_releases_the_asset(make_project) -> None:
     assert envelope["data"]["startedBy"] == "person" and "awaitingPerson" not in envelope["data"]
     assert _approved(root, "items") is not None
     assert _hold(root, "items") is None
+    assert _status_row(root, "items")["lastRun"]["startedBy"] == "person"
     # an agent running the code a person already ran has nothing to wait for
     code, envelope = croft(root, "run", "items", env=AGENT)
     assert envelope["data"]["awaitingPerson"] == []
