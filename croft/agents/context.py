@@ -26,11 +26,10 @@ from croft.scheduler.tick.view import release_command
 __all__ = ["CAP_BYTES", "context"]
 
 CAP_BYTES = 20_000  # the whole envelope, as printed, in UTF-8 bytes
-ROOM_FOR_NOTES = 512  # what leaving out aims under the cap by, so the notes of what was left out fit
 FAILURES_SHOWN = 5  # the newest failing assets whose log tails are included
 TAIL_LINES = 15  # lines of each failure's log; 3 when the payload must shrink
 SHORT_TAIL = 3
-PROBLEMS_SHOWN = 20  # status's own problems, when there are more (a held warning per due asset)
+PROBLEMS_SHOWN = 10  # status's own problems and the fixes, when there are more (a held warning per due asset)
 MESSAGE_CHARS = 300  # a last run's or hold's message, cut
 
 
@@ -198,7 +197,7 @@ def _size(result: Result) -> int:
 
 
 def _fits(result: Result) -> bool:
-    return _size(result) <= CAP_BYTES - ROOM_FOR_NOTES
+    return _size(result) <= CAP_BYTES
 
 
 def _needs_nothing(a: dict[str, Any]) -> bool:
@@ -209,7 +208,7 @@ def _needs_nothing(a: dict[str, Any]) -> bool:
 
 def _fit(result: Result, keep_columns: bool) -> None:
     """Leave out what does not fit in CAP_BYTES, least useful first, and say what was left out."""
-    if _size(result) <= CAP_BYTES:
+    if _fits(result):
         return
     data = result.data
     data["truncated"] = True
@@ -225,7 +224,10 @@ def _fit(result: Result, keep_columns: bool) -> None:
         f["logTail"] = f["logTail"][-SHORT_TAIL:]
     if len(result.problems) > PROBLEMS_SHOWN:
         left_out["problems"] = len(result.problems) - PROBLEMS_SHOWN
-        result.problems = result.problems[:PROBLEMS_SHOWN]
+    result.problems = [
+        p.with_(message=_cut(p.message) or "", hint=_cut(p.hint) or "", details=None)
+        for p in result.problems[:PROBLEMS_SHOWN]
+    ]
     if len(data["fixes"]) > PROBLEMS_SHOWN:
         left_out["fixes"] = len(data["fixes"]) - PROBLEMS_SHOWN
         data["fixes"] = data["fixes"][:PROBLEMS_SHOWN]
@@ -256,13 +258,18 @@ def _keep_first(result: Result, key: str, where: str) -> None:
     items = result.data[key]
     if _fits(result) or not items:
         return
+    notes = result.data["leftOut"]
+
+    def keep(count: int) -> None:  # the note is measured with the head it goes with
+        result.data[key] = items[:count]
+        notes[key] = {"count": len(items) - count, "where": where}
+
     low, high = 0, len(items)
     while low < high:
         mid = (low + high + 1) // 2
-        result.data[key] = items[:mid]
+        keep(mid)
         if _fits(result):
             low = mid
         else:
             high = mid - 1
-    result.data[key] = items[:low]
-    result.data["leftOut"][key] = {"count": len(items) - low, "where": where}
+    keep(low)

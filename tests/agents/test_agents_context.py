@@ -154,3 +154,34 @@ def test_plain_text_names_the_assets_and_the_ask_first_list(make_project) -> Non
     assert "ask the user first:" in out and "croft schedule on:" in out
     assert "failed: broken" in out and SECRET not in out
     assert "\\x1b[2J" in out and "\x1b" not in out  # a log line cannot drive the reader's terminal
+
+
+def test_long_problems_and_many_assets_are_cut_to_fit() -> None:
+    from croft.agents.context import _fit
+    from croft.core.problems import problem
+    from croft.core.result import Result
+
+    assets = [
+        {"asset": f"a{i:03d}", "kind": "sql", "hold": {"code": "SCHEDULE_HELD", "reason": "x" * 200}}
+        for i in range(500)
+    ]
+    problems = [
+        problem("SCHEDULE_HELD", "m" * 4000, "h" * 4000, severity="warning", asset=f"a{i:03d}")
+        for i in range(40)
+    ]
+    data = {
+        "project": {},
+        "askFirst": [],
+        "running": [],
+        "assets": assets,
+        "recentFailures": [],
+        "fixes": [],
+        "truncated": False,
+    }
+    result = Result(data=data, problems=problems)
+    _fit(result, keep_columns=False)
+    assert len(json.dumps(result.envelope(), ensure_ascii=False).encode()) <= CAP_BYTES
+    assert result.data["truncated"] and result.data["leftOut"]["problems"] == 30
+    assert result.problems and all(len(p.message) <= 300 for p in result.problems)
+    kept = len(result.data["assets"])
+    assert 0 < kept < 500 and result.data["leftOut"]["assets"]["count"] == 500 - kept
