@@ -28,7 +28,7 @@ from croft.agents.askfirst import ASK_FIRST, PERSON_RELEASES
 from croft.core.children import croft_env
 from croft.core.result import Result
 
-__all__ = ["READ_TOOLS", "build_server", "check", "serve"]
+__all__ = ["ALWAYS_ON", "build_server", "check", "serve"]
 
 OUTPUT_LIMIT = 8_000_000  # bytes of one command's envelope; `croft logs` of a long history stays well under
 READ_DEADLINE_S = 300.0  # a reading command (status, logs, validate, docs, schedule)
@@ -36,7 +36,8 @@ WORK_DEADLINE_S = 3600.0  # a preview or a run: SIGTERM then, which croft record
 STDERR_KEPT = 4000  # bytes of a command's stderr shown when it printed no envelope
 STOP_GRACE_S = 10.0  # after SIGTERM, how long a command has to record itself interrupted and answer
 
-READ_TOOLS = (
+# the tools every server has (preview among them: it commits nothing); `run` only with --allow-run
+ALWAYS_ON = (
     "status",
     "context",
     "logs",
@@ -205,7 +206,8 @@ def build_server(root: Path, allow_run: bool) -> MCPServer:
             args = ["run", "--json", *(["--only"] if only else [])]
             return await _croft(root, [*args, *_positional(*(assets or []))], WORK_DEADLINE_S)
 
-        server.add_tool(run, annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
+        # it writes the warehouse (a replace can drop rows): a client that asks before such a tool asks here
+        server.add_tool(run, annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
     return server
 
 

@@ -16,7 +16,7 @@ from enginekit import history, table
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from schedulekit import schedule_on, tick
 
-from croft.agents.mcpserver import READ_TOOLS
+from croft.agents.mcpserver import ALWAYS_ON
 
 pytestmark = pytest.mark.processes
 
@@ -83,7 +83,7 @@ def test_the_reading_tools_return_crofts_own_envelopes(make_project) -> None:
             ("preview", {"asset": "--watch"}),  # a value, never an option
         ],
     )
-    assert sorted(tools) == sorted(READ_TOOLS)  # no run, and nothing turns scheduling on, off or paused
+    assert sorted(tools) == sorted(ALWAYS_ON)  # no run, and nothing turns scheduling on, off or paused
     status, context, logs, validate, sched, explain, odd = (_envelope(r) for r in results)
     assert [a["asset"] for a in status["data"]["assets"]] == ["items"]
     assert status["data"]["assets"][0]["schedule"]["hold"]["code"] == "SCHEDULE_HELD"
@@ -139,7 +139,7 @@ def test_without_the_sdk_croft_mcp_says_how_to_get_it(make_project) -> None:
 
 def test_check_lists_the_tools_and_run_only_when_allowed(make_project) -> None:
     root = make_project({"assets/items.py": ITEMS})
-    for flags, expected in (([], sorted(READ_TOOLS)), (["--allow-run"], sorted([*READ_TOOLS, "run"]))):
+    for flags, expected in (([], sorted(ALWAYS_ON)), (["--allow-run"], sorted([*ALWAYS_ON, "run"]))):
         out = subprocess.run(
             [sys.executable, "-m", "croft", "mcp", "--check", "--json", *flags],
             cwd=root, capture_output=True, text=True, timeout=60, check=False,
