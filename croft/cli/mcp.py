@@ -18,9 +18,22 @@ _SDK_PACKAGES = ("mcp", "mcp_types", "anyio", "pydantic", "pydantic_core")
 
 
 def _missing() -> CroftError:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        have = version("mcp")
+    except PackageNotFoundError:
+        found = ", which is not installed"
+    else:
+        parts = [int(p) if p.isdigit() else 0 for p in have.split(".")[:2]]
+        found = (
+            f"; this environment has mcp {have}, older than the 2.3 croft mcp is built on"
+            if parts < [2, 3]
+            else f"; mcp {have} is installed but could not be imported"
+        )
     return CroftError(
         "MCP_MISSING",
-        "croft mcp needs the Model Context Protocol SDK (the `mcp` package), which is not installed",
+        f"croft mcp needs the Model Context Protocol SDK (the `mcp` package){found}",
         "Install croft's mcp extra into the environment croft runs from, then start croft mcp again.",
         fix={"kind": "command", "description": "install the extra", "command": "pip install 'croft[mcp]'"},
     )
