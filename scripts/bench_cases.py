@@ -842,6 +842,75 @@ def bench_scale() -> Section:
     return Section("Scale: a backlog, a long history, many projects, command start", body, ok)
 
 
+# ----------------------------------------------------------------------------------------------------------
+# Agents: croft context beside croft status
+
+CONTEXT_INGESTS = 50
+CONTEXT_TRANSFORMS = 450
+CONTEXT_REPEATS = 5
+CONTEXT_TARGET = 1.5  # context's CPU at most this many times status's
+CONTEXT_CAP = 20_000
+
+_CONTEXT_INGEST = """
+from croft import ingest
+
+
+@ingest(schedule="every hour", key="id")
+def rows(ctx):
+    yield [{{"id": i, "name": f"item {{i}}", "n": {n}}} for i in range(5)]
+"""
+_CONTEXT_SQL = """-- description: transform number {i}, built from {source}
+-- key: name
+SELECT name, sum(n) AS total FROM {source} GROUP BY name
+"""
+
+
+def bench_context() -> Section:
+    """``croft context --json`` beside ``croft status --json`` on a project of 500 assets (50 ingests, 450
+    SQL transforms, all built once by a person, then one ingest's code edited so it is held and its
+    readers are stale): CPU time of whole processes, alternating in one run, and the payload's size."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="croft-bench-") as tmp:
+        root = Path(tmp) / "project"
+        (root / "assets").mkdir(parents=True)
+        (root / "croft.json").write_text('{"timezone": "Europe/London"}\n')
+        for i in range(CONTEXT_INGESTS):
+            (root / "assets" / f"src_{i:03d}.py").write_text(_CONTEXT_INGEST.format(n=i))
+        for i in range(CONTEXT_TRANSFORMS):
+            source = f"src_{i % CONTEXT_INGESTS:03d}"
+            (root / "assets" / f"t_{i:03d}.sql").write_text(_CONTEXT_SQL.format(i=i, source=source))
+        env = {**os.environ, "CROFT_HOME": str(Path(tmp) / "home"), "CROFT_NOTIFY_DRY": "1"}
+        croft = [sys.executable, "-m", "croft"]
+        subprocess.run([*croft, "run", "--json"], cwd=root, env=env, check=True, capture_output=True)
+        (root / "assets" / "src_000.py").write_text(_CONTEXT_INGEST.format(n=-1))  # edited: held
+        status_cpu, context_cpu = [], []
+        for _ in range(CONTEXT_REPEATS):
+            status_cpu.append(_cpu_of([*croft, "status", "--json"], root, env))
+            context_cpu.append(_cpu_of([*croft, "context", "--json"], root, env))
+        out = subprocess.run([*croft, "context", "--json"], cwd=root, env=env, capture_output=True, check=True)
+    size = len(out.stdout.rstrip(b"\n"))
+    data = json.loads(out.stdout)["data"]
+    status_ms = statistics.median(status_cpu) * 1000
+    context_ms = statistics.median(context_cpu) * 1000
+    ratio = context_ms / status_ms
+    ok = ratio <= CONTEXT_TARGET and size <= CONTEXT_CAP and data["truncated"] is True
+    body = "\n".join(
+        [
+            f"CPU milliseconds (user + system) of whole processes, medians of {CONTEXT_REPEATS} alternating "
+            f"runs, on a project of {CONTEXT_INGESTS + CONTEXT_TRANSFORMS} assets ({CONTEXT_INGESTS} ingests, "
+            f"{CONTEXT_TRANSFORMS} SQL transforms, built once, one ingest then edited). Target: context at most "
+            f"{CONTEXT_TARGET}× status, its envelope at most {CONTEXT_CAP:,} bytes and `truncated`.",
+            "",
+            "| command | CPU ms | ratio | envelope bytes | truncated |",
+            "|---|---|---|---|---|",
+            f"| `croft status --json` | {status_ms:.0f} | 1.00× | | |",
+            f"| `croft context --json` | {context_ms:.0f} | {ratio:.2f}× | {size:,} | {data['truncated']} |",
+        ]
+    )
+    return Section("Agents: `croft context` beside `croft status` on 500 assets", body, ok)
+
+
 BENCHMARKS: list[Callable[[], Section]] = [
     bench_schedule_fires,
     bench_idle_tick,
@@ -850,6 +919,7 @@ BENCHMARKS: list[Callable[[], Section]] = [
     bench_full_refresh,
     bench_logs,
     bench_scale,
+    bench_context,
 ]
 
 

@@ -125,6 +125,15 @@ ALIASES: dict[str, str] = {
     "web": "ui",
     "browser": "ui",
     "dashboard": "ui",
+    # coding agents
+    "agent": "agents",
+    "mcp": "agents",
+    "context": "agents",
+    "skill": "agents",
+    "claude": "agents",
+    "claude-code": "agents",
+    "codex": "agents",
+    "agents.md": "agents",
     # the rest
     "error": "errors",
     "codes": "errors",

@@ -12,9 +12,16 @@ from croft.core.result import Next, Result
 
 
 def _init(directory: str, timezone: str | None) -> Result:
+    from croft.agents.agentfiles import plan_agent_files, write_agent_files
     from croft.project.scaffold import init_project
 
+    planned = plan_agent_files(
+        Path(directory).resolve()
+    )  # a file that cannot take the block: nothing written
     data = init_project(Path(directory), timezone)
+    agents = write_agent_files(Path(str(data["root"])), planned)
+    data["written"] = [*data["written"], *agents["written"]]  # type: ignore[misc]
+    data["kept"] = [*data["kept"], *agents["unchanged"]]  # type: ignore[misc]
     go = f"cd {shlex.quote(str(data['root']))} && " if Path(directory).resolve() != Path.cwd() else ""
     return Result(
         data=data,
@@ -28,8 +35,25 @@ def _init(directory: str, timezone: str | None) -> Result:
     )
 
 
+def _agents(directory: str) -> Result:
+    """``croft init --agents``: refresh croft's block in the agent files of an existing project."""
+    from croft.agents.agentfiles import write_agent_files
+    from croft.project.config import load_project
+
+    root = load_project(Path(directory)).root
+    found = write_agent_files(root)
+    return Result(
+        data={"root": str(root), "agents": True, "written": found["written"], "kept": found["unchanged"]}
+    )
+
+
 def _human(result: Result) -> str:
     data = result.data
+    if data.get("agents"):
+        lines = [f"croft's agent files in {data['root']}:"]
+        lines += [f"  + {rel} (croft's block written; your text outside it kept)" for rel in data["written"]]
+        lines += [f"  = {rel} (already up to date)" for rel in data["kept"]]
+        return "\n".join(lines)
     lines = [f"Created a croft project in {data['root']} (timezone {data['timezone']})"]
     lines += [f"  + {rel}" for rel in data["written"]]
     lines += [f"  = {rel} (kept as it was)" for rel in data["kept"]]
@@ -39,9 +63,26 @@ def _human(result: Result) -> str:
 @click.command("init")
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
 @click.option("--timezone", help="IANA zone for schedules (default: this machine's zone).")
+@click.option(
+    "--agents",
+    is_flag=True,
+    help="In an existing project: write or refresh croft's block in AGENTS.md and .claude/skills/croft/SKILL.md.",
+)
 @json_option
 @run_command(_human)
-def command(directory: str, timezone: str | None) -> Result:
+def command(directory: str, timezone: str | None, agents: bool) -> Result:
     """Make a working project in DIRECTORY (default: here): croft.json, assets/, lib/, .env.example,
-    an example ingest and an example SQL transform that run offline."""
+    an example ingest and an example SQL transform that run offline, and the agent files (AGENTS.md,
+    .claude/skills/croft/SKILL.md). With --agents, only refresh croft's block in the agent files of an
+    existing project, keeping your own text around it."""
+    if agents:
+        if timezone is not None:
+            from croft.core.problems import CroftError
+
+            raise CroftError(
+                "USAGE",
+                "--timezone makes a new project; --agents only refreshes the agent files of an existing one",
+                "Run `croft init --agents` without --timezone.",
+            )
+        return _agents(directory)
     return _init(directory, timezone)

@@ -12,10 +12,14 @@ from croft.core import clock, when
 from croft.core.clock import parse_instant
 from croft.core.duration import words
 from croft.core.result import Result
+from croft.history.runs import started_by
+
+# who started a run (history.runs.started_by) -> how a line of croft logs says it
+_BY_WORDS = {"schedule": "scheduled", "agent": "by an agent", "dagster": "by Dagster", "person": "by hand"}
 
 
 def _by(trigger: str | None) -> str:
-    return {"schedule": "scheduled", "dagster": "by Dagster"}.get(trigger or "", "by hand")
+    return _BY_WORDS[started_by(trigger)]
 
 
 def log_line(line: str, now: datetime) -> str:
@@ -68,7 +72,8 @@ def _run_words(run: dict, now: datetime) -> str:
     if run["trigger"] == "dagster":  # croft.dagster: a materialization Dagster asked for
         return "by Dagster" + (f": {', '.join(assets)}" if assets else "")
     argv = [a for a in (run.get("argv") or []) if a not in ("--json",)]
-    return "by hand: " + " ".join(["croft", *argv]) if argv else "by hand"
+    by = _by(run["trigger"])
+    return f"{by}: " + " ".join(["croft", *argv]) if argv else by
 
 
 def _span(run: dict, now: datetime) -> str:

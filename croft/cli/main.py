@@ -29,6 +29,8 @@ COMMANDS: dict[str, str] = {
     "ui": "ui:command",
     "notify": "notify:group",
     "metrics": "metrics:command",
+    "context": "context:command",
+    "mcp": "mcp:command",
 }
 
 

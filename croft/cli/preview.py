@@ -57,7 +57,10 @@ def command(asset: str, project_dir: str | None, watch: bool = False) -> Result:
 
         return watch_loop(load(project_dir), asset, as_json=click.get_current_context().params["as_json"])
     from croft.engine.runner import RunOptions, run_assets
+    from croft.engine.settings import starter
 
-    return run_assets(
-        load(project_dir), RunOptions(selectors=[asset], only=True, preview=True, argv=command_line())
+    trigger, human = starter()
+    options = RunOptions(
+        selectors=[asset], only=True, preview=True, argv=command_line(), trigger=trigger, human=human
     )
+    return run_assets(load(project_dir), options)

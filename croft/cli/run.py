@@ -74,9 +74,20 @@ def work(
             )
         return _due(assets, only or wait, due, run_id, project_dir)
 
+    from croft.engine.settings import starter
+
     argv = command_line()
     project = load(project_dir)
-    options = RunOptions(selectors=list(assets), only=only, argv=argv, wait=wait, refill=refill)
+    trigger, human_run = starter()
+    options = RunOptions(
+        selectors=list(assets),
+        only=only,
+        argv=argv,
+        wait=wait,
+        refill=refill,
+        trigger=trigger,
+        human=human_run,
+    )
     human = "--json" not in argv
     if refill is not None and refill.full_refresh and not yes and human and _terminal():
         declined = _declined(project, assets)

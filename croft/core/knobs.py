@@ -90,6 +90,7 @@ KNOBS: dict[str, Knob] = {
         Knob("CROFT_SERVE_INTERVAL_MS", "ms", 60_000, "how often croft serve ticks", 100, 86_400_000),
         Knob("CROFT_MAX_SCHEDULED_RUNS", "count", None, "scheduled runs alive at once for this user", 1, 64),
         Knob("CROFT_DEBUG", "flag", False, "print an internal error's traceback too"),
+        Knob("CROFT_AGENT", "flag", False, "a coding agent started this command: its runs approve no code"),
     )
 }
 

@@ -82,6 +82,8 @@ CODES: dict[str, tuple[str, int]] = {
     "NOTIFY_FAILED": ("state", 1),
     "TABLE_MISSING": ("run", 1),
     "TABLE_CHANGED": ("run", 1),
+    "MCP_MISSING": ("project", 2),
+    "AGENTS_BLOCK_INVALID": ("project", 2),
 }
 
 

@@ -12,7 +12,7 @@ from croft.history import runs, steplogs
 from croft.history.db import open_history
 from croft.project.config import Project
 
-__all__ = ["show_logs"]
+__all__ = ["recent_failures", "show_logs"]
 
 TAIL_LINES = 200
 
@@ -32,6 +32,7 @@ def _step(
     out = {
         "runId": step["run_id"],
         "trigger": trigger,
+        "startedBy": runs.started_by(trigger),
         "asset": step["asset"],
         "attempt": step["attempt"],
         "status": step["status"],
@@ -53,6 +54,7 @@ def _run(run: dict[str, Any]) -> dict[str, Any]:
         "trigger": run["trigger"],
         "scheduled": run["trigger"] == "schedule",
         "human": bool(run["human"]),
+        "startedBy": runs.started_by(run["trigger"]),
         "status": run["status"],
         "startedAt": run["started_at"],
         "finishedAt": run["finished_at"],
@@ -120,3 +122,25 @@ def _require_asset(project: Project, conn: Any, asset: str) -> None:
     if asset in facts or runs.list_steps(conn, asset=asset, limit=1):
         return
     raise unknown_asset(asset, facts, "logs")
+
+
+def recent_failures(project: Project, assets: list[str], lines: int) -> list[dict[str, Any]]:
+    """The last failed attempt of each of ``assets`` (newest first), each with the last ``lines`` lines of
+    its log, redacted as ``croft logs`` redacts them (``croft context`` shows these)."""
+    if not assets:
+        return []
+    redact = project.redactor.text
+    conn = open_history(project.config.state_dir)
+    try:
+        found = []
+        for asset in assets:
+            steps = runs.list_steps(conn, asset=asset, failed=True, limit=1)
+            if steps:
+                trigger = (runs.get_run(conn, steps[0]["run_id"]) or {}).get("trigger")
+                step = _step(conn, steps[0], redact, True, trigger)
+                step["lines"] = step["lines"][-lines:] if lines else []
+                found.append(step)
+    finally:
+        conn.close()
+    found.sort(key=lambda s: s["startedAt"] or "", reverse=True)
+    return [project.redactor.obj(s) for s in found]

@@ -17,7 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["committed_attempts", "table_versions"]
+__all__ = ["committed_attempts", "table_columns", "table_versions"]
 
 
 def committed_attempts(database: Path, attempts: Iterable[tuple[str, str, int]]) -> set[tuple[str, str, int]]:
@@ -65,3 +65,28 @@ def table_versions(database: Path, tables: Iterable[str]) -> tuple[Any, ...]:
     finally:
         conn.close()
     return tuple(versions)
+
+
+def table_columns(database: Path) -> dict[str, list[tuple[str, str]]]:
+    """Every table's user columns and declared types, in table order, in one query (``croft context``
+    lists them for an agent); {} when the file is missing or cannot be read."""
+    from croft.engine.rows import RESERVED_COLUMNS  # lazy: the project tick imports this module, not rows
+
+    if not Path(database).is_file():
+        return {}
+    found: dict[str, list[tuple[str, str]]] = {}
+    try:
+        conn = sqlitefile.connect(database, "read", timeout=1.0)
+        try:
+            rows = conn.execute(
+                "SELECT m.name, p.name, p.type FROM sqlite_master m, pragma_table_info(m.name) p"
+                " WHERE m.type = 'table' AND m.name NOT LIKE '\\_croft\\_%' ESCAPE '\\' ORDER BY m.name, p.cid"
+            ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return found
+    for table, column, kind in rows:
+        if column not in RESERVED_COLUMNS:
+            found.setdefault(table, []).append((column, kind or ""))
+    return found

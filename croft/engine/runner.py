@@ -115,6 +115,7 @@ class _Run:
         self.problems: list[Problem] = []
         self.rules: Any = None  # the scheduler's rules in a scheduled run
         self.pings: Any = None  # a scheduled run's healthchecks-style pings (notify.runping)
+        self.proposed: dict[str, str] = {}  # an agent's run: asset -> the code hash it built, not approved
 
     def close(self) -> None:
         self.warehouse.close()
@@ -320,6 +321,8 @@ class _Run:
             mirror(self.conn, self.warehouse, {name: facts.kind})
         if self.options.human and digest:
             state.put_schedule_state(self.conn, name, approved_code_hash=digest)
+        elif digest and self.options.trigger == runs.AGENT:
+            self.proposed[name] = digest
         outcome.update(status=status, durationMs=_ms_since(started), rows=rows)
         if done.get("cursorAfter") is not None or done.get("since") is not None:
             outcome["cursor"] = {
@@ -566,11 +569,14 @@ class _Run:
         data: dict[str, Any] = {"runId": self.run_id, "status": status, "steps": steps}
         if self.options.preview:
             data["preview"] = True
+        data["startedBy"] = runs.started_by(self.options.trigger)
         nexts = [
             Next(f"croft logs {s['asset']} --failed", "see why it failed")
             for s in steps
             if s["status"] == "failed"
         ]
+        if self.proposed:
+            data["awaitingPerson"] = self._awaiting_person(nexts)
         ok = status == "succeeded" and not any(p.severity == "error" for p in self.problems)  # e.g. DISK_FULL
         result = Result(data=self.redactor.obj(data), problems=self.problems, next=nexts, ok=ok)
         if status == "interrupted":
@@ -593,6 +599,34 @@ class _Run:
 
         after_run(self.project, self.conn, self.options, self.redactor.obj(summary), self.facts)
         return result
+
+    def _awaiting_person(self, nexts: list[Next]) -> list[str]:
+        """An agent's run built these assets, but their code is not the code a person last ran: each stays
+        held from the scheduler, and the answer names what the person does to release it."""
+        waiting = []
+        for name, digest in self.proposed.items():
+            approved = (state.get_schedule_state(self.conn, name) or {}).get("approved_code_hash")
+            if approved == digest:
+                continue  # a person already ran this very code
+            waiting.append(name)
+            self.problems.append(
+                problem(
+                    "SCHEDULE_HELD",
+                    f"{name} was built by an agent, so the scheduler still holds it: only a person's run"
+                    " approves code",
+                    f"Ask the user to run `croft run {name}` in a terminal (or press Run now on `croft ui`'s"
+                    " page) after checking the change; that releases it.",
+                    severity="info",
+                    asset=name,
+                )
+            )
+            nexts.append(
+                Next(
+                    f"croft run {name}",
+                    f"for the person: releases {name} to the scheduler (or Run now on the page)",
+                )
+            )
+        return waiting
 
     def _recorded(self, write: Any) -> bool:
         """Do one bookkeeping write; if it fails (a full disk), keep its problem beside the run's own report

@@ -44,6 +44,8 @@ def project_status(project: Project) -> Result:
                 f.kind, entry, digest, {i: entries.get(i) for i in f.inputs if i in facts}
             )
             last = runs.latest_step(conn, name)
+            if last is not None:
+                last["trigger"] = runs.trigger_of(conn, last["run_id"])
             count, since = runs.failing_streak(conn, name)
             sched = state.get_schedule_state(conn, name) or {}
             approved = sched.get("approved_code_hash")
@@ -53,6 +55,7 @@ def project_status(project: Project) -> Result:
                     "kind": f.kind,
                     "description": f.description,
                     "file": f.rel,
+                    "reads": list(f.inputs),
                     "rows": entry.get("rows") if entry else None,
                     "lastLoadedAt": entry.get("lastLoadedAt") if entry else None,
                     "stale": bool(reasons),
@@ -99,6 +102,7 @@ def _last(step: dict[str, Any] | None) -> dict[str, Any] | None:
         "at": step.get("finished_at") or step["started_at"],
         "status": step["status"],
         "attempt": step["attempt"],
+        "startedBy": runs.started_by(step.get("trigger")),
         "code": error.get("code"),
         "message": error.get("message"),
         # a failed attempt whose run waits to try again (engine.runner): the next attempt starts then

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
 __all__ = [
+    "AGENT",
     "FAILED_STATUSES",
     "RUN_STATUSES",
     "STEP_STATUSES",
@@ -41,6 +42,8 @@ __all__ = [
     "record_skipped_step",
     "running_runs",
     "start_step",
+    "started_by",
+    "trigger_of",
     "update_run_summary",
 ]
 
@@ -51,6 +54,18 @@ STEP_STATUSES = ("running", "ok", "failed", "skipped", "unchanged", "interrupted
 FAILED_STATUSES = ("failed", "crashed")
 # A step that ran its code and left its table as it should be.
 OK_STEP_STATUSES = ("ok", "unchanged")
+
+# A run's ``trigger``: "manual" (a person at a terminal or the page), "schedule" (the tick), AGENT (a
+# coding agent, through ``croft mcp`` or with CROFT_AGENT=1: ``human`` is 0, so it approves no code) or
+# "dagster" (a materialization through croft.dagster, which approves no code either).
+AGENT = "agent"
+_STARTED_BY = {"schedule": "schedule", AGENT: "agent", "dagster": "dagster"}
+
+
+def started_by(trigger: str | None) -> str:
+    """Who started a run, in the words the history shows: "person", "agent", "schedule" or "dagster"."""
+    return _STARTED_BY.get(trigger or "", "person")
+
 
 _ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ID_TRIES = 50
@@ -127,7 +142,7 @@ def create_run(
     conn: sqlite3.Connection,
     *,
     run_id: str,
-    trigger: Literal["manual", "schedule"] | str,
+    trigger: Literal["manual", "schedule", "agent"] | str,
     human: bool,
     argv: list[str],
     who: ProcessIdentity,
@@ -340,6 +355,13 @@ def latest_step(conn: sqlite3.Connection, asset: str) -> dict[str, Any] | None:
         (asset,),
     ).fetchone()
     return None if row is None else _step_dict(row)
+
+
+@translate_sqlite_errors("reading who started a run")
+def trigger_of(conn: sqlite3.Connection, run_id: str) -> str | None:
+    """The run's ``trigger`` (manual, agent or schedule), None for a run not in the history."""
+    row = conn.execute("SELECT trigger FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return None if row is None else str(row[0])
 
 
 @translate_sqlite_errors("reading the asset's failures in a row")

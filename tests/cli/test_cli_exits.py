@@ -23,6 +23,8 @@ INGEST = 'from croft import ingest\n\n\n@ingest(key="id")\ndef rows(ctx):\n    y
 ARGVS = [
     ["doctor"],
     ["status"],
+    ["context"],
+    ["mcp", "--check"],
     ["schedule", "status"],
     ["metrics"],
     ["logs"],
