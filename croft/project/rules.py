@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BOUNDS",
+    "LOCAL_PACKAGES",
     "REMIND_NEVER",
     "RULES",
     "Bound",
@@ -46,6 +47,10 @@ __all__ = [
 ]
 
 WRITE_MODES = ("replace", "append", "merge")
+# The only top-level module name a run finds in the project root (``engine.loader``; assets themselves are
+# loaded by path) and the only one the code fingerprint counts as the project's own: anything else in the
+# root (a ``json.py`` a group member dropped there) is never imported.
+LOCAL_PACKAGES = ("lib",)
 
 
 class Rule(NamedTuple):
