@@ -80,6 +80,8 @@ CODES: dict[str, tuple[str, int]] = {
     "APPRISE_MISSING": ("project", 2),
     "PORT_IN_USE": ("project", 2),
     "NOTIFY_FAILED": ("state", 1),
+    "STATE_DIR_INVALID": ("state", 2),
+    "WAREHOUSE_CORRUPT": ("state", 2),
 }
 
 
