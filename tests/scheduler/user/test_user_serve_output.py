@@ -71,8 +71,10 @@ def test_croft_serve_prints_each_ticks_lines_as_the_tick_log_has_them(
     proc, seen, reader = serve(_croft_home, *(["--json"] if as_json else []))
     try:
         wait_for(
-            lambda: sum("shop: tick started" in line for line in seen) >= 2
-            and any(line.split(" ", 1)[-1].startswith("shop: tick:") for line in seen),
+            lambda: (
+                sum("shop: tick started" in line for line in seen) >= 2
+                and any(line.split(" ", 1)[-1].startswith("shop: tick:") for line in seen)
+            ),
             lambda: f"serve's own lines and a project tick's; printed: {seen}",
         )
     finally:
