@@ -209,15 +209,12 @@ def unsafe_warning(
     now = now or clock.now()
     if setting is None:
         setting = read_scheduling_file(project.config.state_dir)
-    theirs = project_unsafe(str(project.root), project.config.state_dir)
-    if effective_state(setting, now) == "off" and (theirs is None or not theirs.theirs):
-        return None
-    if theirs is not None and theirs.theirs:  # skipped whatever its setting says: not this user's project
-        return unsafe_problem(theirs, severity="warning", project=str(project.root))
-    if (
-        home_unsafe(croft_home()) is None
-        and project_unsafe(str(project.root), project.config.state_dir) is None
-    ):
+    found = project_unsafe(str(project.root), project.config.state_dir)
+    if effective_state(setting, now) == "off":  # not ticked anyway, unless another user's "off" is read
+        if found is None or not found.theirs:  # (then it is skipped whatever its setting says)
+            return None
+        return unsafe_problem(found, severity="warning", project=str(project.root))
+    if home_unsafe(croft_home()) is None and found is None:
         return None  # the usual case, by the facts the chain's permission links are decided from
     # lazy, both: the chain's modules load the OS job backends, which only a refusal needs (its words)
     from croft.scheduler.control.chain import UNSAFE, links
