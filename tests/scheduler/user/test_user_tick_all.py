@@ -101,7 +101,7 @@ def test_starts_only_os_job_projects_whose_scheduling_is_on(
     }
     records = wait_records(fake_python, 3)
     on = records["on"]
-    assert on["argv"] == ["-m", "croft", "tick", "--batch"] and on["cwd"] == str(roots["on"])
+    assert on["argv"] == ["-P", "-m", "croft", "tick", "--batch"] and on["cwd"] == str(roots["on"])
     assert "SECRET_TOKEN" not in on["env"]
     assert on["env"]["CROFT_HOME"] == str(_croft_home) and on["env"]["CROFT_NOW"] == NOW
     passed = {name for name in on["env"] if not name.startswith("CROFT_")}  # every CROFT_* knob passes
