@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
-from croft.cli.render import json_option, respond
+from croft.cli.render import json_option, run_command
 from croft.core.result import Result
 
 
@@ -15,17 +17,22 @@ def _human(result: Result) -> str:
     )
 
 
+def _echo() -> Callable[[str], None]:
+    """Where each line the tick log gains goes: standard output, or standard error with --json (whose
+    standard output is the one envelope at the end); control characters escaped."""
+    from croft.core.text import for_terminal
+
+    as_json = bool(click.get_current_context().params.get("as_json"))
+    return lambda line: click.echo(for_terminal(line), err=as_json)
+
+
 @click.command("serve")
 @json_option
-def command(as_json: bool = False) -> None:
+@run_command(_human)
+def command() -> Result:
     """Tick this user's `--no-os-job` projects in the foreground, at start and every minute, until
     SIGTERM or Ctrl-C. For servers, containers and WSL, where no OS job runs. Each line the tick log
-    gains meanwhile is printed too: on standard output, or on standard error with --json (whose standard
-    output is the one envelope at the end)."""
-    from croft.core.text import for_terminal
+    gains meanwhile is printed too (on standard error with --json)."""
     from croft.scheduler.user.serve import serve
 
-    def echo(line: str) -> None:
-        click.echo(for_terminal(line), err=as_json)
-
-    respond(as_json, _human, lambda: Result(data=serve(lambda line: click.echo(line, err=True), echo)))
+    return Result(data=serve(lambda line: click.echo(line, err=True), _echo()))
