@@ -28,6 +28,10 @@ that raises gets a 500 and the exception is kept in ``server.errors`` (tests can
 
 A handler may block (e.g. wait on a ``threading.Event``) to provoke a client read timeout; handler
 threads are daemons and a client that hangs up is not an error, so the server still shuts down at once.
+
+``server.endless(status)`` answers with headers and then a body that never ends (64 KiB at a time,
+without a Content-Length, until the client hangs up or the server stops); ``server.streamed`` counts
+the bytes it got out, so a test can tell how much of it a client read.
 """
 
 from __future__ import annotations
@@ -64,8 +68,16 @@ class Recorded:
         return json.loads(self.body)
 
 
-def _encode(body: Any, headers: dict[str, str]) -> tuple[bytes, dict[str, str]]:
+class Endless:
+    """A body that never ends (``TestServer.endless``)."""
+
+    CHUNK = b"x" * 65536
+
+
+def _encode(body: Any, headers: dict[str, str]) -> tuple[Any, dict[str, str]]:
     """Turn a handler's body into bytes plus default headers, letting the handler's own headers win."""
+    if isinstance(body, Endless):
+        return body, {"Content-Type": "text/plain", "Connection": "close", **headers}
     if body is None:
         payload, kind = b"", None
     elif isinstance(body, bytes):
@@ -94,6 +106,8 @@ class TestServer:
         self._lock = threading.Lock()
         self.requests: list[Recorded] = []
         self.errors: list[BaseException] = []
+        self.streamed = 0  # bytes of endless bodies sent
+        self.stopping = threading.Event()
 
     @property
     def port(self) -> int:
@@ -122,6 +136,11 @@ class TestServer:
         return lambda *_: (status, dict(headers or {}), body)
 
     @staticmethod
+    def endless(status: int = 200) -> Handler:
+        """A handler whose answer's body never ends."""
+        return lambda *_: (status, {}, Endless())
+
+    @staticmethod
     def sequence(replies: Sequence[Reply]) -> Handler:
         """A handler that gives ``replies`` in turn and then repeats the last one."""
         pending = list(replies)
@@ -135,7 +154,7 @@ class TestServer:
 
     # -- called from handler threads ------------------------------------------------------------
 
-    def _dispatch(self, request: Recorded) -> tuple[int, dict[str, str], bytes]:
+    def _dispatch(self, request: Recorded) -> tuple[int, dict[str, str], Any]:
         with self._lock:
             self.requests.append(request)
             handler = self._routes.get((request.method, request.path))
@@ -171,7 +190,16 @@ def _request_handler(server: TestServer) -> type[BaseHTTPRequestHandler]:
             for name, value in out_headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            if self.command != "HEAD":
+            if isinstance(payload, Endless):
+                self.close_connection = True
+                while not server.stopping.is_set():
+                    try:
+                        self.wfile.write(Endless.CHUNK)
+                    except OSError:  # the client hung up: what it should do
+                        return
+                    with server._lock:
+                        server.streamed += len(Endless.CHUNK)
+            elif self.command != "HEAD":
                 self.wfile.write(payload)
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
@@ -204,6 +232,7 @@ def serve() -> Iterator[TestServer]:
     try:
         yield server
     finally:
+        server.stopping.set()  # endless bodies end
         httpd.shutdown()
         httpd.server_close()
         thread.join()

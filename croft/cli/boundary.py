@@ -35,8 +35,10 @@ def wants_json(args: Sequence[str]) -> bool:
 
 
 def problem_lines(problems: Sequence[Problem]) -> list[str]:
-    """The human form of problems: one ``severity: CODE: message`` line each, then hint, try and fix."""
+    """The human form of problems: one ``severity: CODE: message`` line each, then hint, try and fix; their
+    control characters escaped (a message may quote an API's answer or a file name)."""
     from croft.core import clock, when  # light: the machine's instants in a message read as a clock
+    from croft.core.text import for_terminal
 
     try:
         now = clock.now() if problems else None
@@ -54,7 +56,7 @@ def problem_lines(problems: Sequence[Problem]) -> list[str]:
         if p.fix and p.fix.get("command"):
             lines.append(f"  fix: {p.fix['command']}")
         lines.append(f"  more: {p.docs}")
-    return lines
+    return [for_terminal(line) for line in lines]
 
 
 def fail(

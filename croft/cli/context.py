@@ -11,13 +11,11 @@ from croft.cli.render import json_option, run_command
 from croft.core import clock, when
 from croft.core.result import Result
 
-# control characters (C0, DEL, C1) of text from outside (log lines, messages, descriptions) as \\xNN, so a
-# log line cannot move the cursor or retitle the terminal of the person reading
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
-
 
 def _shown(text: object) -> str:
-    return str(text).translate(_CONTROL)
+    """Text from outside on one line of its own; its control characters are escaped for the whole page by
+    the renderer (``core.text.for_terminal``)."""
+    return " ".join(str(text).splitlines())
 
 
 def _asset_lines(a: dict[str, Any], now: Any) -> list[str]:

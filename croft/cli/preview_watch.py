@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 
 import click
 
+from croft.core.children import croft_argv
 from croft.core.clock import now
 from croft.core.result import Result
 from croft.engine.peek import table_versions
@@ -75,7 +76,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _preview(project: Project, asset: str, as_json: bool) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "croft", "preview", asset, "--project", str(project.root)]
+    argv = croft_argv("preview", asset, "--project", str(project.root))
     return subprocess.Popen([*argv, "--json"] if as_json else argv)
 
 

@@ -14,6 +14,7 @@ from croft.cli.boundary import problem_lines
 from croft.core.envelope import dumps
 from croft.core.problems import CroftError
 from croft.core.result import Result
+from croft.core.text import for_terminal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def emit(result: Result, as_json: bool, human: Callable[[Result], str] | None = 
     else:
         # A failed result that carries no data (a CroftError, a refusal) is told by its problems alone:
         # the renderers only ever see the data their command's success builds.
-        text = human(result) if human and result.data else ""
+        text = for_terminal(human(result)) if human and result.data else ""  # what came from outside, escaped
         if text:
             _echo(text)
         lines = problem_lines(result.problems)
@@ -66,7 +67,7 @@ def emit(result: Result, as_json: bool, human: Callable[[Result], str] | None = 
         if result.next:
             _echo("next:")
             for step in result.next:
-                _echo(f"  {step.command}    # {step.reason}")
+                _echo(for_terminal(f"  {step.command}    # {step.reason}"))
     sys.exit(result.exit_code)
 
 

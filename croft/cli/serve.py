@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
 from croft.cli.render import json_option, run_command
@@ -13,6 +15,15 @@ def _human(result: Result) -> str:
     return (
         f"croft serve stopped after {d['ticks']} rounds ({d['started']} project ticks started)." if d else ""
     )
+
+
+def _echo() -> Callable[[str], None]:
+    """Where each line the tick log gains goes: standard output, or standard error with --json (whose
+    standard output is the one envelope at the end); control characters escaped."""
+    from croft.core.text import for_terminal
+
+    as_json = bool(click.get_current_context().params.get("as_json"))
+    return lambda line: click.echo(for_terminal(line), err=as_json)
 
 
 @click.command("serve")
@@ -27,17 +38,18 @@ def _human(result: Result) -> str:
 @run_command(_human)
 def command(metrics_at: str | None) -> Result:
     """Tick this user's `--no-os-job` projects in the foreground, at start and every minute, until
-    SIGTERM or Ctrl-C. For servers, containers and WSL, where no OS job runs."""
+    SIGTERM or Ctrl-C. For servers, containers and WSL, where no OS job runs. Each line the tick log
+    gains meanwhile is printed too (on standard error with --json)."""
     from croft.scheduler.user.serve import serve
 
     if metrics_at is None:
-        return Result(data=serve(lambda line: click.echo(line, err=True)))
+        return Result(data=serve(lambda line: click.echo(line, err=True), _echo()))
     from croft.scheduler.control.metricserver import parse_address, start
 
     metrics = start(parse_address(metrics_at))  # bound before serve starts: a taken port stops it here
     click.echo(f"croft serve: metrics at http://{metrics.address}/metrics", err=True)
     try:
-        data = serve(lambda line: click.echo(line, err=True))
+        data = serve(lambda line: click.echo(line, err=True), _echo())
     finally:
         metrics.close()
     return Result(data={**data, "metrics": metrics.address})

@@ -169,7 +169,9 @@ def run(args: list[str]) -> int:
 
             print(dumps(envelope(True, quick)))
         else:
-            print(human(quick))
+            from croft.core.text import for_terminal
+
+            print(for_terminal(human(quick)))
         return 0
     from croft.core import clock
     from croft.core.envelope import dumps
@@ -201,7 +203,9 @@ def run(args: list[str]) -> int:
         print(dumps(result.envelope()))
     else:
         if result.data:
-            print(human(result.data))
+            from croft.core.text import for_terminal
+
+            print(for_terminal(human(result.data)))
         if result.problems:
             from croft.cli.boundary import problem_lines
 

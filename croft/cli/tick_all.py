@@ -78,5 +78,8 @@ def main(args: list[str]) -> int:
 
         sys.stderr.write("\n".join(problem_lines(problems)) + "\n")
     elif sys.stdout.isatty():
-        sys.stdout.write("\n".join(data.get("notes", [])) + ("\n" if data.get("notes") else ""))
+        from croft.core.text import for_terminal
+
+        notes = "\n".join(data.get("notes", []))
+        sys.stdout.write(for_terminal(notes) + ("\n" if notes else ""))
     return code

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     Kind = Literal["croft", "program", "notifier", "probe", "job"]
 
-__all__ = ["BASE_PATH", "ENV_TABLE", "child_env", "croft_env", "detach"]
+__all__ = ["BASE_PATH", "ENV_TABLE", "child_env", "croft_argv", "croft_env", "detach"]
 
 BASE_PATH = ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
 _CROFT = frozenset({"croft"})
@@ -112,6 +112,14 @@ def croft_env(
     for name in drop:
         env.pop(name, None)
     return env
+
+
+def croft_argv(*args: str) -> list[str]:
+    """The command of a croft child: this interpreter with ``-P``, so ``-m croft`` in a project folder does
+    not put that folder first on ``sys.path`` (in a shared project the group may write it: a ``json.py``
+    there would be imported in place of the standard library's). ``-I`` would also drop PYTHONPATH and the
+    user's site-packages, which a croft installed with ``pip install --user`` needs."""
+    return [sys.executable, "-P", "-m", "croft", *args]
 
 
 def detach(

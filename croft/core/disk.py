@@ -28,6 +28,7 @@ __all__ = [
     "disk_full",
     "folder_problem",
     "guess_folder",
+    "not_a_folder",
     "os_problem",
     "unwritable",
 ]
@@ -104,18 +105,40 @@ def _chmod_fix(where: str) -> str | None:
     return f"chmod {mode} {shlex.quote(where)}"
 
 
+def not_a_folder(what: str, where: str) -> Problem:
+    """STATE_DIR_INVALID: a folder croft keeps its state in (``.croft/``, its ``logs/``, CROFT_HOME's) has
+    a file (or a link to one) in its place, so nothing croft writes there can be written. The fix moves
+    it aside, keeping it; croft makes the folder again on its next write."""
+    import shlex
+
+    from croft.core.problems import problem
+
+    aside = f"mv {shlex.quote(where)} {shlex.quote(where + '.not-a-folder')}"
+    return problem(
+        "STATE_DIR_INVALID",
+        f"{what}: {where} should be a folder, and something else is in its place",
+        "croft keeps its state (step logs, run history, the scheduler's files) in folders it makes itself;"
+        " this one was replaced by a file. Move it aside (the fix keeps it), and croft makes the folder"
+        " again on its next write; the scheduler goes on by itself once it can.",
+        fix={"kind": "command", "command": aside, "description": "move what is in the way aside"},
+        details={"file": where},
+    )
+
+
 def os_problem(
     exc: BaseException, what: str = "croft could not write a file", path: Any = None
 ) -> Problem | None:
-    """DISK_FULL or PATH_UNWRITABLE for an OSError of a full or unwritable disk (found in ``exc`` or the
-    errors it was raised from), naming its file (else ``path``, else the folder ``guess_folder`` finds);
-    None for any other error."""
+    """DISK_FULL, PATH_UNWRITABLE or STATE_DIR_INVALID for an OSError of a full or unwritable disk or of
+    a file where croft's folder should be (found in ``exc`` or the errors it was raised from), naming its
+    file (else ``path``, else the folder ``guess_folder`` finds); None for any other error."""
     found = _os_error(exc)
     if found is None:
         return None
     where = found.filename or path or guess_folder(())
     where = os.fsdecode(where) if where is not None else "a folder croft writes"
     cause = found.strerror or str(found)
+    if found.errno == errno.ENOTDIR:
+        return not_a_folder(what, _in_the_way(str(where)))
     if found.errno in FULL_ERRNOS:
         return disk_full(what, str(where), cause)
     return unwritable(what, str(where), cause, read_only=found.errno == errno.EROFS)
@@ -124,11 +147,22 @@ def os_problem(
 def _os_error(exc: BaseException | None) -> OSError | None:
     seen = 0
     while exc is not None and seen < 10:
-        if isinstance(exc, OSError) and exc.errno in FULL_ERRNOS | UNWRITABLE_ERRNOS:
+        if isinstance(exc, OSError) and exc.errno in FULL_ERRNOS | UNWRITABLE_ERRNOS | {errno.ENOTDIR}:
             return exc
         exc = exc.__cause__ or exc.__context__
         seen += 1
     return None
+
+
+def _in_the_way(where: str) -> str:
+    """The first level of ``where`` that exists and is not a folder (``logs`` of ``.croft/logs/x.log``),
+    else ``where`` itself."""
+    parts = where.split(os.sep)
+    for depth in range(2, len(parts) + 1):
+        level = os.sep.join(parts[:depth])
+        if level and os.path.lexists(level) and not os.path.isdir(level):
+            return level
+    return where
 
 
 def folder_problem(

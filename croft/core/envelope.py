@@ -26,7 +26,15 @@ def envelope(
 
 
 def dumps(value: Any) -> str:
-    """One line of JSON, non-ASCII kept, anything else (a Path, a datetime) as its text."""
+    """One line of JSON, non-ASCII kept, anything else (a Path, a datetime) as its text. JSON escapes the
+    C0 controls itself; DEL, the C1 controls and the bidirectional overrides are escaped too (``\\u009b``),
+    so an envelope printed to a terminal is as inert as the human text (``core.text.for_terminal``)."""
     import json
 
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return json.dumps(value, ensure_ascii=False, default=str).translate(_JSON_ESCAPED)
+
+
+_JSON_ESCAPED = {
+    c: f"\\u{c:04x}"
+    for c in (0x7F, *range(0x80, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}

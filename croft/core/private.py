@@ -25,14 +25,15 @@ FILE_MODE = 0o600
 
 
 def make_dirs(path: str | os.PathLike[str]) -> None:
-    """``path`` and every missing folder above it, each made 0700; an existing folder is fine, anything
-    else in the way raises as ``mkdir`` does."""
+    """``path`` and every missing folder above it, each made 0700; an existing folder is fine. A file (or
+    anything but a folder) in the way raises NotADirectoryError naming it (``core.disk`` makes that
+    STATE_DIR_INVALID); anything else raises as ``mkdir`` does."""
     folder = os.fspath(path)
     try:
         os.mkdir(folder, FOLDER_MODE)
     except FileExistsError:
         if not os.path.isdir(folder):
-            raise
+            raise _in_the_way(folder) from None
     except FileNotFoundError:
         parent = os.path.dirname(folder.rstrip(os.sep)) or os.sep
         if parent == folder:
@@ -42,7 +43,13 @@ def make_dirs(path: str | os.PathLike[str]) -> None:
             os.mkdir(folder, FOLDER_MODE)
         except FileExistsError:
             if not os.path.isdir(folder):
-                raise
+                raise _in_the_way(folder) from None
+
+
+def _in_the_way(folder: str) -> NotADirectoryError:
+    import errno
+
+    return NotADirectoryError(errno.ENOTDIR, "something that is not a folder is in its place", folder)
 
 
 def create_file(path: str | os.PathLike[str]) -> None:

@@ -84,6 +84,8 @@ CODES: dict[str, tuple[str, int]] = {
     "TABLE_CHANGED": ("run", 1),
     "MCP_MISSING": ("project", 2),
     "AGENTS_BLOCK_INVALID": ("project", 2),
+    "STATE_DIR_INVALID": ("state", 2),
+    "WAREHOUSE_CORRUPT": ("state", 2),
 }
 
 

@@ -25,8 +25,10 @@ from croft.core.retry_after import parse_retry_after
 
 __all__ = [
     "BODY_CHARS",
+    "DEFAULT_DEADLINE",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
+    "MAX_ANSWER_BYTES",
     "MAX_RETRY_AFTER",
     "TRANSLATIONS",
     "HttpClient",
@@ -43,6 +45,10 @@ DEFAULT_MAX_RETRIES = 3  # retries after the first attempt, so four attempts at 
 MAX_RETRY_AFTER = 300.0
 MAX_REDIRECTS = 20  # as httpx's own default  # a server asking for a longer pause fails the step; the runner retries later
 BODY_CHARS = 500  # how much of an error response's body goes into the problem
+DEFAULT_DEADLINE = 300.0  # seconds for one whole attempt: its answer's headers and body, however they drip
+MAX_ANSWER_BYTES = (
+    256 * 1024 * 1024
+)  # of one answer's (decoded) body; more is HTTP_ERROR, not a run that grows
 
 # Query parameters whose values are credentials by their name alone, whatever .env says.
 _SENSITIVE_PARAM = re.compile(
@@ -281,11 +287,57 @@ def translating(
         ) from exc
 
 
+class Bound:
+    """One attempt's limits: a whole deadline (from now) and the most of an answer's body read."""
+
+    def __init__(self, deadline: float, max_bytes: int, shown: str):
+        self.until = time.monotonic() + deadline
+        self.deadline, self.max_bytes, self.shown = deadline, max_bytes, shown
+
+    def read(self, response: httpx.Response) -> httpx.Response:
+        """The streamed ``response`` read into memory, within the limits (else closed, and an error)."""
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            if time.monotonic() > self.until:
+                raise self._late()
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > self.max_bytes:
+                    raise CroftError(
+                        "HTTP_ERROR",
+                        f"{response.request.method} {self.shown}: the answer is larger than"
+                        f" {self.max_bytes:,} bytes; croft stopped reading it",
+                        "Ask the API for less at a time (a page size, a date range), or pass"
+                        " max_bytes= (bytes) to ctx.http for an answer known to be this large.",
+                        details={"url": self.shown, "maxBytes": self.max_bytes, "error": "TooLarge"},
+                    )
+                chunks.append(chunk)
+                if time.monotonic() > self.until:
+                    raise self._late()
+        finally:
+            response.close()
+        response._content = b"".join(chunks)  # what .content, .text and .json() read, as httpx's read() sets
+        return response
+
+    def _late(self) -> CroftError:
+        return CroftError(
+            "HTTP_ERROR",
+            f"{self.shown}: the whole answer did not come within {self.deadline:g} s",
+            "The server sends its answer too slowly or without end. croft retried; pass deadline= (seconds)"
+            " to ctx.http for an API known to take longer.",
+            details={"url": self.shown, "deadline": self.deadline, "error": "DeadlineExceeded"},
+            retryable=True,
+        )
+
+
 class HttpClient:
     """What ingests get as ``ctx.http``: get/post/request with httpx's arguments, returning httpx.Response.
 
-    Extra keyword arguments on top of httpx's: ``query=`` (an alias of ``params=``) and ``retries=`` (this
-    call's retry budget). The clock for sleeping is injected (``sleep``) so tests never wait.
+    Extra keyword arguments on top of httpx's: ``query=`` (an alias of ``params=``), ``retries=`` (this
+    call's retry budget), ``deadline=`` (seconds one whole attempt may take, the body included: httpx's
+    timeout bounds each wait only) and ``max_bytes=`` (the most of an answer's body read). The clock for
+    sleeping is injected (``sleep``) so tests never wait.
     """
 
     def __init__(
@@ -321,6 +373,8 @@ class HttpClient:
         method = method.upper()
         retries = kwargs.pop("retries", None)
         max_retries = self._max_retries if retries is None else retries
+        deadline = float(kwargs.pop("deadline", None) or DEFAULT_DEADLINE)
+        max_bytes = int(kwargs.pop("max_bytes", None) or MAX_ANSWER_BYTES)
         params = self._params(kwargs)
         raw = str(url)
         attempt = 0
@@ -335,7 +389,7 @@ class HttpClient:
                         target = target.copy_merge_params(params)
                     raw = str(target)
                     shown = redact_url(raw, self._redactor)
-                    response = self._send(method, target, kwargs)
+                    response = self._send(method, target, kwargs, Bound(deadline, max_bytes, shown))
             except CroftError as error:
                 name = (error.problem.details or {}).get("error", "error")
                 self._log(f"{method} {shown} -> {name} ({_ms(started)} ms)")
@@ -365,12 +419,14 @@ class HttpClient:
                 redactor=self._redactor,
             )
 
-    def _send(self, method: str, target: httpx.URL, kwargs: dict[str, Any]) -> httpx.Response:
+    def _send(self, method: str, target: httpx.URL, kwargs: dict[str, Any], bound: Bound) -> httpx.Response:
         """Send, following redirects here rather than in httpx, so a hop to another origin never carries a
         header holding a secret (Authorization, Cookie, a credential-named header, or any .env value)."""
         options = dict(kwargs)
         follow = options.pop("follow_redirects", True)
-        response = self._client.request(method, target, follow_redirects=False, **options)
+        auth = options.pop("auth", httpx.USE_CLIENT_DEFAULT)
+        request = self._client.build_request(method, target, **options)
+        response = bound.read(self._client.send(request, auth=auth, stream=True, follow_redirects=False))
         origin = _origin(response.request.url)
         hops = 0
         while follow and response.next_request is not None:
@@ -391,7 +447,7 @@ class HttpClient:
                 if dropped:
                     shown = redact_url(str(following.url), self._redactor)
                     self._log(f"redirect to another origin ({shown}): not forwarding {', '.join(dropped)}")
-            response = self._client.send(following, follow_redirects=False)
+            response = bound.read(self._client.send(following, stream=True, follow_redirects=False))
         return response
 
     def close(self) -> None:

@@ -1,12 +1,16 @@
 """Import one asset's code, in isolation, only inside a run or preview a person or the scheduler started.
 
-Each load gets a fresh module name, and the project root is put first on ``sys.path`` so ``import lib.x``
-finds the project's own shared code. An exception while importing is the asset's error
-(``ASSET_CODE_ERROR``), reported with the line in the asset's files where it happened.
+Each load gets a fresh module name. The project root is never put on ``sys.path``: in a shared project
+the group may write the root, and a ``json.py`` dropped there would shadow the standard library in every
+run. Assets are loaded by path; the one top-level name a project owns, ``lib`` (``rules.LOCAL_PACKAGES``,
+the rule the code fingerprint shares), is found in the project root by a finder placed first on
+``sys.meta_path``; every other name is the interpreter's. An exception while importing is the asset's
+error (``ASSET_CODE_ERROR``), reported with the line in the asset's files where it happened.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import sys
 import traceback
@@ -15,8 +19,32 @@ from pathlib import Path
 from typing import Any
 
 from croft.core.problems import CroftError
+from croft.project.rules import LOCAL_PACKAGES
 
-__all__ = ["code_error", "load_asset_function"]
+__all__ = ["ProjectPackages", "code_error", "load_asset_function"]
+
+
+class ProjectPackages:
+    """A ``sys.meta_path`` finder for ``lib`` of one project root, and nothing else."""
+
+    def __init__(self, root: str):
+        self.root = root
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> Any:
+        if fullname not in LOCAL_PACKAGES:
+            return None  # submodules come from their package's __path__; everything else is not ours
+        return importlib.machinery.PathFinder.find_spec(fullname, [self.root])
+
+
+def _serve_packages(root: str) -> None:
+    """Put this project's finder first (once), replacing one of another root a long process left."""
+    for index, finder in enumerate(sys.meta_path):
+        if isinstance(finder, ProjectPackages):
+            if finder.root == root and index == 0:
+                return
+            sys.meta_path.pop(index)
+            break
+    sys.meta_path.insert(0, ProjectPackages(root))
 
 
 def code_error(exc: BaseException, asset: str, root: Path, phase: str) -> CroftError:
@@ -44,9 +72,7 @@ def code_error(exc: BaseException, asset: str, root: Path, phase: str) -> CroftE
 
 def load_asset_function(root: Path, name: str, path: Path) -> Callable[..., Any]:
     """Import ``path`` and return the function its @ingest/@transform decorator marked."""
-    root_text = str(root)
-    if sys.path[:1] != [root_text]:
-        sys.path.insert(0, root_text)
+    _serve_packages(str(root))
     module_name = f"croft_asset_{name}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None

@@ -37,6 +37,7 @@ from croft.project.config import Project
 from croft.project.discovery import discover
 from croft.project.fingerprint import code_hash
 from croft.project.graph import Graph
+from croft.project.rules import MAX_NAME_LENGTH
 
 __all__ = ["RunOptions", "run_assets"]
 
@@ -244,7 +245,14 @@ class _Run:
             "logsCommand": f"croft logs {name}",
         }
         started = time.monotonic()
-        log = StepLog(log_path, self.redactor)
+        try:
+            log = StepLog(log_path, self.redactor)
+        except OSError as exc:  # no log can be written: this step fails, with its cause, and the run goes on
+            failure = _unloggable(exc, name, log_path)
+            runs.finish_step(self.conn, **where, status="failed", error=failure)
+            outcome.update(status="failed", error=failure.to_dict(), durationMs=_ms_since(started))
+            self.problems.append(failure.with_(details={**(failure.details or {}), "runId": self.run_id}))
+            return outcome, None
         try:
             errors = _errors(facts)
             if errors:
@@ -641,8 +649,32 @@ class _Run:
             return True
 
 
+def _unloggable(exc: OSError, asset: str, path: Any) -> Problem:
+    """The problem of a step whose log file cannot be opened: a file where ``logs/`` should be
+    (STATE_DIR_INVALID), a full or read-only disk; anything else is named with the path."""
+    from croft.core import disk
+
+    found = disk.os_problem(exc, f"opening the log of {asset}", str(path))
+    if found is not None:
+        return found.with_(asset=asset)
+    return problem(
+        "PATH_UNWRITABLE",
+        f"opening the log of {asset}: croft cannot write {path} ({exc.strerror or exc})",
+        "Check that the state folder and its logs/ are folders this user can write; croft.json's stateDir"
+        " chooses where they are.",
+        asset=asset,
+        details={"file": str(path), "cause": exc.strerror or str(exc)},
+    )
+
+
 def _log_name(run_id: str, asset: str, attempt: int) -> str:
-    """``r_….items.log`` for the first attempt (as before), ``r_….items.attempt2.log`` for a retry."""
+    """``r_….items.log`` for the first attempt (as before), ``r_….items.attempt2.log`` for a retry. A name
+    past the name rule's bound (one validate refuses, but a run must not crash on) is cut and given a
+    digest, so the file name stays a file name."""
+    if len(asset) > MAX_NAME_LENGTH:
+        import zlib
+
+        asset = f"{asset[:MAX_NAME_LENGTH]}-{zlib.crc32(asset.encode()):08x}"
     return f"{run_id}.{asset}.log" if attempt == 1 else f"{run_id}.{asset}.attempt{attempt}.log"
 
 

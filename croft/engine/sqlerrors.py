@@ -60,10 +60,20 @@ def problem_for(
             **where,
         )
     if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        import shlex
+
+        aside = f"mv {shlex.quote(str(path))} {shlex.quote(str(path) + '.corrupt')}"
         return CroftError(
-            "INTERNAL_ERROR",
+            "WAREHOUSE_CORRUPT",
             f"{what}: {path} is not a readable SQLite database ({exc}).",
-            "Restore the warehouse from a backup, or move it aside and run every asset again.",
+            "The warehouse file is damaged (a copy cut short, a disk fault, another program's file in its"
+            " place); this is not a bug in croft. Restore it from a backup, or move it aside (the fix) and"
+            " run every asset again with `croft run`: ingests fetch their rows anew.",
+            fix={
+                "kind": "command",
+                "command": aside,
+                "description": "keep the damaged file and start a new one",
+            },
             details=details,
             **where,
         )

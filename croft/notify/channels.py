@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from croft.notify.deadline import ANSWER_BYTES, Late, within
 from croft.notify.policy import resolve_env_value
 
 if TYPE_CHECKING:
@@ -66,7 +67,39 @@ def send_one(project: Project, configured: str, title: str, body: str) -> Outcom
                 return Outcome(
                     via, "failed", "Apprise does not understand this URL (see its list of services)"
                 )
-            sent = sender.notify(title=title, body=body)
+            _cap_answers()
+            sent = within(DEADLINE_S, lambda: sender.notify(title=title, body=body))
+        except Late as exc:
+            return Outcome(via, "failed", str(exc))
         except Exception as exc:  # a plugin's own error: logged, never raised
             return Outcome(via, "failed", f"{type(exc).__name__}")
     return Outcome(via, "sent") if sent else Outcome(via, "failed", "Apprise could not deliver it")
+
+
+DEADLINE_S = 30.0  # one Apprise send, whole: its plugins' own socket timeouts bound each wait only
+
+
+def _cap_answers() -> None:
+    """Make every answer Apprise's plugins get through ``requests`` a stream of which at most
+    ``ANSWER_BYTES`` are read (``requests`` otherwise reads a whole body into memory, and one that never
+    ends grows the process until it dies). Installed once per process and left in place, so a send
+    still going past its deadline stays capped too; in croft's processes only Apprise uses requests."""
+    from requests.adapters import HTTPAdapter
+
+    if getattr(HTTPAdapter.send, "croft_capped", False):
+        return
+    plain = HTTPAdapter.send
+
+    def send(self: HTTPAdapter, request: object, stream: bool = False, **kwargs: object) -> object:
+        response = plain(self, request, stream=True, **kwargs)  # type: ignore[arg-type]
+        try:
+            head = response.raw.read(ANSWER_BYTES, decode_content=True) or b""
+        except Exception:  # a broken body: the status is what counts
+            head = b""
+        response._content = head  # what .content / .text give the plugin
+        response._content_consumed = True
+        response.close()
+        return response
+
+    send.croft_capped = True  # type: ignore[attr-defined]
+    HTTPAdapter.send = send  # type: ignore[method-assign, assignment]

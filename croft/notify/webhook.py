@@ -2,7 +2,9 @@
 
 A webhook gets 3 attempts with a short backoff (raised to the server's Retry-After, capped), retried on
 network errors, timeouts, 429 and 5xx only: any other 4xx says the receiver will never take this body.
-Outcomes are returned, never raised; error texts carry the URL's host only.
+Outcomes are returned, never raised; error texts carry the URL's host only. Each attempt has a whole
+deadline (``notify.deadline``: the socket timeout plus a grace) and reads the answer's status and
+headers only, never its body: a receiver streaming an endless answer costs nothing but that deadline.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import httpx
 
 from croft.core import clock
 from croft.core.retry_after import parse_retry_after
+from croft.notify.deadline import Late, within
 from croft.notify.log import host_of, scrub_urls
 from croft.notify.ping import is_loopback, timeout_seconds
 
@@ -25,6 +28,7 @@ ATTEMPTS = 3
 BACKOFF_S = (1.0, 4.0)
 MAX_RETRY_AFTER_S = 30.0
 DEFAULT_TIMEOUT_S = 10.0
+GRACE_S = 2.0  # beyond the socket timeout, for one whole attempt
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,17 @@ def _client(url: str, timeout: float) -> httpx.Client:
     )
 
 
-def _why(exc: Exception, url: str, timeout: float) -> str:
+def _answer(
+    client: httpx.Client, url: str, body: bytes, headers: Mapping[str, str]
+) -> tuple[int, str | None]:
+    """One POST: the answer's status and Retry-After, its body never read (closing the stream drops it)."""
+    with client.stream("POST", url, content=body, headers=dict(headers)) as response:
+        return response.status_code, response.headers.get("retry-after")
+
+
+def _why(exc: BaseException, url: str, timeout: float) -> str:
+    if isinstance(exc, Late):
+        return str(exc)
     if isinstance(exc, httpx.TimeoutException):
         return f"no answer within {timeout:g} s ({type(exc).__name__})"
     text = str(exc).replace(url, host_of(url))
@@ -77,17 +91,16 @@ def post(
         for attempt in range(1, ATTEMPTS + 1):
             wait = BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)]
             try:
-                response = client.post(url, content=body, headers=dict(headers))
+                status, retry_after = within(timeout + GRACE_S, lambda: _answer(client, url, body, headers))
             except Exception as exc:  # network errors and timeouts: retried
                 error, status = _why(exc, url, timeout), None
             else:
-                status = response.status_code
                 if status < 300:
                     return Delivery("sent", attempt, status)
                 if status != 429 and status < 500:
                     return Delivery("failed", attempt, status, f"HTTP {status} (not retried)")
                 error = f"HTTP {status}"
-                asked = parse_retry_after(response.headers.get("retry-after"))
+                asked = parse_retry_after(retry_after)
                 if asked is not None:
                     wait = max(wait, min(asked, MAX_RETRY_AFTER_S))
             if attempt < ATTEMPTS:

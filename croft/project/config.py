@@ -101,8 +101,12 @@ class Project:
 
     @cached_property
     def env(self) -> dict[str, str]:
-        """The names ``.env`` defines, with the shell's value winning over the file's."""
-        return {name: os.environ.get(name, value) for name, value in self.dotenv.items()}
+        """The names ``.env`` defines, with the shell's value winning over the file's; ENV_INVALID naming
+        a key whose value is larger than a secret may be (``env.checked_sizes``)."""
+        from croft.project.env import checked_sizes
+
+        values = {name: os.environ.get(name, value) for name, value in self.dotenv.items()}
+        return checked_sizes(values, self.root / ".env")
 
     @cached_property
     def redactor(self) -> Redactor:

@@ -14,7 +14,7 @@ from croft.core.problems import Problem, problem
 from croft.project.asset import AssetFacts
 from croft.project.config import Project
 from croft.project.facts import NAME_PATTERN, read_python_facts
-from croft.project.rules import static_problems
+from croft.project.rules import MAX_NAME_LENGTH, static_problems
 from croft.project.sqlfacts import read_sql_facts
 
 __all__ = ["RESERVED_NAMES", "AssetFacts", "all_problems", "asset_files", "check_name", "discover"]
@@ -106,6 +106,8 @@ def check_name(name: str, rel: str) -> Problem | None:
         why = "starts with croft, which croft keeps for itself"
     elif name.startswith("sqlite_"):
         why = "starts with sqlite_, which SQLite keeps for its own tables"
+    elif len(name) > MAX_NAME_LENGTH:
+        why = f"is {len(name)} characters long; an asset name has at most {MAX_NAME_LENGTH}"
     elif not NAME_PATTERN.fullmatch(name):
         why = "must be lowercase letters, digits and _, starting with a letter"
     elif name in RESERVED_NAMES:
@@ -131,6 +133,7 @@ def suggest_name(name: str) -> str | None:
         text = "t_" + text
     if text in RESERVED_NAMES:
         text += "s"
+    text = text[:MAX_NAME_LENGTH].rstrip("_")
     if not text or not NAME_PATTERN.fullmatch(text) or text in RESERVED_NAMES:
         return None
     return text

@@ -6,9 +6,15 @@ Values are secrets: nothing here prints, logs or puts a value into an error mess
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["parse_dotenv", "read_dotenv"]
+from croft.core.problems import CroftError, Problem, problem
+from croft.core.redact import MAX_SECRET_BYTES
+
+__all__ = ["MAX_ENV_FILE_BYTES", "checked_sizes", "parse_dotenv", "read_dotenv"]
+
+MAX_ENV_FILE_BYTES = 1024 * 1024  # a .env is names and secrets; a larger file is not one
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"  # compiled (and cached by re) when a .env is read
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "$": "$"}
@@ -17,12 +23,14 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "$": "$"}
 def read_dotenv(path: Path) -> dict[str, str]:
     """``KEY=VALUE`` pairs of ``path`` (missing file: none). Lines that are not assignments are skipped."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_ENV_FILE_BYTES + 1)
+        if len(data) > MAX_ENV_FILE_BYTES:
+            raise CroftError(_too_large(path, f"the file is larger than {MAX_ENV_FILE_BYTES:,} bytes"))
+        text = data.decode("utf-8-sig")
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as err:
-        from croft.core.problems import CroftError
-
         # The value is a secret: say where the file broke, never what it holds.
         why = (
             f"byte {err.start} is not UTF-8"
@@ -79,3 +87,35 @@ def _value(rest: str) -> str:
     if comment:
         rest = rest[: comment.start()]
     return rest.strip()
+
+
+def checked_sizes(env: Mapping[str, str], path: Path) -> dict[str, str]:
+    """``env`` when every value is at most ``MAX_SECRET_BYTES`` (UTF-8), else ENV_INVALID naming each key
+    that is larger (never its value). The one rule: ``Project.env`` applies it, so ``validate``, a run
+    and the tick refuse the same values. Every value is a secret croft hides in everything it writes,
+    and one of a megabyte is not a key or a token but a file pasted by mistake."""
+    large = [
+        name
+        for name, value in env.items()
+        if len(value) * 4 > MAX_SECRET_BYTES and _size(value) > MAX_SECRET_BYTES
+    ]
+    if not large:
+        return dict(env)
+    sizes = ", ".join(f"{name} ({_size(env[name]):,} bytes)" for name in large)
+    raise CroftError(
+        _too_large(path, f"the value of {sizes} is larger than {MAX_SECRET_BYTES:,} bytes", large)
+    )
+
+
+def _size(value: str) -> int:
+    return len(value.encode("utf-8", "surrogatepass"))
+
+
+def _too_large(path: Path, why: str, keys: list[str] | None = None) -> Problem:
+    return problem(
+        "ENV_INVALID",
+        f"{path}: {why}",
+        f"Keep secrets (keys, tokens, passwords) of up to {MAX_SECRET_BYTES // 1024} KiB each in {path.name};"
+        " keep a larger file elsewhere and put its path in .env instead. A value the shell exports counts too.",
+        details={"file": str(path), **({"keys": keys} if keys else {})},
+    )

@@ -24,6 +24,7 @@ from croft.core.record import NamedTuple
 from croft.project.asset import AssetFacts
 from croft.project.config import Project
 from croft.project.facts import find_asset_function
+from croft.project.rules import LOCAL_PACKAGES
 from croft.project.sqlfacts import SqlTextError, normalize_sql
 
 TYPE_CHECKING = False
@@ -272,8 +273,8 @@ def _resolve(base: Path, parts: list[str], within: Path | None = None, parents: 
 
 
 def _is_local(root: Path, top: str) -> bool:
-    """The project root comes first on ``sys.path`` in a run, so a top-level name it holds is local."""
-    return (root / top).is_dir() or (root / f"{top}.py").is_file()
+    """A run finds only ``lib`` in the project root (``engine.loader``): that alone is local."""
+    return top in LOCAL_PACKAGES and ((root / top).is_dir() or (root / f"{top}.py").is_file())
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BOUNDS",
+    "LOCAL_PACKAGES",
+    "MAX_NAME_LENGTH",
     "REMIND_NEVER",
     "RULES",
     "Bound",
@@ -46,6 +48,14 @@ __all__ = [
 ]
 
 WRITE_MODES = ("replace", "append", "merge")
+# The only top-level module name a run finds in the project root (``engine.loader``; assets themselves are
+# loaded by path) and the only one the code fingerprint counts as the project's own: anything else in the
+# root (a ``json.py`` a group member dropped there) is never imported.
+LOCAL_PACKAGES = ("lib",)
+# The longest asset name (``discovery.check_name``, the one name rule): the name is a table, a file name
+# part (``<run id>.<name>.attempt<n>.log`` must stay under the 255 bytes a file name may have) and a word
+# on every screen.
+MAX_NAME_LENGTH = 64
 
 
 class Rule(NamedTuple):
@@ -66,6 +76,7 @@ def _ingest(options: str, body: str = 'yield {"id": 1}', head: str = "def") -> s
 RULES: tuple[Rule, ...] = (
     Rule("name starts with sqlite_", "NAME_INVALID", "sqlite_stats.py", _ingest('key="id"')),
     Rule("name is an SQL keyword", "NAME_INVALID", "select.py", _ingest('key="id"')),
+    Rule("name is too long", "NAME_INVALID", "a" * 65 + ".py", _ingest('key="id"')),
     Rule("key is not a column name", "ASSET_INVALID", "quoted_key.py", _ingest("key='\"id\"'")),
     Rule(
         "SQL key header is not a column name", "ASSET_INVALID", "quoted.sql", '-- key: "id"\nSELECT 1 AS id\n'

@@ -82,6 +82,11 @@ def validate_project(project: Project) -> Result:
                 asset=name,
             )
         )
+    try:
+        env = project.env  # a secret larger than croft keeps: refused here as a run refuses it
+    except CroftError as exc:
+        problems.append(exc.problem)
+        env = {}
     assets = []
     for name, f in facts.items():
         problems.extend(f.problems)
@@ -95,7 +100,7 @@ def validate_project(project: Project) -> Result:
                     file=f.rel,
                 )
             )
-        absent = [secret for secret in f.secrets if not project.env.get(secret)]
+        absent = [secret for secret in f.secrets if not env.get(secret)]
         if absent:  # a warning: validate also runs where .env is absent on purpose (CI)
             problems.append(
                 Problem(

@@ -5,13 +5,12 @@ run, which approves the code it runs), Pause 2h is ``croft schedule pause --for 
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import threading
 import time
 from typing import IO, Any
 
-from croft.core.children import croft_env, detach
+from croft.core.children import croft_argv, croft_env, detach
 from croft.core.problems import CroftError, Problem
 from croft.core.result import Result
 from croft.core.suggest import unknown_asset
@@ -40,7 +39,7 @@ def run_now(project: Project, asset: str) -> Result:
     facts, _ = discover(project)
     if asset not in facts:
         raise unknown_asset(asset, facts, "run")
-    argv = [sys.executable, "-m", "croft", "run", "--project", str(project.root), "--json", "--", asset]
+    argv = croft_argv("run", "--project", str(project.root), "--json", "--", asset)
     with tempfile.TemporaryFile() as out:  # the child's envelope; the child keeps its own descriptor
         try:
             child = detach(argv, project.root, out, croft_env())

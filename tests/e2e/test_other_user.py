@@ -209,7 +209,7 @@ def test_her_project_in_my_registry_is_skipped_logged_and_shown_and_mine_still_t
     found = checks(mine, home)
     hers, opened = found[f"project {theirs}"], found[f"project {open_to_all}"]
     assert not hers["ok"] and hers["fix"] == f"croft schedule off --project {theirs}"
-    assert not opened["ok"] and opened["fix"] == f"chmod o-w {open_to_all / '.croft'}"
+    assert not opened["ok"] and opened["fix"] == f"chmod go-w {open_to_all / '.croft'}"
     assert found[f"project {mine}"]["ok"] and found["permissions"]["ok"]
     warning = problem_of(croft(open_to_all, home, T1, "status", "--json"), "UNSAFE_PERMISSIONS")
     assert warning["message"] == opened["detail"] and warning["fix"]["command"] == opened["fix"]

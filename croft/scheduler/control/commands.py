@@ -28,7 +28,13 @@ from croft.project.config import Project
 from croft.project.rules import BOUNDS, bound_problem
 from croft.scheduler import heartbeat
 from croft.scheduler.control.catchup import catch_up
-from croft.scheduler.control.diagnosis import no_tick_problem, project_troubles, stale_warning, unsafe_warning
+from croft.scheduler.control.diagnosis import (
+    no_tick_problem,
+    project_troubles,
+    stale_warning,
+    theirs_refusal,
+    unsafe_warning,
+)
 from croft.scheduler.jobs import backends as jobs
 from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.jobs.base import SERVE_FALLBACK
@@ -362,6 +368,7 @@ def schedule_pause(project: Project, length: str | None, *, runner: Runner | Non
 
 def schedule_status(project: Project, *, runner: Runner | None = None) -> Result:
     now = clock.now()
+    theirs_refusal(project)  # another user's project whose state is hers: say so, not PATH_UNWRITABLE
     setting = read_scheduling_file(project.config.state_dir)
     registry = Registry()
     job = installed_job(runner)  # read once: the status shows it, and the stale warning checks it

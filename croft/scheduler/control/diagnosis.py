@@ -24,7 +24,7 @@ from croft.scheduler.control.troubles import Look, look
 from croft.scheduler.heartbeat import ahead_of, quiet_since
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
 from croft.scheduler.user.registry import Registry
-from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_problem
+from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error, unsafe_problem
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ __all__ = [
     "project_troubles",
     "stale_problem",
     "stale_warning",
+    "theirs_refusal",
     "unsafe_warning",
 ]
 
@@ -183,6 +184,20 @@ def project_look(project: Project, now: datetime | None = None) -> Look:
     return look(str(project.root), project.config.state_dir, now or clock.now(), entry.via if entry else None)
 
 
+def theirs_refusal(project: Project) -> None:
+    """UNSAFE_PERMISSIONS, raised, when the project's folder or state belongs to another user and its
+    state cannot be read: this user's scheduler skips such a project, and that (naming the file) is what
+    ``status``, ``schedule status`` and ``doctor`` say, not the PATH_UNWRITABLE of her private state folder
+    nor an "off" read from nothing."""
+    unsafe = project_unsafe(str(project.root), project.config.state_dir)
+    if unsafe is None or not unsafe.theirs:
+        return
+    try:
+        read_scheduling_file(project.config.state_dir)
+    except CroftError:
+        raise unsafe_error(unsafe, project=str(project.root)) from None
+
+
 def unsafe_warning(
     project: Project, now: datetime | None = None, *, setting: Scheduling | None = None
 ) -> Problem | None:
@@ -194,12 +209,12 @@ def unsafe_warning(
     now = now or clock.now()
     if setting is None:
         setting = read_scheduling_file(project.config.state_dir)
-    if effective_state(setting, now) == "off":
-        return None
-    if (
-        home_unsafe(croft_home()) is None
-        and project_unsafe(str(project.root), project.config.state_dir) is None
-    ):
+    found = project_unsafe(str(project.root), project.config.state_dir)
+    if effective_state(setting, now) == "off":  # not ticked anyway, unless another user's "off" is read
+        if found is None or not found.theirs:  # (then it is skipped whatever its setting says)
+            return None
+        return unsafe_problem(found, severity="warning", project=str(project.root))
+    if home_unsafe(croft_home()) is None and found is None:
         return None  # the usual case, by the facts the chain's permission links are decided from
     # lazy, both: the chain's modules load the OS job backends, which only a refusal needs (its words)
     from croft.scheduler.control.chain import UNSAFE, links

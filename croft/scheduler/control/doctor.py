@@ -11,6 +11,7 @@ from croft.core.problems import Problem, problem
 from croft.core.result import Result
 from croft.project.config import Project
 from croft.scheduler.control.chain import links
+from croft.scheduler.control.diagnosis import theirs_refusal
 from croft.scheduler.control.gather import user_chain
 from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Runner
@@ -21,6 +22,8 @@ SHOWN_LOG_LINES = 5
 
 
 def doctor(runner: Runner | None = None, project: Project | None = None) -> Result:
+    if project is not None:
+        theirs_refusal(project)  # another user's project whose state is hers: say so, not PATH_UNWRITABLE
     chain = user_chain(project, clock.now(), runner=runner)
     checks = links(chain)
     ok = all(c.ok for c in checks)

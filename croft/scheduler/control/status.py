@@ -7,13 +7,14 @@ from __future__ import annotations
 from croft.core.result import Result
 from croft.engine import status as engine_status
 from croft.project.config import Project
-from croft.scheduler.control.diagnosis import project_look, stale_warning, unsafe_warning
+from croft.scheduler.control.diagnosis import project_look, stale_warning, theirs_refusal, unsafe_warning
 from croft.scheduler.tick.view import with_schedule
 
 __all__ = ["status"]
 
 
 def status(project: Project) -> Result:
+    theirs_refusal(project)  # another user's project whose state is hers: say so, not PATH_UNWRITABLE
     # through the module, so a test that replaces engine.status.project_status reaches the command
     result = with_schedule(engine_status.project_status(project), project)
     # what stops its scheduling, as warnings: status is about the data, which is there to read

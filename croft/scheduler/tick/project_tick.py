@@ -17,11 +17,11 @@ import time
 from datetime import datetime
 from typing import Any
 
-from croft.core import when
+from croft.core import disk, when
 from croft.core.children import croft_env
 from croft.core.clock import parse_instant, to_iso
 from croft.core.identity import current
-from croft.core.problems import Problem, problem
+from croft.core.problems import CroftError, Problem, problem
 from croft.engine.reconcile import reconcile
 from croft.history import runs
 from croft.history.db import open_history
@@ -211,6 +211,10 @@ def _work(
             child = start.start_due_run(project.root, state_dir, run_id, group, env)
         except OSError as exc:
             slots.release(slots.home(), slot)
+            machine = disk.os_problem(exc, f"starting the scheduled run of {', '.join(group)}")
+            if machine is not None:  # its state folder cannot take the run's log: not a start to retry in
+                forget_spawn(conn, run_id, None)  # 15 min, but the tick's failure (an incident, told once)
+                raise CroftError(machine) from exc
             why = f"it could not be started: {exc.strerror or exc}"
             failure = FailedStart(run_id, tuple(group), to_iso(now), why)
             forget_spawn(conn, run_id, failure)

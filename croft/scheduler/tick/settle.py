@@ -261,8 +261,9 @@ def note_child(conn: sqlite3.Connection, run_id: str, who: ProcessIdentity) -> N
         put_setting(conn, SPAWNED_KEY, notes)
 
 
-def forget_spawn(conn: sqlite3.Connection, run_id: str, failure: FailedStart) -> None:
-    """A spawn that failed: give its fires back and record the failed start, in one transaction."""
+def forget_spawn(conn: sqlite3.Connection, run_id: str, failure: FailedStart | None) -> None:
+    """A spawn that failed: give its fires back and record the failed start (None: none, the tick itself
+    fails with the cause), in one transaction."""
     with immediate(conn, f"forgetting the scheduled run {run_id}"):
         notes = list(get_setting(conn, SPAWNED_KEY) or [])
         mine = [n for n in notes if n.get("runId") == run_id]
@@ -273,9 +274,10 @@ def forget_spawn(conn: sqlite3.Connection, run_id: str, failure: FailedStart) ->
                     (rec.get("before"), asset, rec.get("fire")),
                 )
         put_setting(conn, SPAWNED_KEY, [n for n in notes if n.get("runId") != run_id])
-        failed = list(get_setting(conn, FAILED_KEY) or [])
-        failed.append(_failed_json(failure))
-        put_setting(conn, FAILED_KEY, failed)
+        if failure is not None:
+            failed = list(get_setting(conn, FAILED_KEY) or [])
+            failed.append(_failed_json(failure))
+            put_setting(conn, FAILED_KEY, failed)
 
 
 def _failed_json(failed: FailedStart) -> dict[str, Any]:

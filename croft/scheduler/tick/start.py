@@ -3,7 +3,7 @@ and a project tick for a slot handed on (``scheduler.tick.handoff``).
 
 (``scheduler.user.launch`` starts project ticks for the per-user tick and serve, with ``tick_argv``.)
 
-The child is ``<this python> -m croft run --due --run-id ID A B …`` in the project folder, in its own
+The child is ``<this python> -P -m croft run --due --run-id ID A B …`` in the project folder, in its own
 session (so the tick, a terminal closing or the OS job's cgroup ending does not take it down), with its
 output going to the run's log folder and never to the tick's stdout. Its environment is a croft child's
 (``core.children``), never copied: secrets a shell exported are not passed on, and the run reads the
@@ -13,10 +13,9 @@ project's ``.env`` itself.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
-from croft.core.children import detach
+from croft.core.children import croft_argv, detach
 from croft.core.identity import ProcessIdentity, boot_id, start_time
 from croft.core.private import open_append
 
@@ -33,7 +32,7 @@ def start_due_run(
 ) -> ProcessIdentity:
     """Start the detached child; returns its identity. OSError when it cannot be started."""
     log = Path(state_dir) / "logs" / run_id / "process.log"
-    argv = [sys.executable, "-m", "croft", "run", "--due", "--json", "--run-id", run_id, *assets]
+    argv = croft_argv("run", "--due", "--json", "--run-id", run_id, *assets)
     fd = open_append(log)
     try:
         child = detach(argv, root, fd, env)
@@ -46,7 +45,7 @@ def start_due_run(
 
 def tick_argv() -> list[str]:
     """The command of a project tick, run in the project's folder."""
-    return [sys.executable, "-m", "croft", "tick"]
+    return croft_argv("tick")
 
 
 def start_tick_worker(cwd: str, err: IO[bytes], env: dict[str, str]) -> subprocess.Popen[bytes]:

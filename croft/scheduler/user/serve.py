@@ -4,6 +4,11 @@ At start and every interval (60 s; ``CROFT_SERVE_INTERVAL_MS`` shortens it for t
 project tick of every registered ``serve`` project whose scheduling is on, never a second one while the
 project's previous tick is still alive. A tick that fails is logged and the loop goes on; SIGTERM or
 Ctrl-C ends the loop cleanly (runs already started keep going: they are detached).
+
+Everything the tick log gains while serve runs (its own lines and those of the ticks it starts, which
+write there themselves) is also handed to ``echo`` as it comes (``LogFollower``), so a container's
+``docker logs`` shows what serve does. The ticks keep writing to the file, not to a pipe of serve's:
+a serve that ends never breaks a tick still writing.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -30,7 +36,49 @@ from croft.scheduler.user.registry import Registry, presence, project_state_dir
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error, words
 from croft.scheduler.user.watch import folder_trouble, troubled, untroubled
 
-__all__ = ["Server", "interval_s", "serve", "serve_alive", "serve_path", "write_serve"]
+__all__ = ["LogFollower", "Server", "interval_s", "serve", "serve_alive", "serve_path", "write_serve"]
+
+FOLLOW_EVERY_S = 0.25  # how soon a line in the tick log reaches serve's standard output
+FOLLOW_CHUNK = 64 * 1024  # read at a time; a line longer than the log keeps is cut by who wrote it
+
+
+class LogFollower:
+    """The lines a file gains from now on, as ``tail -F`` reads them: from where it ends at the start,
+    whole lines only, from the start of a new file when it was rotated (another inode) or cut shorter."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.inode, self.offset = self._where()
+        self.rest = b""
+
+    def _where(self) -> tuple[int | None, int]:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None, 0
+        return st.st_ino, st.st_size
+
+    def lines(self) -> list[str]:
+        inode, size = self._where()
+        if inode is None:
+            return []
+        if inode != self.inode or size < self.offset:  # rotated (tick.log.1) or cut: the new file, whole
+            self.inode, self.offset, self.rest = inode, 0, b""
+        if size == self.offset:
+            return []
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read(max(0, min(size - self.offset, 16 * FOLLOW_CHUNK)))
+        except OSError:
+            return []
+        self.offset += len(data)
+        *whole, self.rest = (self.rest + data).split(b"\n")
+        if len(self.rest) > FOLLOW_CHUNK:  # no line end in sight: hand on what came
+            whole.append(self.rest)
+            self.rest = b""
+        return [line.decode("utf-8", "replace") for line in whole]
+
 
 SOURCE = "serve"  # whose incidents these are (scheduler.incidents)
 
@@ -43,10 +91,14 @@ def interval_s() -> float:
 
 
 class Server:
-    def __init__(self, home: Path | None = None, spawn: Spawn = spawn_tick):
+    def __init__(
+        self, home: Path | None = None, spawn: Spawn = spawn_tick, echo: Callable[[str], None] | None = None
+    ):
         self.home = home or croft_home()
         self.log = TickLog.of(self.home)
         self.spawn = spawn
+        self.echo = echo
+        self.follower = LogFollower(self.log.path) if echo is not None else None
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.ticks = 0
         self.started = 0
@@ -129,17 +181,33 @@ class Server:
         if self.noted and read_object(serve_path(self.home)) != current().to_dict():
             write_serve(self.home)
 
+    def follow(self) -> None:
+        """Hand the tick log's new lines to ``echo`` (nothing without one)."""
+        if self.follower is None or self.echo is None:
+            return
+        for line in self.follower.lines():
+            self.echo(line)
+
     def run(self, stop: threading.Event, interval: float) -> None:
         while not stop.is_set():
             self.tick_once()
-            stop.wait(interval)
+            until = time.monotonic() + interval
+            while not stop.is_set():
+                self.follow()
+                left = until - time.monotonic()
+                if left <= 0:
+                    break
+                stop.wait(min(left, FOLLOW_EVERY_S) if self.follower is not None else left)
 
 
-def serve(on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run until SIGTERM or Ctrl-C; returns counts for the envelope."""
+def serve(
+    on_start: Callable[[str], None] | None = None, echo: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Run until SIGTERM or Ctrl-C; returns counts for the envelope. ``echo``: each line the tick log gains
+    meanwhile (serve's own and its ticks')."""
     knobs.require_all()  # every tick serve starts gets its knobs: a bad one stops serve before it starts
     interval = interval_s()
-    server = Server()
+    server = Server(echo=echo)
     unsafe = home_unsafe(server.home)
     if unsafe is not None:  # refused before serve.json or a log line is written there
         raise unsafe_error(unsafe)
@@ -161,6 +229,7 @@ def serve(on_start: Callable[[str], None] | None = None) -> dict[str, Any]:
             signal.signal(s, handler)
         serve_path(server.home).unlink(missing_ok=True)
         server.say("stops")
+        server.follow()
         for child in server.children.values():
             child.poll()
             if child.returncode is None:

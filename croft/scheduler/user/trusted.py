@@ -7,9 +7,13 @@ files, croft refuses to act on any of them that another user owns or could chang
 - CROFT_HOME itself, the registry, ``job.json``, ``slots.sqlite``, the tick's caches and its log folder
   (the group may not write them either): when one fails, the per-user tick does nothing at all, and
   writes nothing into CROFT_HOME (whoever can write it could point a file croft writes elsewhere);
-- each registered project's folder, ``croft.json``, ``assets/``, ``lib/`` and state folder (the group
-  may write these: a team's shared project; others may not): such a project is skipped, with the
-  reason in the tick log, ``croft status`` and ``croft doctor``, and the other projects tick as usual.
+- each registered project's folder, ``croft.json``, ``assets/`` and ``lib/`` (the group may write these:
+  a team's shared project; others may not) and its state folder (the group may not: runs.sqlite holds
+  which code a person approved, so whoever writes it could approve code for this user's scheduler):
+  such a project is skipped, with the reason in the tick log, ``croft status`` and ``croft doctor``, and
+  the other projects tick as usual. What the group writes is safe to tick: a run imports nothing from
+  the project root but its asset files and ``lib`` (``engine.loader``), and code changed there is held until
+  the owner runs it by hand.
 
 One rule in one place: the per-user tick, croft serve, ``croft schedule on`` and the chain of ``croft
 doctor`` and ``croft status`` all ask this module. Imports only ``os`` and ``core.trust`` (the problem's
@@ -50,6 +54,7 @@ HOME_FILES = (
     "logs",
 )
 PROJECT_PARTS = ("croft.json", "assets", "lib")
+STATE_PART = "/.croft"  # the default state folder: the group may not write it (approvals live there)
 PART_NAMES = ("", *PROJECT_PARTS, ".croft")  # ``project_parts`` relative to the root ("": the root itself)
 
 
@@ -74,7 +79,7 @@ def project_unsafe(root: str, state_dir: str | os.PathLike[str] | None = None) -
     """The first part of a registered project croft must not trust, or None: the folder, croft.json,
     assets/, lib/, ``.croft/`` and the configured state folder when it is elsewhere."""
     for path in project_parts(root):
-        found = check(path, group_may_write=True)
+        found = check(path, group_may_write=not path.endswith(STATE_PART))
         if found is not None:
             return found._replace(fix=_off(root)) if found.theirs else found
     return None if state_dir is None else state_dir_unsafe(root, state_dir)
@@ -86,7 +91,7 @@ def state_dir_unsafe(root: str, state_dir: str | os.PathLike[str]) -> Unsafe | N
     path = os.fspath(state_dir)
     if path == os.path.join(root, ".croft"):
         return None
-    found = check(path, group_may_write=True)
+    found = check(path)  # the group may not write it: approvals live there
     return found._replace(fix=_off(root)) if found is not None and found.theirs else found
 
 
@@ -123,8 +128,9 @@ def unsafe_problem(found: Unsafe, *, severity: Severity = "error", project: str 
         head = f"the scheduler skips {project}: {found.path}: {found.why}"
         hint = (
             "croft ticks a project only when its folder, croft.json, assets/, lib/ and state folder are"
-            " yours (or root's) and only you and your group can write them: whoever could change them"
-            " could make the scheduler run their code as you."
+            " yours (or root's), only you and your group can write the first four and only you the state"
+            " folder (it holds which code you approved): whoever could change them could make the"
+            " scheduler run their code as you."
         )
     if found.theirs and found.fix is None:
         hint += " It is not yours: set CROFT_HOME to a folder of your own (or unset it for ~/.croft)."

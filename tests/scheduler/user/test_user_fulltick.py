@@ -12,8 +12,8 @@ import pytest
 from schedulekit import query, scheduled, setting
 from waiting import wait_for
 
+from croft.core import children
 from croft.core.clock import parse_instant
-from croft.scheduler.tick import start
 from croft.scheduler.user import fulltick
 from croft.scheduler.user import tick_all as usertick
 from croft.scheduler.user.registry import Registry
@@ -60,7 +60,7 @@ def test_a_project_tick_that_hangs_is_left_and_the_others_are_ticked(
         "done\n"
     )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(start.sys, "executable", str(script))
+    monkeypatch.setattr(children.sys, "executable", str(script))
     monkeypatch.setattr(fulltick, "ANSWER_WITHIN_S", 1.0)
     monkeypatch.setenv("CROFT_NOW", NOW)
     names = ["a", "stuck", "c", "d", "e"]

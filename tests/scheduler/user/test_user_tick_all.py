@@ -14,9 +14,9 @@ import pytest
 from schedulekit import scheduled
 from waiting import wait_for
 
+from croft.core import children
 from croft.core.children import ENV_TABLE, croft_env
 from croft.core.clock import parse_instant
-from croft.scheduler.tick import start
 from croft.scheduler.ticklog import ROTATE_BYTES
 from croft.scheduler.user import tick_all as usertick
 from croft.scheduler.user.registry import Registry
@@ -66,7 +66,7 @@ def fake_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "done\n"
     )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(start.sys, "executable", str(script))  # the one command of a project tick
+    monkeypatch.setattr(children.sys, "executable", str(script))  # the one command of a project tick
     return record
 
 
@@ -101,7 +101,7 @@ def test_starts_only_os_job_projects_whose_scheduling_is_on(
     }
     records = wait_records(fake_python, 3)
     on = records["on"]
-    assert on["argv"] == ["-m", "croft", "tick", "--batch"] and on["cwd"] == str(roots["on"])
+    assert on["argv"] == ["-P", "-m", "croft", "tick", "--batch"] and on["cwd"] == str(roots["on"])
     assert "SECRET_TOKEN" not in on["env"]
     assert on["env"]["CROFT_HOME"] == str(_croft_home) and on["env"]["CROFT_NOW"] == NOW
     passed = {name for name in on["env"] if not name.startswith("CROFT_")}  # every CROFT_* knob passes

@@ -139,7 +139,7 @@ def test_a_project_others_can_write_is_skipped_logged_and_the_rest_tick(
     line = (
         f"shared: not ticked, croft does not trust {shared / '.croft'}: anyone on this machine can write it"
     )
-    assert f"{line}; fix: chmod o-w {shared / '.croft'}" in log_of(_croft_home)
+    assert f"{line}; fix: chmod go-w {shared / '.croft'}" in log_of(_croft_home)
 
 
 @pytest.mark.parametrize("part", ["", "croft.json", "assets", "lib", ".croft", "elsewhere"])
@@ -205,7 +205,7 @@ def test_croft_status_shows_it(make_project) -> None:
     )
     (found,) = [p for p in envelope["problems"] if p["code"] == "UNSAFE_PERMISSIONS"]
     assert (
-        found["fix"]["command"] == f"chmod o-w {root / '.croft'}"
+        found["fix"]["command"] == f"chmod go-w {root / '.croft'}"
         and found["docs"] == "croft docs UNSAFE_PERMISSIONS"
     )
 
