@@ -15,7 +15,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from brokenkit import env
+from brokenkit import env, served, until_green
+
+YEARLY = """
+from croft import ingest
+
+
+@ingest(schedule="0 0 1 1 *", key="id")
+def rows(ctx):
+    yield [{"id": 1, "n": 1}, {"id": 2, "n": 2}]
+"""
 
 
 def _croft(cwd: Path, *args: str, **extra: str) -> tuple[int, str, str]:
@@ -69,3 +78,26 @@ def test_the_schedule_groups_options_are_honoured_before_the_action(make_project
     assert code == 0
     code, after = _envelope(there, "schedule", "status", "--json")
     assert after["data"]["scheduling"]["state"] == "off"
+
+
+# -- croft.json broken after `schedule on`: an error line in doctor, exit 1 ----------------------------
+
+
+def test_a_croft_json_broken_after_schedule_on_is_an_error_line_in_doctor(make_project, _croft_home):
+    root = make_project({"assets/orders.py": YEARLY})
+    assert _croft(root, "run")[0] == 0
+    assert _croft(root, "schedule", "on", "--no-os-job")[0] == 0
+    with served(_croft_home):
+        until_green(root)  # ticked: fresh heartbeat, no incident
+    (root / "croft.json").write_text('{"timezone": ')  # a half-saved edit
+    for cwd in (root, root.parent):  # in the project, and anywhere else (the registry's projects)
+        code, envelope = _envelope(cwd, "doctor", "--json")
+        assert code == 1 and not envelope["ok"]
+        [line] = [c for c in envelope["data"]["checks"] if c["check"] == f"project {root.resolve()}"]
+        assert not line["ok"] and "croft.json is not valid JSON" in line["detail"], line
+        bad = [p for p in envelope["problems"] if p["code"] == "CONFIG_INVALID"]
+        assert bad and bad[0]["severity"] == "error" and bad[0]["details"]["cause"] == "config_unreadable"
+    (root / "croft.json").write_text(json.dumps({"timezone": "Europe/London"}))
+    code, envelope = _envelope(root.parent, "doctor", "--json")
+    [line] = [c for c in envelope["data"]["checks"] if c["check"] == f"project {root.resolve()}"]
+    assert line["ok"], line

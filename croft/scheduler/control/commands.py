@@ -47,6 +47,7 @@ from croft.scheduler.setting import (
 from croft.scheduler.tick.slots import queue_json
 from croft.scheduler.tick.view import asset_rows
 from croft.scheduler.user.registry import Registry, Via
+from croft.scheduler.user.tick_all import ticked_lately
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error
 
 __all__ = [
@@ -264,12 +265,16 @@ def schedule_on(
         fresh = (
             beat is not None and not heartbeat.ahead_of(beat, now) and now - from_iso(beat) <= ALREADY_TICKING
         )
-        if before.state == "on" and before.via == "os-job" and not job_changed and fresh:
+        # a resume of a job that ticks (paused: no project beat, but the per-user tick ran) waits for nothing
+        ticking = fresh or ticked_lately(str(croft_home()), ALREADY_TICKING.total_seconds())
+        if before.state in ("on", "paused") and before.via == "os-job" and not job_changed and ticking:
             first_tick = {"ok": True, "alreadyTicking": True, "waitedMs": 0}
         elif any(not link.ok and link.cause in NO_TICK_CAN_COME for link in checked):
             first_tick = {"ok": False, "alreadyTicking": False, "waitedMs": 0}
             job = installed_job(runner)
             problems.append(no_tick_problem(project, setting, now, 0, job).with_(severity="error"))
+        elif wait_ms == 0:  # asked not to wait (CROFT_HEARTBEAT_WAIT_MS=0): installed, and said so
+            first_tick = {"ok": None, "alreadyTicking": False, "waitedMs": 0, "notWaited": True}
         else:
             waited = _wait_for_heartbeat(project, now, wait_ms, progress)
             first_tick = {"ok": waited is not None, "alreadyTicking": False, "waitedMs": waited or wait_ms}

@@ -12,6 +12,8 @@ In order of what to fix first:
 - its last tick failed (``scheduler.incidents``, recorded by the project tick): SCHEDULER_BROKEN with
   the tick's own problem in ``details.problem``. Incidents the per-user tick recorded are not repeated:
   the first two checks find the same thing now, or find it gone;
+- its croft.json cannot be loaded (broken JSON, a value croft refuses): CONFIG_INVALID naming it, cause
+  ``config_unreadable``, unless its failing tick already said the same code;
 - the per-user registry and its own setting disagree: registered to tick while its setting says off
   (its history was replaced or reset) is SCHEDULER_BROKEN, cause ``setting_lost``. The other direction
   (on, but not registered) is SCHEDULER_STALE's ``not_registered`` once nothing ticks it.
@@ -72,6 +74,9 @@ def look(root: str, state_dir: Path, now: datetime, registered_via: str | None) 
     incident = incidents.read(root)
     if incident is not None and incident.get("source") == "tick":
         found.append(_failing(root, incident))
+    unreadable = _config_problem(root)
+    if unreadable is not None and not any(p.code == unreadable.code for p in found):
+        found.append(_cause(unreadable, "config_unreadable"))
     if setting is not None:
         lost = setting_lost(root, setting, now, registered_via)
         if lost is not None:
@@ -98,6 +103,18 @@ def setting_lost(root: str, setting: Scheduling, now: datetime, registered_via: 
         fix={"kind": "command", "description": "turn scheduling on again", "command": command},
         details={"cause": "setting_lost", "root": root},
     )
+
+
+def _config_problem(root: str) -> Problem | None:
+    """CONFIG_INVALID (or its like) when the project's croft.json cannot be loaded: every tick of it fails,
+    so no view may call it healthy. None when it loads, or is not there (the registry's presence says so)."""
+    from croft.project.config import load_config  # lazy: croft status reads the look of every project
+
+    try:
+        load_config(Path(root))
+    except CroftError as exc:
+        return None if exc.code == "NOT_A_PROJECT" else exc.problem
+    return None
 
 
 def _failing(root: str, incident: dict[str, Any]) -> Problem:

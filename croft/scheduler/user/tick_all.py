@@ -17,6 +17,7 @@ project whose scheduling is off.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from croft.core import clock
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-__all__ = ["tick_all"]
+__all__ = ["tick_all", "ticked_lately"]
 
 PRUNE_LOCK_S = 2.0
 SOURCE = "tick-all"  # whose incidents these are (scheduler.incidents)
@@ -170,8 +171,8 @@ def _naming(note: Any, root: str, name_of: Any) -> Any:
 
 
 def _minute_lock(home: str) -> int | None:
-    """This minute's claim on the per-user tick (a file lock the kernel drops when its holder ends);
-    None while another ``tick --all`` holds it."""
+    """This minute's claim on the per-user tick (a file lock the kernel drops when its holder ends), its
+    modification time set to now (``ticked_lately``); None while another ``tick --all`` holds it."""
     import fcntl
 
     fd = os.open(path_text(home, "tick-all.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -180,7 +181,21 @@ def _minute_lock(home: str) -> int | None:
     except OSError:
         os.close(fd)
         return None
+    with contextlib.suppress(OSError):  # the minute's mark: `schedule on` sees the job tick, all paused
+        os.utime(fd)
     return fd
+
+
+def ticked_lately(home: str, within_s: float) -> bool:
+    """Whether a ``croft tick --all`` of this home began within the last ``within_s`` seconds of the
+    wall clock (the lock's modification time; the OS job runs on the wall clock, not CROFT_NOW)."""
+    import time
+
+    try:
+        stamp = os.stat(path_text(home, "tick-all.lock")).st_mtime
+    except OSError:
+        return False
+    return 0 <= time.time() - stamp <= within_s
 
 
 def _redactor_of(state_dir: str) -> Any:
