@@ -80,6 +80,9 @@ CODES: dict[str, tuple[str, int]] = {
     "APPRISE_MISSING": ("project", 2),
     "PORT_IN_USE": ("project", 2),
     "NOTIFY_FAILED": ("state", 1),
+    "CLOCK_MOVED_BACK": ("state", 1),
+    "PROJECT_GONE": ("state", 1),
+    "HISTORY_LOST": ("state", 1),
 }
 
 

@@ -110,12 +110,12 @@ def test_an_unreadable_history_is_named_everywhere_with_a_fix_that_works(make_pr
         subprocess.run(fix, shell=True, check=True)  # the fix croft gave, as given
         # the history went with the damage; the registry still lists the project: both say what to do
         seen = wait_for(
-            lambda: (lambda s: s if every_view_names(s, "SCHEDULER_BROKEN") else None)(looks(root)),
-            "the lost setting named in every view",
+            lambda: (lambda s: s if every_view_names(s, "HISTORY_LOST") else None)(looks(root)),
+            "the lost history named in every view",
         )
-        lost = problem_of(seen, "doctor", "SCHEDULER_BROKEN")
+        lost = problem_of(seen, "doctor", "HISTORY_LOST")
         assert lost["details"]["cause"] == "setting_lost" and seen["doctor"][0] == 1
-        again = problem_of(seen, "status", "SCHEDULER_BROKEN")["fix"]["command"]
+        again = problem_of(seen, "status", "HISTORY_LOST")["fix"]["command"]
         assert again == f"croft schedule on --no-os-job --project {shlex.quote(str(root))}"
         assert croft(root, *shlex.split(again)[1:])[0] == 0
         _resumes(root, "")
@@ -203,9 +203,9 @@ def test_a_lost_registry_is_restored_and_a_lost_setting_is_named(make_project, _
         Path(f"{history}{suffix}").unlink(missing_ok=True)
     history.write_bytes(b"")
     seen = looks(root)
-    assert all(any(p["code"] == "SCHEDULER_BROKEN" for p in e["problems"]) for _, e in seen.values()), seen
+    assert all(any(p["code"] == "HISTORY_LOST" for p in e["problems"]) for _, e in seen.values()), seen
     assert seen["doctor"][0] == 1 and not seen["doctor"][1]["ok"]
-    assert problem_of(seen, "doctor", "SCHEDULER_BROKEN")["details"]["cause"] == "setting_lost"
+    assert problem_of(seen, "doctor", "HISTORY_LOST")["details"]["cause"] == "setting_lost"
 
 
 def test_a_heartbeat_far_ahead_of_the_clock_no_longer_hides_a_stopped_scheduler(make_project, _croft_home):

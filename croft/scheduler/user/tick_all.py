@@ -31,7 +31,7 @@ from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
 from croft.scheduler.user.settingcache import SettingCache
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, state_dir_unsafe, unsafe_error, words
-from croft.scheduler.user.watch import folder_trouble, troubled, untroubled
+from croft.scheduler.user.watch import absent, dropped, folder_trouble, lost_history, troubled, untroubled
 
 TYPE_CHECKING = False  # every minute: nothing of typing at run time
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def _minute(
     for entry in entries:
         say = _naming(note, entry.root, name_of)
         try:
-            _one(entry, now, cache, idle, fresh, out, say, full, pings)
+            _one(entry, now, cache, idle, fresh, out, say, full, pings, home)
         except Exception as exc:  # one broken project never stops the others
             say(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
             out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
@@ -133,6 +133,8 @@ def _minute(
     try:
         for message in registry.prune(now, lock_timeout=PRUNE_LOCK_S, entries=entries, present=beaten):
             note(message)  # a gone project was skipped above (no croft.json): it is never in ``full``
+        for root in registry.dropped:  # away too long: taken off, and told again
+            dropped(root, now, SOURCE)
     except CroftError as exc:
         if exc.code != "DB_BUSY":
             raise
@@ -219,6 +221,7 @@ def _one(
     note: Any,
     full: list[str],
     pings: list[tuple[str, str]],
+    home: str,
 ) -> None:
     stamp = out["at"]
     if entry.via != "os-job":
@@ -262,11 +265,34 @@ def _one(
         out["skipped"].append({"root": entry.root, "reason": reason})
         if reason.startswith("cannot check"):
             note(f"{entry.root}: {reason}")
-        return
+        if _told_skip(entry, reason, now, home, out, note):
+            return  # its incident stays until it is back, or on again
     untroubled(entry.root, SOURCE)
+    if reason:
+        return
     if idle.check(entry.root, stamp):
         return _beat(entry, stamp, out, idle, pings)
     full.append(entry.root)
+
+
+def _told_skip(entry: Entry, reason: str, now: Any, home: str, out: dict[str, Any], note: Any) -> bool:
+    """A skip that is an incident, never a quiet "gone" or "off": the project's folder or croft.json away
+    (PROJECT_GONE), or its history lost while the registry lists it (HISTORY_LOST). Recorded, logged and
+    told once; whether it was one."""
+    found = None
+    if reason.startswith(("gone: ", "missing: ")):
+        state, _, why = reason.partition(": ")
+        if absent(entry.root, state, why, now, SOURCE):
+            note(f"{entry.root}: not ticked: PROJECT_GONE: {state}, {why}; it ticks again once it is back")
+        return True
+    if reason == "scheduling is off":
+        found = lost_history(entry.root, home)
+    if found is None:
+        return False
+    out["problems"].append(found)
+    if troubled(entry.root, found, now, SOURCE):
+        note(f"{entry.root}: not ticked: {found.code}: {found.message}")
+    return True
 
 
 def _beat(
