@@ -53,11 +53,12 @@ def schedule_text(data: dict[str, Any]) -> str:
     lines.append(f"Last tick: {when.moment(last, now) if last else 'never'}{stale}")
     lines += _queue_lines(data)
     assets = data.get("assets") or []
+    off = state == "off"
     if assets:
         lines.append("")
         lines.append(f"{'ASSET':<22} {'SCHEDULE':<20} {'CRON':<14} {'NEXT FIRE':<22} {'LAST FIRE':<12} STATE")
         for a in assets:
-            upcoming = when.moment(a["nextFire"], now) if a["nextFire"] else "-"
+            upcoming = when.moment(a["nextFire"], now) if a["nextFire"] else "n/a" if off and a["cron"] else "-"
             fired = when.clock(a["lastFire"], now) if a["lastFire"] else "never"
             lines.append(
                 f"{a['asset']:<22} {a['schedule'] or '-':<20} {a['cron'] or '-':<14} {upcoming:<22}"

@@ -465,6 +465,10 @@ class _Decider:
         info, view = self.assets[name], self.views[name]
         g = self.g
         if self.state_now == "paused":
+            # code nobody ran stays held when the pause ends: say that, never "runs when the pause ends"
+            approval = self.approval(info)
+            if approval:
+                return approval
             paused_until = g.setting.paused_until
             when = f" until {self.words(paused_until)}" if paused_until else ""
             return Hold(

@@ -261,3 +261,32 @@ def _tick_problems(root: Path, now: str) -> list[dict[str, Any]]:
     assert code == 0, envelope
     wait_for_runs(root)
     return list(envelope["problems"])
+
+
+# -- while paused, a held asset is said held; after off, no next fire -----------------------------------
+
+
+def test_paused_status_promises_nothing_for_held_code_and_off_shows_no_next_fire(make_project):
+    root = make_project({"assets/orders.py": EVERY_MINUTE, "assets/fresh.py": YEARLY}, timezone="UTC")
+    assert croft_json(root, "2026-06-01T09:00:00Z", "run", "orders")[0] == 0  # approved; fresh never run
+    schedule_on(root, "2026-06-01T09:00:30Z")
+    assert croft_json(root, "2026-06-01T09:01:00Z", "schedule", "pause")[0] == 0
+    code, envelope = croft_json(root, "2026-06-01T09:30:00Z", "schedule", "status")
+    data = envelope["data"]
+    promised = {c["asset"]: c["text"] for c in data["catchUp"]}
+    assert promised == {"orders": "will run once when the pause ends: 30 fires missed while paused"}
+    rows = {r["asset"]: r for r in data["assets"]}
+    assert rows["fresh"]["held"]["code"] == "SCHEDULE_HELD"  # held, and said so, paused or not
+    assert rows["orders"]["held"]["code"] == "SCHEDULE_PAUSED"
+    assert croft_json(root, "2026-06-01T09:31:00Z", "schedule", "off")[0] == 0
+    code, envelope = croft_json(root, "2026-06-01T09:32:00Z", "schedule", "status")
+    assert [r["nextFire"] for r in envelope["data"]["assets"]] == [None, None]
+    done = subprocess.run(
+        [sys.executable, "-m", "croft", "schedule", "status"],
+        cwd=root,
+        env=env(CROFT_NOW="2026-06-01T09:32:00Z"),
+        capture_output=True,
+        text=True,
+    )
+    orders = next(line for line in done.stdout.splitlines() if line.startswith("orders "))
+    assert " n/a " in orders and "in under a minute" not in orders, done.stdout
