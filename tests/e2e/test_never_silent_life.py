@@ -271,7 +271,7 @@ def test_paused_status_promises_nothing_for_held_code_and_off_shows_no_next_fire
     assert croft_json(root, "2026-06-01T09:00:00Z", "run", "orders")[0] == 0  # approved; fresh never run
     schedule_on(root, "2026-06-01T09:00:30Z")
     assert croft_json(root, "2026-06-01T09:01:00Z", "schedule", "pause")[0] == 0
-    code, envelope = croft_json(root, "2026-06-01T09:30:00Z", "schedule", "status")
+    _code, envelope = croft_json(root, "2026-06-01T09:30:00Z", "schedule", "status")
     data = envelope["data"]
     promised = {c["asset"]: c["text"] for c in data["catchUp"]}
     assert promised == {"orders": "will run once when the pause ends: 30 fires missed while paused"}
@@ -279,7 +279,7 @@ def test_paused_status_promises_nothing_for_held_code_and_off_shows_no_next_fire
     assert rows["fresh"]["held"]["code"] == "SCHEDULE_HELD"  # held, and said so, paused or not
     assert rows["orders"]["held"]["code"] == "SCHEDULE_PAUSED"
     assert croft_json(root, "2026-06-01T09:31:00Z", "schedule", "off")[0] == 0
-    code, envelope = croft_json(root, "2026-06-01T09:32:00Z", "schedule", "status")
+    _code, envelope = croft_json(root, "2026-06-01T09:32:00Z", "schedule", "status")
     assert [r["nextFire"] for r in envelope["data"]["assets"]] == [None, None]
     done = subprocess.run(
         [sys.executable, "-m", "croft", "schedule", "status"],
