@@ -58,7 +58,9 @@ def schedule_text(data: dict[str, Any]) -> str:
         lines.append("")
         lines.append(f"{'ASSET':<22} {'SCHEDULE':<20} {'CRON':<14} {'NEXT FIRE':<22} {'LAST FIRE':<12} STATE")
         for a in assets:
-            upcoming = when.moment(a["nextFire"], now) if a["nextFire"] else "n/a" if off and a["cron"] else "-"
+            upcoming = (
+                when.moment(a["nextFire"], now) if a["nextFire"] else "n/a" if off and a["cron"] else "-"
+            )
             fired = when.clock(a["lastFire"], now) if a["lastFire"] else "never"
             lines.append(
                 f"{a['asset']:<22} {a['schedule'] or '-':<20} {a['cron'] or '-':<14} {upcoming:<22}"

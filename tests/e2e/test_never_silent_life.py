@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from brokenkit import env, every_view_names, looks, problem_of, served, until_green
+from brokenkit import env, every_view_names, fill, looks, problem_of, served, small_disk, until_green
 from schedulekit import croft_json, runs_of, schedule_on, state_of, tick, wait_for_runs
 from waiting import wait_for
 
@@ -290,3 +290,33 @@ def test_paused_status_promises_nothing_for_held_code_and_off_shows_no_next_fire
     )
     orders = next(line for line in done.stdout.splitlines() if line.startswith("orders "))
     assert " n/a " in orders and "in under a minute" not in orders, done.stdout
+
+
+# -- schedule on / off on a full disk: wholly or not at all ---------------------------------------------
+
+
+def test_schedule_on_and_off_on_a_full_croft_home_change_nothing(make_project, tmp_path, monkeypatch):
+    with small_disk(tmp_path / "disk", "1m") as disk:
+        home = disk / "home"
+        monkeypatch.setenv("CROFT_HOME", str(home))
+        first = _on(make_project, timezone="UTC")
+        second = make_project(root=tmp_path / "second")
+        registry = home / "projects.json"
+        listed = registry.read_text()
+        filler = fill(disk)
+        code, off = _envelope(first, "schedule", "off", "--json")
+        assert code != 0 and off["problems"][0]["code"] == "DISK_FULL", off
+        assert _state(first) == "on" and registry.read_text() == listed  # not half applied
+        code, on = _envelope(second, "schedule", "on", "--no-os-job", "--json")
+        assert code != 0 and on["problems"][0]["code"] == "DISK_FULL", on
+        assert _state(second) == "off" and registry.read_text() == listed
+        filler.unlink()  # space again: both go through
+        assert _envelope(first, "schedule", "off", "--json")[0] == 0
+        assert _envelope(second, "schedule", "on", "--no-os-job", "--json")[0] == 0
+        assert _state(first) == "off" and _state(second) == "on"
+        assert [e["root"] for e in json.loads(registry.read_text())] == [str(second.resolve())]
+
+
+def _state(root: Path) -> str:
+    _code, envelope = _envelope(root, "schedule", "status", "--json")
+    return str(envelope["data"]["scheduling"]["state"])
