@@ -58,6 +58,7 @@ def rows(ctx):
     yield [{"id": os.environ.get("CROFT_NOW", "?"), "n": 1}]
 """
 FAULTS = ("kill-tick", "kill-run", "garbage", "edit", "clock-back", "gone", "zero-history", "full-disk")
+RESUMES = ("clock-back", "gone", "zero-history", "full-disk", "kill-run")  # checked to tick on at once
 HOME_FILES = ("idle-cache.json", "tick-cache.json", "fresh-cache.json", "slots.sqlite", "idle-beats.json")
 
 
@@ -153,7 +154,12 @@ def _fault(week: Week, kind: str) -> None:
     try:
         _inject(week, kind)
     finally:
-        week.excused.update({_hour(begun), _hour(week.now), _hour(week.now + timedelta(minutes=20))})
+        end = week.now
+        week.excused.update({_hour(begun), _hour(end), _hour(end + timedelta(minutes=20))})
+    if kind in RESUMES:
+        # the fault is over: the next fire by the clock runs, an hour the end check does not excuse
+        week.now = _hour(end) + timedelta(hours=1, minutes=2)
+        week.tick()
 
 
 def _inject(week: Week, kind: str) -> None:
