@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
 import click
 
 from croft.cli.project_option import load, project_option
@@ -35,6 +39,56 @@ def group(ctx: click.Context, project_dir: str | None, as_json: bool) -> None:
     """Turn the scheduler on, off or paused for this project; bare `croft schedule` shows its status."""
     if ctx.invoked_subcommand is None:
         ctx.invoke(status, project_dir=project_dir, as_json=as_json)
+        return
+    ctx.meta[_GROUP_KEY] = {"project_dir": project_dir, "as_json": as_json}
+
+
+_GROUP_KEY = "croft.schedule.group"
+
+
+def _group_options(work: Callable[..., None]) -> Callable[..., None]:
+    """Let ``croft schedule --project DIR --json ACTION`` mean what ``croft schedule ACTION --project DIR
+    --json`` means: the group's options are the action's, never silently dropped. Two different project
+    folders, one on each side, are refused: croft would have to guess which one was meant."""
+
+    import inspect
+
+    takes_project = "project_dir" in inspect.signature(work).parameters
+
+    @functools.wraps(work)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        given = click.get_current_context().meta.get(_GROUP_KEY) or {}
+        if given.get("as_json"):
+            kwargs["as_json"] = True
+        outer = given.get("project_dir")
+        if outer is not None and "project_dir" in kwargs:
+            inner = kwargs["project_dir"]
+            if inner is not None and _same_folder(inner, outer) is False:
+                _refuse(
+                    kwargs.get("as_json", False),
+                    f"croft schedule --project {outer} and {work.__name__} --project {inner} name two"
+                    " different projects",
+                    f"Give --project once: croft schedule {work.__name__} --project DIR.",
+                )
+            kwargs["project_dir"] = inner if inner is not None else outer
+        elif outer is not None and takes_project:
+            kwargs["project_dir"] = outer  # explain: the group's project gives the zone
+        work(*args, **kwargs)
+
+    return wrapper
+
+
+def _same_folder(a: str, b: str) -> bool:
+    from pathlib import Path
+
+    return Path(a).resolve() == Path(b).resolve()
+
+
+def _refuse(as_json: bool, message: str, hint: str) -> None:
+    from croft.cli.render import emit
+    from croft.core.problems import problem
+
+    emit(Result(problems=[problem("USAGE", message, hint)]), as_json)
 
 
 def _human(result: Result) -> str:
@@ -51,8 +105,15 @@ def _human(result: Result) -> str:
 )
 @click.option("-n", "count", type=int, default=3, show_default=True, help="How many fires to show.")
 @json_option
+@_group_options
 @run_command(_human)
-def explain(schedule: tuple[str, ...], tz_name: str | None, after: str | None, count: int) -> Result:
+def explain(
+    schedule: tuple[str, ...],
+    tz_name: str | None,
+    after: str | None,
+    count: int,
+    project_dir: str | None = None,
+) -> Result:
     """Show the cron a SCHEDULE means and its next fires, in the zone schedules run in.
 
     \b
@@ -72,16 +133,19 @@ def explain(schedule: tuple[str, ...], tz_name: str | None, after: str | None, c
             raise CroftError(
                 "USAGE", f"--after: {exc}", "give an ISO-8601 instant such as 2026-03-08T09:00:00Z"
             ) from None
-    return explain_schedule(" ".join(schedule), tz_name or _project_zone(), start, count)
+    return explain_schedule(" ".join(schedule), tz_name or _project_zone(project_dir), start, count)
 
 
-def _project_zone() -> str:
-    """The zone of the project the command runs in (croft.json "timezone"), or UTC outside any project."""
+def _project_zone(project_dir: str | None = None) -> str:
+    """The zone of the project the command runs in (croft.json "timezone"), or UTC outside any project.
+    ``project_dir``: ``croft schedule --project DIR explain``'s folder, whose zone it then is."""
+    from pathlib import Path
+
     from croft.core.problems import CroftError
     from croft.project.config import find_root, load_config
 
     try:
-        return load_config(find_root()).timezone
+        return load_config(find_root(Path(project_dir) if project_dir else None)).timezone
     except CroftError as exc:
         if exc.code == "NOT_A_PROJECT":
             return "UTC"
@@ -115,6 +179,7 @@ def _progress() -> object:
 )
 @project_option
 @json_option
+@_group_options
 @run_command(_state_human)
 def on(no_os_job: bool, backend: str, project_dir: str | None) -> Result:
     """Let the scheduler run this project's ingests: records the setting, registers the project, installs
@@ -132,6 +197,7 @@ def on(no_os_job: bool, backend: str, project_dir: str | None) -> Result:
 @group.command("off")
 @project_option
 @json_option
+@_group_options
 @run_command(_state_human)
 def off(project_dir: str | None) -> Result:
     """Stop scheduling this project; the OS job goes once no project needs it."""
@@ -144,6 +210,7 @@ def off(project_dir: str | None) -> Result:
 @click.option("--for", "length", help="How long: 90m, 1h30m, 2 days... (default: until `croft schedule on`).")
 @project_option
 @json_option
+@_group_options
 @run_command(_state_human)
 def pause(length: str | None, project_dir: str | None) -> Result:
     """Start nothing until the pause ends or `croft schedule on`."""
@@ -155,6 +222,7 @@ def pause(length: str | None, project_dir: str | None) -> Result:
 @group.command("status")
 @project_option
 @json_option
+@_group_options
 @run_command(_state_human)
 def status(project_dir: str | None) -> Result:
     """The setting, the OS job, the last tick (and whether it is stale), and each asset's schedule."""

@@ -37,9 +37,14 @@ def schedule_text(data: dict[str, Any]) -> str:
     if tick:
         if tick.get("alreadyTicking"):
             lines.append("First tick: already ticking")
+        elif tick.get("notWaited"):
+            lines.append(
+                "First tick: not waited for (CROFT_HEARTBEAT_WAIT_MS=0); the job is installed, and"
+                " `croft schedule status` shows its last tick"
+            )
         elif tick["ok"]:
             lines.append(f"First tick arrived after {tick['waitedMs'] / 1000:.1f} s")
-        elif tick["waitedMs"] == 0:
+        elif tick["waitedMs"] == 0 and any(not c["ok"] for c in data.get("checked") or []):
             lines.append("No tick can come until the check marked ✖ holds; croft did not wait for one")
         else:
             lines.append(f"No tick arrived within {tick['waitedMs'] / 1000:.0f} s")
@@ -48,11 +53,14 @@ def schedule_text(data: dict[str, Any]) -> str:
     lines.append(f"Last tick: {when.moment(last, now) if last else 'never'}{stale}")
     lines += _queue_lines(data)
     assets = data.get("assets") or []
+    off = state == "off"
     if assets:
         lines.append("")
         lines.append(f"{'ASSET':<22} {'SCHEDULE':<20} {'CRON':<14} {'NEXT FIRE':<22} {'LAST FIRE':<12} STATE")
         for a in assets:
-            upcoming = when.moment(a["nextFire"], now) if a["nextFire"] else "-"
+            upcoming = (
+                when.moment(a["nextFire"], now) if a["nextFire"] else "n/a" if off and a["cron"] else "-"
+            )
             fired = when.clock(a["lastFire"], now) if a["lastFire"] else "never"
             lines.append(
                 f"{a['asset']:<22} {a['schedule'] or '-':<20} {a['cron'] or '-':<14} {upcoming:<22}"

@@ -86,6 +86,9 @@ CODES: dict[str, tuple[str, int]] = {
     "AGENTS_BLOCK_INVALID": ("project", 2),
     "STATE_DIR_INVALID": ("state", 2),
     "WAREHOUSE_CORRUPT": ("state", 2),
+    "CLOCK_MOVED_BACK": ("state", 1),
+    "PROJECT_GONE": ("state", 1),
+    "HISTORY_LOST": ("state", 1),
 }
 
 

@@ -7,7 +7,11 @@ gather the facts and pass ``now`` in, so every rule is tested by handing in data
   scheduler handled and the start of its last successful step (a run by hand covers the fire before it);
   missed fires coalesce into one run;
 - a held asset is not started but stays due, so it runs at the first tick after its hold lifts;
-- due assets are grouped by connected components of the whole asset graph: one run per group.
+- due assets are grouped by connected components of the whole asset graph: one run per group;
+- the clock decides: a handled fire stamped more than ``heartbeat.AHEAD_LIMIT`` ahead of the clock (the
+  clock moved back since, or a tick ran with a ``CROFT_NOW`` ahead) counts as covering the fires up to
+  now and no further, so the next fire by today's clock runs. ``DueWork.ahead`` names those marks; the
+  tick writes the correction and tells of it once (CLOCK_MOVED_BACK).
 
 The records are named tuples and plain classes, not dataclasses: ``croft status`` and the per-minute tick
 import this module, and dataclasses cost more to import than the decision itself.
@@ -25,6 +29,7 @@ from croft.core.record import NamedTuple
 from croft.engine.staleness import data_version, stale_reasons
 from croft.project.graph import Graph
 from croft.schedule import cron
+from croft.scheduler.heartbeat import AHEAD_LIMIT
 from croft.scheduler.setting import Scheduling, effective_state
 
 TYPE_CHECKING = False
@@ -251,7 +256,7 @@ class View:
 
 
 class DueWork:
-    __slots__ = ("fires", "groups", "held", "views")
+    __slots__ = ("ahead", "fires", "groups", "held", "views")
 
     def __init__(
         self,
@@ -259,11 +264,15 @@ class DueWork:
         held: list[tuple[str, Hold]],
         groups: list[list[str]],
         fires: dict[str, str],
+        ahead: dict[str, tuple[str | None, str]] | None = None,
     ) -> None:
         self.views = views
         self.held = held
         self.groups = groups
         self.fires = fires  # ready ingest -> the fire its run handles
+        # ingest -> (its stored last fire, the fire it is corrected to) when what it handled lies ahead of
+        # the clock: the clock moved back
+        self.ahead: dict[str, tuple[str | None, str]] = {} if ahead is None else ahead
 
     def group_reason(self, group: Sequence[str]) -> str:
         parts = [(a, self.views[a].reason or "") for a in group]
@@ -396,9 +405,9 @@ class _Decider:
             nxt = cron.next_fire(spec, self.g.tz, self.now)
             view.next_fire_at = to_iso(nxt) if nxt else None
         latest = cron.latest_fire_at_or_before(spec, self.g.tz, self.now)
-        handled = _later(view.last_fire_at, self.g.last_ok.get(info.name))
         if latest is None:
             return
+        handled = self.handled(info.name, view.last_fire_at, latest)
         handled_at = _at(handled)
         if handled_at is not None and latest <= handled_at:
             return
@@ -414,6 +423,21 @@ class _Decider:
             reason += f"; {count} missed fires run once"
         view.reason = reason
         self.fires[info.name] = to_iso(latest)
+
+    def handled(self, name: str, last_fire: str | None, latest: datetime) -> str | None:
+        """The last fire handled, by today's clock. A mark far ahead of the clock (a fire recorded, or a
+        run started, while the clock read later than it does now) covers the fires up to ``latest`` and
+        no further: the next fire by the clock runs, none runs twice, and ``ahead`` keeps the correction
+        for the tick to write. A successful run's start ahead, with a sound last fire, counts for nothing."""
+        limit = self.now + AHEAD_LIMIT
+        fire_at, ok = _at(last_fire), self.g.last_ok.get(name)
+        ok_at = _at(ok)
+        if (fire_at is not None and fire_at > limit) or (
+            fire_at is None and ok_at is not None and ok_at > limit
+        ):
+            self.ahead[name] = (last_fire, to_iso(latest))
+            return to_iso(latest)
+        return _later(last_fire, ok if ok_at is None or ok_at <= limit else None)
 
     def transform(self, info: AssetInfo, view: View) -> None:
         catalog = self.g.catalog
@@ -448,6 +472,10 @@ class _Decider:
         info, view = self.assets[name], self.views[name]
         g = self.g
         if self.state_now == "paused":
+            # code nobody ran stays held when the pause ends: say that, never "runs when the pause ends"
+            approval = self.approval(info)
+            if approval:
+                return approval
             paused_until = g.setting.paused_until
             when = f" until {self.words(paused_until)}" if paused_until else ""
             return Hold(
@@ -577,6 +605,7 @@ class _Decider:
     def decide(self) -> DueWork:
         g = self.g
         self.fires: dict[str, str] = {}
+        self.ahead: dict[str, tuple[str | None, str]] = {}
         for name, info in self.assets.items():
             row = g.state.get(name) or {}
             last_fire = g.rollbacks[name] if name in g.rollbacks else row.get("last_fire_at")
@@ -610,7 +639,7 @@ class _Decider:
             view.due = True
             view.reason = f"after {', '.join(after)}, which {'is' if len(after) == 1 else 'are'} due"
         fires = {n: f for n, f in self.fires.items() if n in ready}
-        return DueWork(self.views, held, self.components(ready), fires)
+        return DueWork(self.views, held, self.components(ready), fires, self.ahead)
 
     def components(self, names: Sequence[str]) -> list[list[str]]:
         """Partition ``names`` by connected components of the whole graph (shared inputs link too)."""

@@ -32,9 +32,11 @@ if TYPE_CHECKING:
 
     from croft.core.problems import Problem
 
-__all__ = ["FOLDER", "clear", "incident_path", "read", "record"]
+__all__ = ["CLOCK", "FOLDER", "clear", "clock_shown", "incident_path", "read", "record"]
 
 FOLDER = "incidents"
+CLOCK = "clock"  # the source of a CLOCK_MOVED_BACK incident (scheduler.tick.clockback): no tick failed
+CLOCK_SHOWN_DAYS = 1  # at most: a mark years ahead (a CROFT_NOW of 2099) is not shown for years
 
 
 def incident_path(root: str, home: str | Path | None = None) -> str:
@@ -102,3 +104,19 @@ def clear(root: str, source: str | None = None, home: Path | None = None) -> boo
     except OSError:  # gone meanwhile, or a home croft cannot write (doctor shows that link)
         return False
     return True
+
+
+def clock_shown(incident: dict[str, Any], now: datetime) -> bool:
+    """Whether a CLOCK_MOVED_BACK incident is still worth showing at ``now``: until the clock passes its
+    latest mark (``details.until``), a day at most. The one rule the tick (which clears it then) and the
+    views (``control.troubles``) share."""
+    from datetime import timedelta
+
+    from croft.core.clock import parse_instant
+
+    try:
+        until = parse_instant(str((incident["problem"].get("details") or {}).get("until")))
+        since = parse_instant(str(incident.get("since")))
+    except (ValueError, KeyError, AttributeError, TypeError):
+        return False
+    return now < until and now < since + timedelta(days=CLOCK_SHOWN_DAYS)

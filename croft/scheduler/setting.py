@@ -30,8 +30,10 @@ __all__ = [
     "SETTING_KEY",
     "Scheduling",
     "effective_state",
+    "history_lost",
     "read_scheduling",
     "read_scheduling_file",
+    "setting_stored",
     "write_scheduling",
 ]
 
@@ -112,6 +114,16 @@ def read_scheduling_file(state_dir: Path) -> Scheduling:
         return Scheduling()
 
 
+def setting_stored(state_dir: str | Path) -> bool:
+    """Whether runs.sqlite holds a scheduling setting at all (on, off or paused), as opposed to none: a
+    history emptied, moved aside or made anew. False also when it cannot be read (its own problem)."""
+    try:
+        rows = peek(Path(state_dir) / "runs.sqlite", "SELECT 1 FROM settings WHERE key = ?", (SETTING_KEY,))
+    except (OSError, sqlite3.Error):
+        return False
+    return bool(rows)
+
+
 def _unreadable(exc: BaseException, path: Path) -> Any:
     """The problem of a history the setting could not be read from (lazy: only a broken file pays)."""
     what = "reading the scheduling setting"
@@ -149,3 +161,32 @@ def write_scheduling(
     )
     put_setting(conn, SETTING_KEY, after.to_json())
     return after
+
+
+def history_lost(root: str, via: str) -> Any:
+    """HISTORY_LOST: the per-user registry lists ``root`` to tick (by ``via``) while its own history says
+    scheduling is off. runs.sqlite was emptied, moved aside or made anew (a 0-byte file, a restore, a
+    ``mv``), and the setting and every approval of code went with it: nothing ticks it, and the scheduler
+    would hold every asset even if it did. The one wording the per-user tickers (told once) and every view
+    (``control.troubles``) use."""
+    import shlex
+
+    from croft.core.problems import problem
+
+    ticker = "croft serve" if via == "serve" else "the OS job"
+    flag = " --no-os-job" if via == "serve" else ""
+    command = f"croft schedule on{flag} --project {shlex.quote(root)}"
+    history = shlex.quote(f"{root}/.croft/runs.sqlite")
+    return problem(
+        "HISTORY_LOST",
+        f"{root} is in the per-user registry to tick from {ticker}, but its run history says scheduling is"
+        " off: runs.sqlite was emptied, moved aside or made anew, so nothing ticks it",
+        "The history held the scheduling setting and the approvals of the code a person has run; both"
+        f" went with it. If you have the old file (a backup, or a copy moved aside), put it back at {history}"
+        " and the next tick resumes with everything it held. Otherwise turn scheduling on again (the fix) and"
+        " run each asset once by hand (`croft run`) to approve its code again; `croft schedule off` in the"
+        " project takes it off the registry instead.",
+        severity="warning",
+        fix={"kind": "command", "description": "turn scheduling on again", "command": command},
+        details={"cause": "setting_lost", "root": root},
+    )

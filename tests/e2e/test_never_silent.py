@@ -110,12 +110,12 @@ def test_an_unreadable_history_is_named_everywhere_with_a_fix_that_works(make_pr
         subprocess.run(fix, shell=True, check=True)  # the fix croft gave, as given
         # the history went with the damage; the registry still lists the project: both say what to do
         seen = wait_for(
-            lambda: (lambda s: s if every_view_names(s, "SCHEDULER_BROKEN") else None)(looks(root)),
-            "the lost setting named in every view",
+            lambda: (lambda s: s if every_view_names(s, "HISTORY_LOST") else None)(looks(root)),
+            "the lost history named in every view",
         )
-        lost = problem_of(seen, "doctor", "SCHEDULER_BROKEN")
+        lost = problem_of(seen, "doctor", "HISTORY_LOST")
         assert lost["details"]["cause"] == "setting_lost" and seen["doctor"][0] == 1
-        again = problem_of(seen, "status", "SCHEDULER_BROKEN")["fix"]["command"]
+        again = problem_of(seen, "status", "HISTORY_LOST")["fix"]["command"]
         assert again == f"croft schedule on --no-os-job --project {shlex.quote(str(root))}"
         assert croft(root, *shlex.split(again)[1:])[0] == 0
         _resumes(root, "")
@@ -203,15 +203,16 @@ def test_a_lost_registry_is_restored_and_a_lost_setting_is_named(make_project, _
         Path(f"{history}{suffix}").unlink(missing_ok=True)
     history.write_bytes(b"")
     seen = looks(root)
-    assert all(any(p["code"] == "SCHEDULER_BROKEN" for p in e["problems"]) for _, e in seen.values()), seen
+    assert all(any(p["code"] == "HISTORY_LOST" for p in e["problems"]) for _, e in seen.values()), seen
     assert seen["doctor"][0] == 1 and not seen["doctor"][1]["ok"]
-    assert problem_of(seen, "doctor", "SCHEDULER_BROKEN")["details"]["cause"] == "setting_lost"
+    assert problem_of(seen, "doctor", "HISTORY_LOST")["details"]["cause"] == "setting_lost"
 
 
 def test_a_heartbeat_far_ahead_of_the_clock_no_longer_hides_a_stopped_scheduler(make_project, _croft_home):
     """A tick stamped far ahead (a clock set back since, a bad CROFT_NOW) once kept SCHEDULER_STALE away
     forever. Now a mark more than 5 minutes ahead counts for nothing: with nothing ticking, every view says
-    so (naming what stopped: here serve is not running); once ticks come, the fresh beat wins."""
+    so (naming what stopped: here serve is not running); once ticks come, the fresh beat wins, and the
+    clock having moved back is said (CLOCK_MOVED_BACK), not hidden."""
     root = _project(make_project, on_at=to_iso(datetime.now(UTC) - timedelta(minutes=10)))
     conn = open_history(root / ".croft")
     write_tick(conn, current(), "2099-01-01T00:00:00.000Z")  # as a tick at that clock leaves it
@@ -225,7 +226,15 @@ def test_a_heartbeat_far_ahead_of_the_clock_no_longer_hides_a_stopped_scheduler(
     assert stale[0]["details"]["cause"] == "serve_not_running"  # the real reason nothing ticks
     assert seen["doctor"][0] == 1
     with served(_croft_home):
-        _resumes(root, "2026")  # the project ticks at the real time again; the mark ahead is outweighed
+        # the project ticks at the real time again; the mark ahead is outweighed, and the tick that found
+        # it said the clock moved back: every view shows that notice (a warning) instead of staleness
+        seen = wait_for(
+            lambda: (lambda s: s if every_view_names(s, "CLOCK_MOVED_BACK") else None)(looks(root)),
+            "the clock moving back named in every view",
+        )
+        assert all(code == 0 for code, _ in seen.values()), seen
+        assert not [p for _, e in seen.values() for p in e["problems"] if p["code"] == "SCHEDULER_STALE"]
+        assert "2099-01-01" in problem_of(seen, "doctor", "CLOCK_MOVED_BACK")["message"]
     assert (root / ".croft" / "tick-beat").read_text() == "2099-01-01T00:00:00.000Z"  # still there, ignored
 
 

@@ -30,6 +30,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -200,6 +201,19 @@ def _journey(http_server: TestServer, user: User) -> None:
     finally:
         wh.close()
     assert count == 2 and first_call >= 2  # the rows the scheduled run fetched replaced the first ones
+
+    # paused, then resumed while cron ticks: the resume waits for no tick (it once blocked ~50 s)
+    assert croft("schedule", "pause", "--json").returncode == 0
+    paused_at = time.time()
+    wait_for(
+        lambda: "tick-all.lock" in os.listdir(home) and os.stat(home / "tick-all.lock").st_mtime > paused_at,
+        "cron's next croft tick --all while paused",
+        timeout=90,
+    )
+    resumed = croft("schedule", "on", "--backend", "crontab", "--json")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    tick = json.loads(resumed.stdout)["data"]["firstTick"]
+    assert tick == {"ok": True, "alreadyTicking": True, "waitedMs": 0}, tick
 
     off = croft("schedule", "off", "--json")
     assert off.returncode == 0, off.stdout + off.stderr

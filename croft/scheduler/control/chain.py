@@ -319,7 +319,12 @@ def _project_link(chain: Chain, place: Place, upstream: Link | None) -> Link:
     if place.presence == "unknown":
         return Link.holds(name, f"unknown: {place.presence_why}")  # never pruned; croft cannot look
     if place.presence != "present":
-        return Link.broken(name, f"{place.presence}: {place.presence_why}", "project_missing")
+        return Link.broken(
+            name,
+            f"{place.presence}: {place.presence_why}; it stays on the schedule and ticks again once it is back",
+            "project_missing",
+            code="PROJECT_GONE",
+        )
     if place.unsafe is not None and place.state != "off":
         found = place.unsafe
         return Link.broken(
@@ -332,12 +337,16 @@ def _project_link(chain: Chain, place: Place, upstream: Link | None) -> Link:
     folder = protected_folder(place.root + "/")
     if place.via == "os-job" and place.state != "off" and chain.platform == "darwin" and folder:
         return Link.broken(name, privacy_words(folder, _python(chain)), "privacy")
-    if place.troubles:  # its folder, its history, its failing tick, its lost setting: said before "quiet"
-        first = place.troubles[0]
+    troubles = [t for t in place.troubles if t.code != "CLOCK_MOVED_BACK"]
+    if troubles:  # its folder, its history, its failing tick, its lost setting: said before "quiet"
+        first = troubles[0]
         cause = str((first.details or {}).get("cause") or "unknown")
         inner = (first.details or {}).get("problem") or {}  # a failing tick's own problem, if that is it
         code = first.code if first.code != "SCHEDULER_BROKEN" else inner.get("code")
         return Link.broken(name, first.message, cause, (first.fix or {}).get("command"), code=code)
+    moved = next((t for t in place.troubles if t.code == "CLOCK_MOVED_BACK"), None)
+    if not place.quiet and moved is not None:  # it ticks; the clock moved back: a warning, said once a day
+        return Link.warns(name, moved.message, "clock_backwards", None, moved.hint, code=moved.code)
     if not place.quiet:
         return Link.holds(
             name, f"{place.state} via {place.via or '-'}, last tick {place.last_tick or 'never'}"

@@ -8,6 +8,7 @@ failure users do not notice.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -26,7 +27,7 @@ from croft.history.db import open_history
 from croft.history.state import put_setting
 from croft.project.config import Project
 from croft.project.rules import BOUNDS, bound_problem
-from croft.scheduler import heartbeat
+from croft.scheduler import heartbeat, incidents
 from croft.scheduler.control.catchup import catch_up
 from croft.scheduler.control.diagnosis import (
     no_tick_problem,
@@ -53,6 +54,7 @@ from croft.scheduler.setting import (
 from croft.scheduler.tick.slots import queue_json
 from croft.scheduler.tick.view import asset_rows
 from croft.scheduler.user.registry import Registry, Via
+from croft.scheduler.user.tick_all import ticked_lately
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error
 
 __all__ = [
@@ -265,9 +267,12 @@ def schedule_on(
                             },
                         )
                     )
-    except CroftError:
+    except (CroftError, OSError) as exc:  # all or nothing: the setting and the entry as they were
         _restore(project, before)
-        registry.restore(root, before_entry)
+        with contextlib.suppress(CroftError, OSError):  # what could not be written was not changed
+            registry.restore(root, before_entry)
+        if isinstance(exc, OSError):
+            raise CroftError(_machine(exc, "turning scheduling on")) from exc
         raise
     if no_os_job and before_entry is not None and before_entry.via == "os-job":
         problems += _remove_job_if_unused(registry, runner, used_it=True)
@@ -283,12 +288,16 @@ def schedule_on(
         fresh = (
             beat is not None and not heartbeat.ahead_of(beat, now) and now - from_iso(beat) <= ALREADY_TICKING
         )
-        if before.state == "on" and before.via == "os-job" and not job_changed and fresh:
+        # a resume of a job that ticks (paused: no project beat, but the per-user tick ran) waits for nothing
+        ticking = fresh or ticked_lately(str(croft_home()), ALREADY_TICKING.total_seconds())
+        if before.state in ("on", "paused") and before.via == "os-job" and not job_changed and ticking:
             first_tick = {"ok": True, "alreadyTicking": True, "waitedMs": 0}
         elif any(not link.ok and link.cause in NO_TICK_CAN_COME for link in checked):
             first_tick = {"ok": False, "alreadyTicking": False, "waitedMs": 0}
             job = installed_job(runner)
             problems.append(no_tick_problem(project, setting, now, 0, job).with_(severity="error"))
+        elif wait_ms == 0:  # asked not to wait (CROFT_HEARTBEAT_WAIT_MS=0): installed, and said so
+            first_tick = {"ok": None, "alreadyTicking": False, "waitedMs": 0, "notWaited": True}
         else:
             waited = _wait_for_heartbeat(project, now, wait_ms, progress)
             first_tick = {"ok": waited is not None, "alreadyTicking": False, "waitedMs": waited or wait_ms}
@@ -335,12 +344,29 @@ def schedule_off(project: Project, *, runner: Runner | None = None) -> Result:
     registry = Registry()
     before_entry = registry.find(project.root)
     unsafe = project_unsafe(str(project.root), project.config.state_dir)
-    if unsafe is not None and unsafe.theirs:
-        setting = read_scheduling_file(project.config.state_dir)  # another user's: nothing is written into it
-    else:
-        setting = _write(project, "off", now)
-    registry.remove(project.root)
-    registry.prune(now)
+    # the registry first, then the setting: each applies wholly or not at all (a full disk under either
+    # leaves both as they were), and a minute's tick in between never reads "off" while still registered
+    try:
+        registry.remove(project.root)
+    except OSError as exc:
+        raise CroftError(_machine(exc, "turning scheduling off")) from exc
+    try:
+        if unsafe is not None and unsafe.theirs:
+            setting = read_scheduling_file(
+                project.config.state_dir
+            )  # another user's: nothing written into it
+        else:
+            setting = _write(project, "off", now)
+    except (CroftError, OSError) as exc:
+        if before_entry is not None:
+            with contextlib.suppress(CroftError, OSError):
+                registry.restore(project.root, before_entry)
+        if isinstance(exc, OSError):
+            raise CroftError(_machine(exc, "turning scheduling off")) from exc
+        raise
+    incidents.clear(str(project.root))  # off: nothing of its scheduling is an incident any more
+    with contextlib.suppress(CroftError, OSError):
+        registry.prune(now)
     had_job = installed_backend(runner) is not None
     problems = _remove_job_if_unused(
         registry, runner, used_it=bool(before_entry and before_entry.via == "os-job")
@@ -422,6 +448,13 @@ def _check_interpreter(python: str) -> None:
             fix=dict(SERVE_FALLBACK),
             details={"job": "interpreter", "python": python},
         )
+
+
+def _machine(exc: OSError, what: str) -> Problem:
+    """A full or read-only disk (or no permission) met while changing the setting or the registry."""
+    from croft.core import disk
+
+    return disk.os_problem(exc, what) or disk.cannot_open(what, str(exc.filename or ""), str(exc))
 
 
 def _remove_old_job(previous: Any) -> list[Problem]:

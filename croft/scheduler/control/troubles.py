@@ -12,8 +12,13 @@ In order of what to fix first:
 - its last tick failed (``scheduler.incidents``, recorded by the project tick): SCHEDULER_BROKEN with
   the tick's own problem in ``details.problem``. Incidents the per-user tick recorded are not repeated:
   the first two checks find the same thing now, or find it gone;
+- its croft.json cannot be loaded (broken JSON, a value croft refuses): CONFIG_INVALID naming it, cause
+  ``config_unreadable``, unless its failing tick already said the same code;
+- the clock moved back (a tick found fires, its heartbeat or leases stamped ahead of the clock):
+  CLOCK_MOVED_BACK, a warning, while the clock has not caught up (a day at most; ``tick.clockback``);
 - the per-user registry and its own setting disagree: registered to tick while its setting says off
-  (its history was replaced or reset) is SCHEDULER_BROKEN, cause ``setting_lost``. The other direction
+  (its history was emptied, moved aside or made anew: no setting at all) is HISTORY_LOST, cause
+  ``setting_lost``; a setting written off while the registry kept it is SCHEDULER_BROKEN, same cause. The other direction
   (on, but not registered) is SCHEDULER_STALE's ``not_registered`` once nothing ticks it.
 
 ``Look`` is a NamedTuple, not a dataclass: ``croft status`` imports this module, and ``dataclasses`` costs
@@ -30,7 +35,13 @@ from croft.core.paths import croft_home
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.record import NamedTuple
 from croft.scheduler import incidents
-from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
+from croft.scheduler.setting import (
+    Scheduling,
+    effective_state,
+    history_lost,
+    read_scheduling_file,
+    setting_stored,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -72,17 +83,32 @@ def look(root: str, state_dir: Path, now: datetime, registered_via: str | None) 
     incident = incidents.read(root)
     if incident is not None and incident.get("source") == "tick":
         found.append(_failing(root, incident))
+    if (
+        incident is not None
+        and incident.get("source") == incidents.CLOCK
+        and incidents.clock_shown(incident, now)
+    ):
+        found.append(Problem.from_dict(incident["problem"]).with_(severity="warning"))
+    unreadable = _config_problem(root)
+    if unreadable is not None and not any(p.code == unreadable.code for p in found):
+        found.append(_cause(unreadable, "config_unreadable"))
     if setting is not None:
-        lost = setting_lost(root, setting, now, registered_via)
+        lost = setting_lost(root, setting, now, registered_via, state_dir)
         if lost is not None:
             found.append(lost)
     return Look(setting, tuple(found))
 
 
-def setting_lost(root: str, setting: Scheduling, now: datetime, registered_via: str | None) -> Problem | None:
-    """SCHEDULER_BROKEN for a project the registry lists to tick while its own setting says off."""
+def setting_lost(
+    root: str, setting: Scheduling, now: datetime, registered_via: str | None, state_dir: Path | None = None
+) -> Problem | None:
+    """For a project the registry lists to tick while its own setting says off: HISTORY_LOST when its
+    history holds no setting at all (emptied, moved aside, made anew: the approvals went too), else
+    SCHEDULER_BROKEN (a setting written off while the registry kept it)."""
     if registered_via is None or effective_state(setting, now) != "off":
         return None
+    if state_dir is not None and not setting_stored(state_dir):
+        return history_lost(root, registered_via)
     import shlex  # only for this problem: croft status looks at every project's setting
 
     ticker = "croft serve" if registered_via == "serve" else "the OS job"
@@ -98,6 +124,18 @@ def setting_lost(root: str, setting: Scheduling, now: datetime, registered_via: 
         fix={"kind": "command", "description": "turn scheduling on again", "command": command},
         details={"cause": "setting_lost", "root": root},
     )
+
+
+def _config_problem(root: str) -> Problem | None:
+    """CONFIG_INVALID (or its like) when the project's croft.json cannot be loaded: every tick of it fails,
+    so no view may call it healthy. None when it loads, or is not there (the registry's presence says so)."""
+    from croft.project.config import load_config  # lazy: croft status reads the look of every project
+
+    try:
+        load_config(Path(root))
+    except CroftError as exc:
+        return None if exc.code == "NOT_A_PROJECT" else exc.problem
+    return None
 
 
 def _failing(root: str, incident: dict[str, Any]) -> Problem:

@@ -9,6 +9,7 @@ fail. A project whose croft.json no longer loads counts when its own setting sti
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 
@@ -90,8 +91,15 @@ def _project_for_telling(root: Path) -> Project:
 
 
 def tick_succeeded(project: Project) -> None:
-    """The tick did its work: whatever stopped it before has gone (one ``stat`` when nothing had)."""
-    incidents.clear(str(project.root))
+    """The tick did its work: whatever stopped it before has gone (one ``stat`` when nothing had). A clock
+    that moved back is not something a tick fails at: that notice stays until the clock has caught up
+    (``tick.clockback``)."""
+    root = str(project.root)
+    if not os.path.exists(incidents.incident_path(root)):
+        return
+    found = incidents.read(root)
+    if found is None or found.get("source") != incidents.CLOCK:
+        incidents.clear(root)
 
 
 def _root_of(start: Path | None) -> Path | None:

@@ -33,6 +33,7 @@ from croft.scheduler.due import RETRY_BACKOFF, due_work
 from croft.scheduler.setting import effective_state, read_scheduling, read_scheduling_file
 from croft.scheduler.tick import slots, start
 from croft.scheduler.tick.ceiling import deadline_for, enforce_ceilings
+from croft.scheduler.tick.clockback import settle_clock
 from croft.scheduler.tick.factcache import cached_deps, load_facts
 from croft.scheduler.tick.failure import tick_failed, tick_succeeded
 from croft.scheduler.tick.gather import due_input, landed_writes, latest_steps
@@ -189,6 +190,9 @@ def _work(
         database=project.config.database,
     )
     work = due_work(given)
+    moved = settle_clock(project, conn, now, previous, work.ahead)
+    if moved is not None:
+        problems.append(moved)
     data["held"] = [held(asset, hold.code, f"{asset}: {hold.reason}", hold.hint) for asset, hold in work.held]
     never = never_fires(work)  # SCHEDULE_INVALID: said every tick, and kept in the memo for the idle ones
     data["held"] += never

@@ -79,7 +79,8 @@ def _view(project: Project, now: datetime) -> tuple[dict[str, Any], dict[str, As
     assets: dict[str, Any] = {}
     for name, view in work.views.items():
         out = view_json(view)
-        out["nextFireAt"] = _local(view.next_fire_at, tz)
+        # off: no fire comes (as `systemctl list-timers` shows n/a for a stopped timer)
+        out["nextFireAt"] = _local(view.next_fire_at, tz) if state != "off" else None
         out["lastFireAt"] = _local(view.last_fire_at, tz)
         out["lastAttemptAt"] = _local(view.last_attempt_at, tz)
         if view.next_fire_at is None:

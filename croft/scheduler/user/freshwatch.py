@@ -5,6 +5,11 @@ tick that died, a project paused and forgotten or scheduling turned off cannot h
 job is SCHEDULER_STALE's and the external ping's to catch). ``scheduler.user.freshcache`` keeps it off
 the idle minute: it runs only when a promise can have broken or something it reads moved.
 
+One cause, one alert: a breach whose cause is the asset's failing runs is not told while the runs' own
+failure notice (``notify.streaks``) told it within the reminder period, and telling it counts as that
+notice's reminder; a breach because "the scheduler has not ticked" is never told by the ticker that is
+ticking the project this very minute (it looks again the next minute).
+
 What was told lives in the project's runs.sqlite (``notify.freshness``: per asset, the breach and when
 it was last told), so a breach is told once, reminded by the asset's ``notify.remind`` rule, and its end
 ("fresh again") told once, across restarts and whichever process looks.
@@ -49,17 +54,41 @@ def watch_project(project: Project, now: datetime, recheck_s: float = 3600) -> s
     stamp = to_iso(now)
     changed = dict(told)
     upcoming = [to_iso(now + timedelta(seconds=recheck_s))]
+    streaks = _streaks(project) if any(found.causes[a].code == "failing" for a in found.breached) else {}
     for asset in found.breached:
         fresh, cause = found.fresh[asset], found.causes[asset]
+        if cause.code == "no_tick":
+            # said by the ticker that is about to tick it: this very minute starts the catch-up run, so
+            # look again next minute, when the run has made it fresh or the real cause shows
+            upcoming.append(to_iso(now + timedelta(seconds=60)))
+            continue
         entry = told.get(asset)
         remind = policy.remind(asset)
         last = _instant((entry or {}).get("notifiedAt"))
+        # one cause, one alert: a failure the run's own notice told (or reminded of) within the reminder
+        # period is not told again as a breach; the two share one reminder clock
+        failed_told = (
+            _instant((streaks.get(asset) or {}).get("notifiedAt")) if cause.code == "failing" else None
+        )
+        if failed_told is not None and (last is None or failed_told > last):
+            covered = remind is None or (now - failed_told).total_seconds() < remind
+            if covered:
+                changed[asset] = {
+                    "since": fresh.breach_at,
+                    "notifiedAt": to_iso(failed_told),
+                    "cause": cause.code,
+                }
+                if remind is not None:
+                    upcoming.append(to_iso(failed_told + timedelta(seconds=remind)))
+                continue
         if entry is None or (
             remind is not None and last is not None and (now - last).total_seconds() >= remind
         ):
             _tell_breach(project, asset, fresh, cause, reminder=entry is not None)
             changed[asset] = {"since": fresh.breach_at, "notifiedAt": stamp, "cause": cause.code}
             last = now
+            if cause.code == "failing":
+                _told_failure(project, asset, now)
         if remind is not None and last is not None:
             upcoming.append(to_iso(last + timedelta(seconds=remind)))
     for asset in told:
@@ -91,6 +120,43 @@ def _tell_fresh(project: Project, asset: str, fresh: Any) -> None:
     name = project.root.name
     title, body = fresh_again_message(name, asset, words(fresh.age_s or 0), words(fresh.within_s))
     notify_event(project, "fresh", title, body, freshness_payload(name, title, body, "fresh", None, None))
+
+
+def _streaks(project: Project) -> dict[str, dict[str, Any]]:
+    """The failing streaks (``notify.streaks``): when each asset's failure was last told by its run."""
+    from croft.notify import streaks
+
+    conn = open_readonly(project.config.state_dir)
+    if conn is None:
+        return {}
+    try:
+        return streaks.read(conn)
+    except Exception:  # an older history: no streaks
+        return {}
+    finally:
+        conn.close()
+
+
+def _told_failure(project: Project, asset: str, now: datetime) -> None:
+    """A failing breach told: the failure's own reminder counts its period from now too (one cause, one
+    alert per period). A streak that ended meanwhile is left alone."""
+    from croft.notify import streaks
+
+    def change(found: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], None]:
+        if asset not in found:
+            return found, None
+        return {**found, asset: {**found[asset], "notifiedAt": to_iso(now)}}, None
+
+    try:
+        conn = open_history(project.config.state_dir)
+    except Exception:
+        return
+    try:
+        streaks.update(conn, change)
+    except Exception as exc:  # its reminder may then come early: said in notify.log
+        note_miss(project, None, f"freshness: streak not saved: {type(exc).__name__}: {exc}")
+    finally:
+        conn.close()
 
 
 def _told(project: Project) -> dict[str, dict[str, Any]]:

@@ -10,8 +10,10 @@ nothing would say so), so each change also writes its last good copy ``projects.
 found empty, garbled or gone while the copy reads is restored from it, with a note (the tick log, doctor);
 the broken file is kept beside it as ``projects.json.broken``.
 
-A project whose folder or croft.json is gone is dropped; one on a disk that is not mounted is kept and
-marked ``missingSince`` (dropped after 30 days); one croft cannot even look at (permissions) is kept.
+A project whose folder or croft.json is gone (a ``git checkout`` or ``stash`` takes croft.json away for a
+minute) is kept and marked ``missingSince``, ticked again as soon as it is back, and dropped after 7 days
+gone; one on a disk that is not mounted likewise, dropped after 30 days; one croft cannot even look at
+(permissions) is kept. Only ``croft schedule off`` or that long absence takes a project off.
 A registry croft cannot parse and cannot restore is an error with a fix, never silently replaced: it
 may hold the only list of which projects should tick.
 """
@@ -36,6 +38,7 @@ from croft.core.problems import CroftError
 from croft.core.text import clip
 
 __all__ = [
+    "GONE_DAYS",
     "MISSING_DAYS",
     "Entry",
     "Presence",
@@ -46,6 +49,7 @@ __all__ = [
 ]
 
 MISSING_DAYS = 30
+GONE_DAYS = 7  # a folder or croft.json gone (a checkout, a stash, a move): kept this long, then dropped
 BACKUP = "projects.json.bak"
 LOCK_TIMEOUT_S = 12.0
 TYPE_CHECKING = False  # the per-user tick reads the registry every minute: typing is not loaded for it
@@ -242,6 +246,7 @@ class Registry:
         self._lock = path_text(self._home, "projects.json.lock")
         self.lock_timeout = lock_timeout
         self.notes: list[str] = []  # what reading had to repair (a registry restored from its copy)
+        self.dropped: list[str] = []  # the roots the last prune took off after their long absence
         self._held = False
 
     @property
@@ -427,6 +432,7 @@ class Registry:
         Looks first without the lock, so a minute where nothing changed costs no lock and no write.
         ``entries``: the list just read (not read again); ``present``: roots the caller has just seen in
         place (their croft.json stat'ed this minute), which are not looked at again."""
+        self.dropped = []
         plan = _prune_plan(self.entries() if entries is None else entries, now, present)
         if plan is None:
             return []
@@ -440,6 +446,7 @@ class Registry:
                 return entries
             kept, said = decided
             notes.extend(said)
+            self.dropped = [e.root for e in entries if e.root not in {k.root for k in kept}]
             return kept
 
         try:
@@ -458,21 +465,19 @@ def _prune_plan(
     notes: list[str] = []
     for e in entries:
         state, why = ("present", "") if e.root in present else presence(e.root)
-        if state == "gone":
-            notes.append(f"removed {e.root} from the schedule: {why}")
-            continue
-        if state == "missing":
+        if state in ("gone", "missing"):
+            days = GONE_DAYS if state == "gone" else MISSING_DAYS
             if e.missing_since is None:
                 kept.append(e._replace(missing_since=to_iso(now)))
                 notes.append(
-                    f"{e.root} is missing: {why}; it stays on the schedule, and is removed after"
-                    f" {MISSING_DAYS} days missing"
+                    f"{e.root} is {state}: {why}; it stays on the schedule, ticks again once it is back, and"
+                    f" is removed after {days} days {state}"
                 )
                 continue
-            if now - from_iso(e.missing_since) >= timedelta(days=MISSING_DAYS):
+            if now - from_iso(e.missing_since) >= timedelta(days=days):
                 notes.append(
-                    f"removed {e.root} from the schedule: missing since {e.missing_since}"
-                    f" ({MISSING_DAYS} days or more)"
+                    f"removed {e.root} from the schedule: {state} since {e.missing_since}"
+                    f" ({days} days or more)"
                 )
                 continue
         elif state == "present" and e.missing_since is not None:

@@ -34,7 +34,7 @@ from croft.scheduler.user.freshcache import FreshCache, look
 from croft.scheduler.user.launch import spawn_tick
 from croft.scheduler.user.registry import Registry, presence, project_state_dir
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error, words
-from croft.scheduler.user.watch import folder_trouble, troubled, untroubled
+from croft.scheduler.user.watch import absent, dropped, folder_trouble, lost_history, troubled, untroubled
 
 __all__ = ["LogFollower", "Server", "interval_s", "serve", "serve_alive", "serve_path", "write_serve"]
 
@@ -133,6 +133,7 @@ class Server:
                     action = self._one(entry.root, names[entry.root], now, handle, env)
                     events.append({"root": entry.root, "action": action})
             fresh.save()
+            self._prune(registry, listed, now)
         except Exception as exc:  # one bad round must not end the server
             self.say(f"tick failed: {type(exc).__name__}: {exc}")
             events.append({"root": None, "action": f"failed: {exc}"})
@@ -143,7 +144,11 @@ class Server:
         if previous is not None and previous.poll() is None:
             self.say(f"{name}: previous tick (pid {previous.pid}) is still running; skipped")
             return "previous_alive"
-        state, _why = presence(root)
+        state, why = presence(root)
+        if state in ("gone", "missing"):  # a checkout took croft.json away: told once, ticked once back
+            if absent(root, state, why, now, SOURCE):
+                self.say(f"{name}: not ticked: PROJECT_GONE: {state}, {why}; it ticks again once it is back")
+            return state
         if state != "present":
             return state
         state_dir = project_state_dir(root)
@@ -161,8 +166,13 @@ class Server:
             if troubled(root, trouble, now, SOURCE):  # logged and told once per incident
                 self.say(f"{name}: not ticked: {trouble.code}: {trouble.message}")
             return "troubled"
-        untroubled(root, SOURCE)
         current = effective_state(setting, now)
+        lost = lost_history(root, str(self.home)) if current == "off" else None
+        if lost is not None:  # registered, its history says off: emptied or moved aside, never a quiet "off"
+            if troubled(root, lost, now, SOURCE):
+                self.say(f"{name}: not ticked: {lost.code}: {lost.message}")
+            return "troubled"
+        untroubled(root, SOURCE)
         if current != "on" or setting.via != "serve":
             return "off" if current == "on" else current
         try:
@@ -174,6 +184,20 @@ class Server:
         self.started += 1
         self.say(f"{name}: tick started (pid {child.pid})")
         return "started"
+
+    def _prune(self, registry: Registry, listed: list[Any], now: Any) -> None:
+        """What ``croft tick --all`` does each minute, for a user with no OS job: a project away for long
+        is taken off (told again), one back is unmarked. A registry another croft holds waits a round."""
+        try:
+            notes = registry.prune(now, lock_timeout=2.0, entries=listed)
+        except CroftError as exc:
+            if exc.code != "DB_BUSY":
+                raise
+            return
+        for message in notes:
+            self.say(message)
+        for root in registry.dropped:
+            dropped(root, now, SOURCE)
 
     def _keep_note(self) -> None:
         """serve.json says which croft serve is alive (doctor reads it): put it back if it is lost or

@@ -17,6 +17,7 @@ project whose scheduling is off.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from croft.core import clock
@@ -30,14 +31,14 @@ from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
 from croft.scheduler.user.settingcache import SettingCache
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, state_dir_unsafe, unsafe_error, words
-from croft.scheduler.user.watch import folder_trouble, troubled, untroubled
+from croft.scheduler.user.watch import absent, dropped, folder_trouble, lost_history, troubled, untroubled
 
 TYPE_CHECKING = False  # every minute: nothing of typing at run time
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-__all__ = ["tick_all"]
+__all__ = ["tick_all", "ticked_lately"]
 
 PRUNE_LOCK_S = 2.0
 SOURCE = "tick-all"  # whose incidents these are (scheduler.incidents)
@@ -118,7 +119,7 @@ def _minute(
     for entry in entries:
         say = _naming(note, entry.root, name_of)
         try:
-            _one(entry, now, cache, idle, fresh, out, say, full, pings)
+            _one(entry, now, cache, idle, fresh, out, say, full, pings, home)
         except Exception as exc:  # one broken project never stops the others
             say(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
             out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
@@ -132,6 +133,8 @@ def _minute(
     try:
         for message in registry.prune(now, lock_timeout=PRUNE_LOCK_S, entries=entries, present=beaten):
             note(message)  # a gone project was skipped above (no croft.json): it is never in ``full``
+        for root in registry.dropped:  # away too long: taken off, and told again
+            dropped(root, now, SOURCE)
     except CroftError as exc:
         if exc.code != "DB_BUSY":
             raise
@@ -170,8 +173,8 @@ def _naming(note: Any, root: str, name_of: Any) -> Any:
 
 
 def _minute_lock(home: str) -> int | None:
-    """This minute's claim on the per-user tick (a file lock the kernel drops when its holder ends);
-    None while another ``tick --all`` holds it."""
+    """This minute's claim on the per-user tick (a file lock the kernel drops when its holder ends), its
+    modification time set to now (``ticked_lately``); None while another ``tick --all`` holds it."""
     import fcntl
 
     fd = os.open(path_text(home, "tick-all.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -180,7 +183,21 @@ def _minute_lock(home: str) -> int | None:
     except OSError:
         os.close(fd)
         return None
+    with contextlib.suppress(OSError):  # the minute's mark: `schedule on` sees the job tick, all paused
+        os.utime(fd)
     return fd
+
+
+def ticked_lately(home: str, within_s: float) -> bool:
+    """Whether a ``croft tick --all`` of this home began within the last ``within_s`` seconds of the
+    wall clock (the lock's modification time; the OS job runs on the wall clock, not CROFT_NOW)."""
+    import time
+
+    try:
+        stamp = os.stat(path_text(home, "tick-all.lock")).st_mtime
+    except OSError:
+        return False
+    return 0 <= time.time() - stamp <= within_s
 
 
 def _redactor_of(state_dir: str) -> Any:
@@ -204,6 +221,7 @@ def _one(
     note: Any,
     full: list[str],
     pings: list[tuple[str, str]],
+    home: str,
 ) -> None:
     stamp = out["at"]
     if entry.via != "os-job":
@@ -247,11 +265,34 @@ def _one(
         out["skipped"].append({"root": entry.root, "reason": reason})
         if reason.startswith("cannot check"):
             note(f"{entry.root}: {reason}")
-        return
+        if _told_skip(entry, reason, now, home, out, note):
+            return  # its incident stays until it is back, or on again
     untroubled(entry.root, SOURCE)
+    if reason:
+        return
     if idle.check(entry.root, stamp):
         return _beat(entry, stamp, out, idle, pings)
     full.append(entry.root)
+
+
+def _told_skip(entry: Entry, reason: str, now: Any, home: str, out: dict[str, Any], note: Any) -> bool:
+    """A skip that is an incident, never a quiet "gone" or "off": the project's folder or croft.json away
+    (PROJECT_GONE), or its history lost while the registry lists it (HISTORY_LOST). Recorded, logged and
+    told once; whether it was one."""
+    found = None
+    if reason.startswith(("gone: ", "missing: ")):
+        state, _, why = reason.partition(": ")
+        if absent(entry.root, state, why, now, SOURCE):
+            note(f"{entry.root}: not ticked: PROJECT_GONE: {state}, {why}; it ticks again once it is back")
+        return True
+    if reason == "scheduling is off":
+        found = lost_history(entry.root, home)
+    if found is None:
+        return False
+    out["problems"].append(found)
+    if troubled(entry.root, found, now, SOURCE):
+        note(f"{entry.root}: not ticked: {found.code}: {found.message}")
+    return True
 
 
 def _beat(

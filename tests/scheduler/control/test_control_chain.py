@@ -166,7 +166,7 @@ def test_project_links() -> None:
     gone = by_name(healthy(osjob(presence="missing", presence_why="its disk /Volumes/x is not mounted")))
     assert gone["project /p"] == (
         False,
-        "missing: its disk /Volumes/x is not mounted",
+        "missing: its disk /Volumes/x is not mounted; it stays on the schedule and ticks again once it is back",
         "project_missing",
         None,
     )

@@ -438,3 +438,38 @@ def test_a_heartbeat_far_ahead_of_the_clock_loses_to_one_that_is_not(tmp_path) -
     assert heartbeat.last_heartbeat(state, now) == "2026-03-02T12:00:00.000Z"
     heartbeat.write_beat(str(state), "2026-03-01T11:59:00.000Z")
     assert heartbeat.last_heartbeat(state, now) == "2026-03-01T11:59:00.000Z"
+
+
+def test_on_told_not_to_wait_says_installed_not_waited_and_exits_0(proj, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """CROFT_HEARTBEAT_WAIT_MS=0 once said "until the check marked ✖ holds" with every check ✔, and exit 1."""
+    from croft.cli.schedule_text import schedule_text
+
+    monkeypatch.setenv("CROFT_HEARTBEAT_WAIT_MS", "0")
+    monkeypatch.setattr(crontab, "cron_daemon_running", lambda: True)
+    result = schedule_on(proj, backend_name="crontab", runner=FakeOS())
+    assert result.exit_code == 0 and result.is_ok, result.problems
+    assert result.data["firstTick"] == {"ok": None, "alreadyTicking": False, "waitedMs": 0, "notWaited": True}
+    assert all(c["ok"] for c in result.data["checked"])
+    text = schedule_text(result.data)
+    assert "✖" not in text and "may never have run" not in text
+    assert "not waited for (CROFT_HEARTBEAT_WAIT_MS=0); the job is installed" in text
+    assert read_scheduling_file(proj.config.state_dir).state == "on"
+
+
+def test_resume_of_a_paused_project_whose_job_ticks_waits_for_nothing(proj, _croft_home, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A resume once waited for the next minute's tick (~50 s): paused, the project had no fresh beat,
+    though the per-user job ticked all along. Now the job's own minute mark counts."""
+    from croft.scheduler.user.tick_all import tick_all
+
+    monkeypatch.setattr(crontab, "cron_daemon_running", lambda: True)
+    fake = FakeOS()
+    threading.Timer(0.1, beat, (proj, NOW)).start()
+    monkeypatch.setenv("CROFT_HEARTBEAT_WAIT_MS", "5000")
+    assert schedule_on(proj, backend_name="crontab", runner=fake).data["firstTick"]["ok"]
+    monkeypatch.setenv("CROFT_NOW", "2026-03-01T12:30:00Z")  # half an hour paused: the beat is old
+    schedule_pause(proj, None, runner=fake)
+    monkeypatch.setenv("CROFT_HEARTBEAT_WAIT_MS", "3000")  # no beat comes: a wait would end not ok
+    tick_all()  # the OS job's minute, as cron runs it: the project is paused, so it only leaves its mark
+    resumed = schedule_on(proj, backend_name="crontab", runner=fake)
+    assert resumed.data["firstTick"] == {"ok": True, "alreadyTicking": True, "waitedMs": 0}
+    assert read_scheduling_file(proj.config.state_dir).state == "on"

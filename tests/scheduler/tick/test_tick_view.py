@@ -39,7 +39,7 @@ def test_the_view_without_runs_sqlite_reads_every_asset_as_new_and_creates_nothi
     issues = view["assets"]["issues"]
     assert issues["due"] and issues["hold"]["code"] == "SCHEDULE_HELD"
     assert issues["hold"]["reason"].startswith("new: ")
-    assert issues["nextFireAt"] == "2026-06-01T12:00+01:00" and issues["next"] == "scheduling off"
+    assert issues["nextFireAt"] is None and issues["next"] == "scheduling off"  # off: no fire comes
     assert view["assets"]["summary"]["next"] == "after inputs"
     assert view["scheduling"]["effective"] == "off" and view["scheduling"]["heartbeatAt"] is None
 

@@ -141,27 +141,59 @@ def test_held_breaches_and_tells_once(make_project):
     assert "orders is held" in told["body"] and "Fix: croft run orders" in told["body"]
 
 
-def test_failing_breaches_and_tells_once(make_project):
-    root = project(make_project, schedule="every hour")
+def failures(root: Path) -> list[dict]:
+    path = root / ".croft/logs/notifications.ndjson"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [r for r in map(json.loads, lines) if r["kind"] == "desktop" and r["event"] == "failed"]
+
+
+def test_a_failing_breach_is_one_alert_with_the_failure_it_comes_from(make_project):
+    """One cause, one alert: the failure the run told at 11:00 is not told again as a breach at 12:05
+    (the two once went out seconds apart); its reminder period is shared."""
+    root = project(make_project, schedule="every hour", notify={"remind": "1h"})
+    setting_to(root, "on", "2026-06-01T10:06:00Z")
+    (root / "BROKEN").write_text("")
+    tick(root, "2026-06-01T11:00:30Z")
+    assert len(failures(root)) == 1  # the run's own notice
+    tick_all("2026-06-01T12:05:00Z")  # the promise breaks: because it fails, which was told at 11:00
+    settled(root, "2026-06-01T12:05:00Z")
+    told = notes(root) + failures(root)
+    # 12:05 is past the hour since the 11:00 notice: one alert, a reminder, by one of the two
+    assert len(told) == 2, told
+    tick_all("2026-06-01T12:06:00Z")
+    settled(root, "2026-06-01T12:06:00Z")
+    assert len(notes(root) + failures(root)) == 2, "one cause told twice within its reminder period"
+    _code, status = croft_json(root, "2026-06-01T12:06:30Z", "status")
+    assert status["data"]["freshness"]["orders"]["cause"]["code"] == "failing"
+
+
+def test_a_failing_breach_within_the_failures_period_is_not_told_again(make_project):
+    root = project(make_project, schedule="every hour")  # remind: a day
     setting_to(root, "on", "2026-06-01T10:06:00Z")
     (root / "BROKEN").write_text("")
     tick(root, "2026-06-01T11:00:30Z")
     tick(root, "2026-06-01T12:00:30Z")
-    told = breaches_at_1205_once(root, "failing")
-    assert "orders failed its last 2 scheduled runs in a row" in told["body"]
+    assert len(failures(root)) == 1  # told at 11:00; the 12:00 failure is the same streak
+    for minute in ("04", "05", "06"):
+        tick_all(f"2026-06-01T12:{minute}:00Z")
+        settled(root, f"2026-06-01T12:{minute}:00Z")
+    assert notes(root) == [], "the breach repeated the failure told an hour ago"
+    _code, status = croft_json(root, "2026-06-01T12:06:30Z", "status")
+    fresh = status["data"]["freshness"]["orders"]
+    assert fresh["breached"] is True and fresh["cause"]["code"] == "failing"  # shown, not told twice
 
 
-def test_no_tick_breaches_when_the_per_user_tick_comes_back(make_project):
-    root = project(make_project)
+def test_no_tick_is_not_told_by_the_tick_that_starts_the_catch_up_run(make_project):
+    root = project(make_project, schedule="every hour")
     setting_to(root, "on", "2026-06-01T10:06:00Z")
     tick(root, "2026-06-01T10:07:00Z")  # the last project tick: nothing ticks it for two hours
-    tick_all("2026-06-01T12:05:00Z")  # the watch looks before this minute's project tick
-    wait_for_runs(root)
-    [told] = notes(root)
-    assert (
-        "because the scheduler has not ticked since 2026-06-01T10:07:00.000Z. Fix: croft doctor"
-        in told["body"]
-    )
+    tick_all("2026-06-01T12:05:00Z")  # the laptop wakes: this minute starts the catch-up run
+    settled(root, "2026-06-01T12:05:00Z")
+    tick_all("2026-06-01T12:06:00Z")
+    settled(root, "2026-06-01T12:06:00Z")
+    assert notes(root) == []  # the catch-up run made it fresh: nothing to tell, and nothing was
+    _code, status = croft_json(root, "2026-06-01T12:06:30Z", "status")
+    assert status["data"]["freshness"]["orders"]["breached"] is False
 
 
 def test_a_transform_age_follows_its_ingest(make_project):

@@ -238,12 +238,26 @@ def test_prune_gone_missing_back_and_30_days(tmp_path: Path) -> None:
     (gone / "croft.json").unlink()
     os.rename(tmp_path / "away", tmp_path / "away-unplugged")
     notes = r.prune(NOW)
-    assert notes[0] == f"removed {gone} from the schedule: its folder or croft.json is gone"
+    # a croft.json gone for a minute (a checkout, a stash) no longer takes the project off for good
+    assert notes[0] == (
+        f"{gone} is gone: its folder or croft.json is gone; it stays on the schedule, ticks again once it"
+        " is back, and is removed after 7 days gone"
+    )
     assert notes[1].startswith(f"{away} is missing: neither it nor {away.parent} exists")
     assert [(e.root, e.missing_since) for e in r.entries()] == [
         (str(keep), None),
+        (str(gone), "2026-03-01T12:00:00.000Z"),
         (str(away), "2026-03-01T12:00:00.000Z"),
     ]
+    assert r.prune(NOW + timedelta(minutes=1)) == [] and r.dropped == []
+    (gone / "croft.json").write_text("{}")
+    assert r.prune(NOW + timedelta(minutes=2)) == [f"{gone} is back; it stays on the schedule"]
+    (gone / "croft.json").unlink()
+    r.prune(NOW + timedelta(minutes=3))
+    assert r.prune(NOW + timedelta(days=7, minutes=3)) == [
+        f"removed {gone} from the schedule: gone since 2026-03-01T12:03:00.000Z (7 days or more)"
+    ]
+    assert r.dropped == [str(gone)]
     ino = r.path.stat().st_ino
     assert r.prune(NOW + timedelta(days=29)) == []
     assert r.path.stat().st_ino == ino  # unchanged: not rewritten

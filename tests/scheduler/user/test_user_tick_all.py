@@ -17,6 +17,7 @@ from waiting import wait_for
 from croft.core import children
 from croft.core.children import ENV_TABLE, croft_env
 from croft.core.clock import parse_instant
+from croft.scheduler import incidents
 from croft.scheduler.ticklog import ROTATE_BYTES
 from croft.scheduler.user import tick_all as usertick
 from croft.scheduler.user.registry import Registry
@@ -122,23 +123,61 @@ def test_child_env_is_built_from_scratch(tmp_path: Path) -> None:
     assert env["LANG"] == "C.UTF-8" and env["TZ"] == "UTC" and "API_KEY" not in env
 
 
-def test_prunes_gone_projects_and_keeps_ticking_the_rest(
+def test_a_gone_project_is_told_once_kept_and_ticked_again_when_it_is_back(
     tmp_path: Path, fake_python: Path, _croft_home: Path
 ) -> None:
+    """A checkout that took croft.json away for a minute once unregistered the project for good, quietly."""
     reg = Registry()
     on = scheduled(tmp_path / "on", "on")
     gone = scheduled(tmp_path / "gone", "on")
     reg.add(on, "os-job", parse_instant(NOW))
     reg.add(gone, "os-job", parse_instant(NOW))
+    config = (gone / "croft.json").read_text()
     (gone / "croft.json").unlink()
     result = usertick.tick_all()
     assert [s["root"] for s in result["started"]] == [str(on)]
-    assert [e.root for e in reg.entries()] == [str(on)]
-    assert (
-        f"removed {gone} from the schedule: its folder or croft.json is gone"
-        in (_croft_home / "logs" / "tick.log").read_text()
-    )
+    assert [e.root for e in reg.entries()] == [str(on), str(gone)]  # kept
+    log = (_croft_home / "logs" / "tick.log").read_text()
+    assert "gone: not ticked: PROJECT_GONE: gone, its folder or croft.json is gone" in log
+    assert f"{gone} is gone: its folder or croft.json is gone; it stays on the schedule" in log
+    found = incidents.read(str(gone))
+    assert found is not None and found["problem"]["code"] == "PROJECT_GONE" and found["told"]
     wait_records(fake_python, 1)
+    usertick.tick_all()  # a second minute away: not told again
+    assert (_croft_home / "logs" / "tick.log").read_text().count("PROJECT_GONE") == 1
+    (gone / "croft.json").write_text(config)  # back (git stash pop)
+    result = usertick.tick_all()
+    assert sorted(s["root"] for s in result["started"]) == sorted([str(on), str(gone)])
+    assert incidents.read(str(gone)) is None and reg.find(gone).missing_since is None  # type: ignore[union-attr]
+    wait_records(fake_python, 2)  # the project back was ticked
+
+
+def test_a_project_away_for_seven_days_is_taken_off_and_told_again(
+    tmp_path: Path, fake_python: Path, _croft_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reg = Registry()
+    gone = scheduled(tmp_path / "gone", "on")
+    reg.add(gone, "os-job", parse_instant(NOW))
+    (gone / "croft.json").unlink()
+    monkeypatch.setenv("CROFT_NOW", NOW)
+    usertick.tick_all()
+    monkeypatch.setenv("CROFT_NOW", "2026-03-08T11:59:00Z")
+    usertick.tick_all()
+    assert len(reg.entries()) == 1  # not quite seven days
+    monkeypatch.setenv("CROFT_NOW", "2026-03-08T12:00:00Z")
+    usertick.tick_all()
+    assert reg.entries() == []
+    log = (_croft_home / "logs" / "tick.log").read_text()
+    assert f"removed {gone} from the schedule: gone since" in log and "(7 days or more)" in log
+    told = [
+        line
+        for line in (gone / ".croft" / "logs" / "notifications.ndjson").read_text().splitlines()
+        if "PROJECT_GONE" in line
+    ]
+    assert (
+        len(told) == 2 and "taken off the schedule" in told[1]
+    )  # told when it went, and when it was dropped
+    assert incidents.read(str(gone)) is None
 
 
 @pytest.mark.parametrize("damage", ["[{", ""], ids=["truncated", "zero-bytes"])
@@ -225,8 +264,10 @@ def test_sqlite_setting_read_never_creates_history(tmp_path: Path, _croft_home: 
     root.mkdir()
     (root / "croft.json").write_text("{}")
     Registry().add(root, "os-job", parse_instant(NOW))
-    usertick.tick_all()
-    assert not (root / ".croft").exists()
+    found = usertick.tick_all()
+    assert not (root / ".croft" / "runs.sqlite").exists()
+    # registered with no history at all (moved aside): said, never a quiet "scheduling is off"
+    assert [p.code for p in found["problems"]] == ["HISTORY_LOST"]
     with pytest.raises(sqlite3.OperationalError):
         sqlite3.connect(f"file:{root}/.croft/runs.sqlite?mode=ro", uri=True).execute("select 1")
 
