@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from croft.scheduler.due import AssetInfo
 
-__all__ = ["asset_rows", "schedule_view", "with_schedule"]
+__all__ = ["asset_rows", "release_command", "schedule_view", "with_schedule"]
 
 
 def _local(instant: str | None, tz: str) -> str | None:
@@ -177,7 +177,11 @@ def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:
                 "due": a["due"],
                 "held": None
                 if hold is None or hold.get("kind") == "starting"
-                else {"code": hold["code"], "why": hold["reason"], "release": _release(name, hold["code"])},
+                else {
+                    "code": hold["code"],
+                    "why": hold["reason"],
+                    "release": release_command(name, hold["code"]),
+                },
                 "starting": hold is not None and hold.get("kind") == "starting",
                 "invalid": a.get("invalid"),
             }
@@ -185,7 +189,7 @@ def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:
     return rows
 
 
-def _release(asset: str, code: str) -> str:
+def release_command(asset: str, code: str) -> str:
     """The command that lifts a hold (or shows what holds it)."""
     if code == "SCHEDULE_INVALID":
         return "croft validate"  # shows the schedule's problem and a suggestion that parses
