@@ -11,7 +11,6 @@ are croft's own), and the older runs are inserted in the shape croft writes them
 from __future__ import annotations
 
 import datetime as dt
-import http.client
 import json
 import os
 import subprocess

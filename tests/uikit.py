@@ -100,7 +100,7 @@ def cannot(reason: str) -> None:
 
 
 @contextmanager
-def browser(*, javascript: bool = True) -> Iterator[Any]:
+def browser(*, javascript: bool = True, bypass_csp: bool = False) -> Iterator[Any]:
     """A fresh persistent Chromium context (its own empty profile), never a downloaded browser."""
     os.environ["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] = "1"
     if not shutil.which(CHROMIUM):
@@ -117,6 +117,7 @@ def browser(*, javascript: bool = True) -> Iterator[Any]:
             headless=True,
             viewport={"width": 1300, "height": 640},
             java_script_enabled=javascript,
+            bypass_csp=bypass_csp,  # only for a test's own script (axe-core): the page's CSP stays strict
         )
         try:
             yield context

@@ -104,9 +104,10 @@ def _attempts(page: dict[str, Any], now: datetime, zone: Any) -> str:
             f"{when(a['startedAt'], now, zone)} · attempt {e(a['attempt'])}"
             f" · {e(words(length) if length is not None and result != 'skipped' else '-')}"
             f" · {'scheduled' if a.get('trigger') == 'schedule' else 'by hand'}"
-            f' · <a href="{url("/asset", project=root, asset=asset, run=a["runId"])}">{e(a["runId"])}</a>'
             + (f" <span class=why>{why}</span>" if why else "")
             + "</summary>"
+            f'<p class=runref>run <a href="{url("/asset", project=root, asset=asset, run=a["runId"])}">'
+            f"{e(a['runId'])}</a></p>"
         )
         body = (
             _log(log["lines"], log["truncated"], now, zone)

@@ -84,11 +84,13 @@ def lineage_svg(project: dict[str, Any], states: dict[str, dict[str, Any]]) -> s
                 continue
             (x1, y1), (x2, y2) = xy(i), xy(n)
             x1, y1, y2 = x1 + NODE_W, y1 + NODE_H / 2, y2 + NODE_H / 2
-            mid = (x1 + x2) / 2
-            edges.append(
-                f'<path class=edge data-from="{e(i)}" data-to="{e(n)}"'
-                f' d="M{x1:.0f},{y1:.0f} C{mid:.0f},{y1:.0f} {mid:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"></path>'
-            )
+            if where[n][0] - where[i][0] > 1:  # past a layer between: bow below its row's boxes
+                low = max(y1, y2) + ROW_H / 2
+                d = f"M{x1:.0f},{y1:.0f} C{x1 + 40:.0f},{low:.0f} {x2 - 40:.0f},{low:.0f} {x2:.0f},{y2:.0f}"
+            else:
+                mid = (x1 + x2) / 2
+                d = f"M{x1:.0f},{y1:.0f} C{mid:.0f},{y1:.0f} {mid:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"
+            edges.append(f'<path class=edge data-from="{e(i)}" data-to="{e(n)}" d="{d}"></path>')
     nodes = []
     for a in assets:
         n = a["asset"]

@@ -258,7 +258,7 @@ def _row(
         f"<td class=next>{_next_fire(asset, ctx['sched_state'], ctx['stale'], now, zone)}</td>"
         f'<td class=actions><a class="button run" href="{url("/confirm", project=root, asset=name)}"'
         f' data-project="{e(root)}" data-asset="{e(name)}" data-confirm="{e(run_confirm_text(name))}"'
-        f' aria-label="Run {e(name)} now">Run now</a></td></tr>'
+        f' aria-label="Run now: {e(name)}">Run now</a></td></tr>'
     )
 
 

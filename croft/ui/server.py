@@ -66,7 +66,7 @@ class UiServer(ThreadingHTTPServer):
         self.conns = Connections()
         self.notes = _Notices()
         self.running: list[str] = []
-        self.watcher = Watcher(self._folders, lambda: list(self.running)).start()
+        self.watcher = Watcher(self._folders, lambda: list(self.running), self.targets.roots).start()
         self.looks = Looks(
             self._take, snapshot.doctor_envelope, lambda: self.watcher.files, self.watcher.poke
         )

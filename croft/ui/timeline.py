@@ -85,7 +85,9 @@ def _axis(now: datetime, hours: int, zone: Any) -> str:
     for h in range(0, 2 * hours + 1, 6):
         at = now + timedelta(hours=h - hours)
         x = WIDTH * h / (2 * hours)
-        anchor = "start" if h == 0 else "end" if h == 2 * hours else "middle"
+        anchor = "end" if h == 2 * hours else "middle"
+        if h == 0:
+            continue  # the left edge: its label would run into the next one
         text = "now" if h == hours else clock(at, now, zone)
         ticks.append(f'<text x="{x:.1f}" y=12 text-anchor="{anchor}">{e(text)}</text>')
     return f'<svg class=axis width="{WIDTH}" height=16 viewBox="0 0 {WIDTH} 16" aria-hidden=true>{"".join(ticks)}</svg>'

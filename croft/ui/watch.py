@@ -15,6 +15,7 @@ timer sends a change, the page moves its "in 3 min" itself.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -59,14 +60,37 @@ def signature(state_dirs: Iterable[Path], running: Iterable[str] = ()) -> tuple[
     )
 
 
+SOURCE_EVERY = 4  # the projects' own files (croft.json, assets/, lib/) are looked at every 4th round
+
+
+def sources(roots: Iterable[Path]) -> tuple[object, ...]:
+    """What a person edits that the page shows (an asset's description, schedule, a hold on new code):
+    each project's croft.json and the files of its assets/ and lib/ folders, by size and time."""
+    out: list[object] = []
+    for root in roots:
+        try:
+            st = (root / "croft.json").stat()
+            out.append((str(root), st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((str(root), -1, -1))
+        for sub in ("assets", "lib"):
+            out.append(tuple(_stats(root / sub)))
+    return tuple(out)
+
+
 class Watcher:
     """One thread that bumps ``generation`` whenever :func:`signature` changes, and wakes the waiting
     event streams. ``folders`` is asked at each look (a project may be registered meanwhile)."""
 
-    def __init__(self, folders: Callable[[], list[Path]], running: Callable[[], list[str]]) -> None:
+    def __init__(
+        self,
+        folders: Callable[[], list[Path]],
+        running: Callable[[], list[str]],
+        roots: Callable[[], list[Path]] = list,
+    ) -> None:
         self.generation = 0  # what the pages follow: the folders' changes and the server's own pokes
         self.files = 0  # the folders' changes alone: what a look of them depends on
-        self._folders, self._running = folders, running
+        self._folders, self._running, self._roots = folders, running, roots
         self._changed = threading.Condition()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="croft-ui-watch", daemon=True)
@@ -80,16 +104,21 @@ class Watcher:
         with self._changed:
             self._changed.notify_all()
 
-    def _look(self) -> tuple[object, ...]:
+    def _look(self, last: tuple[object, ...] | None, round_: int) -> tuple[object, ...]:
         try:
-            return signature(self._folders(), self._running())
+            state = signature(self._folders(), self._running())
+            if last is not None and round_ % SOURCE_EVERY and len(last) == 2:
+                return (state, last[1])  # the sources as last seen: not their round
+            return (state, sources(self._roots()))
         except Exception as exc:  # a registry that cannot be read right now: a change, shown by the page
             return (repr(exc),)
 
     def _loop(self) -> None:
-        last = self._look()
-        while not self._stop.wait(POLL_S):
-            now = self._look()
+        last = self._look(None, 0)
+        for round_ in itertools.count(1):
+            if self._stop.wait(POLL_S):
+                return
+            now = self._look(last, round_)
             if now != last:
                 last = now
                 with self._changed:
