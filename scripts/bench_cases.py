@@ -777,6 +777,16 @@ def bench_scale() -> Section:
     return Section("Scale: a backlog, a long history, many projects, command start", body, ok)
 
 
+def bench_ui() -> Section:
+    """The status page at 100 and 1000 assets with 100k runs (scripts/bench_ui.py: a real croft ui).
+    BENCH_UI_IDLE sets the seconds of each idle measurement (default 120: two minutes)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_ui
+
+    body, ok = bench_ui.run(float(os.environ.get("BENCH_UI_IDLE", "120")))
+    return Section("The status page (`croft ui`) at 100 and 1000 assets", body, ok)
+
+
 BENCHMARKS: list[Callable[[], Section]] = [
     bench_schedule_fires,
     bench_idle_tick,
@@ -784,6 +794,7 @@ BENCHMARKS: list[Callable[[], Section]] = [
     bench_warehouse,
     bench_logs,
     bench_scale,
+    bench_ui,
 ]
 
 

@@ -129,6 +129,7 @@ def _legend() -> str:
 
 
 def lineage_html(snap: dict[str, Any], csrf: str) -> str:
+    """``snap``'s projects each carry ``inputs`` (``snapshot.inputs_of``), added by the server."""
     now: datetime = parse_instant(snap["at"])
     zone = zone_of(snap["projects"][0].get("timezone") if snap["projects"] else None)
     parts = []

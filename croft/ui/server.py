@@ -326,7 +326,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _picture_route(self, route: str) -> None:
         snap = self.server.overview()
         if route == "/lineage":
-            self._html(lineage.lineage_html(snap, self.server.gate.csrf))
+            projects = [{**p, "inputs": snapshot.inputs_of(Path(p["root"]))} for p in snap["projects"]]
+            self._html(lineage.lineage_html({**snap, "projects": projects}, self.server.gate.csrf))
             return
         lines = [snapshot.timeline(p) for p in snap["projects"]]
         if route == "/api/timeline":

@@ -150,8 +150,9 @@ def _strips(project: Project, since: datetime) -> dict[str, str]:
 
 
 def project_json(root: Path, now: datetime) -> dict[str, Any]:
-    """One project's look: ``croft status --json``, each asset's inputs, and its 7-day strips. The strips'
-    grouped read runs beside status on a thread of its own (SQLite lets go of the GIL while it reads)."""
+    """One project's look: ``croft status --json`` and its 7-day strips (what each asset reads is asked
+    by the pages that draw it: ``inputs_of``). The strips' grouped read runs beside status on a thread of
+    its own (SQLite lets go of the GIL while it reads)."""
     loaded = _project(root)
     if isinstance(loaded, dict):  # no longer a project (moved, broken croft.json): said, not skipped
         return {"root": str(root), "name": root.name, "status": loaded, "inputs": {}, "strips": {}}
@@ -165,21 +166,42 @@ def project_json(root: Path, now: datetime) -> dict[str, Any]:
     side = threading.Thread(target=read_strips, name="croft-ui-strips", daemon=True)
     side.start()
     st = envelope_of(status, loaded)
-    try:
-        facts, _ = discover(loaded)
-        inputs = {name: list(f.inputs) for name, f in facts.items()}
-    except CroftError:
-        inputs = {}
     side.join()
     return {
         "root": str(root),
         "name": root.name,
         "timezone": loaded.config.timezone,
         "status": st,
-        "inputs": inputs,
         "strips": strips,
         "stripStart": to_iso(since),
     }
+
+
+_INPUTS: dict[str, tuple[object, dict[str, list[str]]]] = {}
+_INPUTS_LOCK = threading.Lock()
+
+
+def inputs_of(root: Path) -> dict[str, list[str]]:
+    """What each asset reads (its facts, read statically), kept while the project's files keep their
+    size and time: the lineage graph and an asset's page ask it at each look, the files rarely change."""
+    from croft.ui.watch import sources
+
+    key = sources([root])
+    with _INPUTS_LOCK:
+        found = _INPUTS.get(str(root))
+    if found is not None and found[0] == key:
+        return found[1]
+    loaded = _project(root)
+    inputs: dict[str, list[str]] = {}
+    if not isinstance(loaded, dict):
+        try:
+            facts, _ = discover(loaded)
+            inputs = {name: list(f.inputs) for name, f in facts.items()}
+        except CroftError:
+            inputs = {}
+    with _INPUTS_LOCK:
+        _INPUTS[str(root)] = (key, inputs)
+    return inputs
 
 
 def doctor_envelope() -> dict[str, Any]:
@@ -290,7 +312,8 @@ def asset_page(
     if entry is None:
         from croft.core.suggest import unknown_asset
 
-        exc = unknown_asset(asset, {a: None for a in look.get("inputs", {})}, "logs")
+        names = {a["asset"]: None for a in (look["status"].get("data") or {}).get("assets") or []}
+        exc = unknown_asset(asset, names, "logs")
         return {**base, "problem": Result(problems=[exc.problem]).envelope()}
     statuses = {"failed": ("failed", "crashed"), "ok": ("ok", "unchanged"), "skipped": ("skipped",)}.get(
         result or "", ()
@@ -317,7 +340,7 @@ def asset_page(
             base["historyProblem"] = exc.problem.to_dict()
         finally:
             conn.close()
-    inputs = look.get("inputs") or {}
+    inputs = inputs_of(root)
     tz = look.get("timezone") or "UTC"
     return {
         **base,
