@@ -25,9 +25,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from croft.core.envelope import dumps
+from croft.core.paths import croft_home
 from croft.core.problems import CroftError, problem
 from croft.core.result import Result
 from croft.project.config import load_project
+from croft.scheduler.heartbeat import USER_BEATS
 from croft.ui import actions, assetpage, lineage, page, snapshot, timeline
 from croft.ui.conns import HEADER_S, Connections
 from croft.ui.guard import HEADERS, Gate, new_gate
@@ -66,7 +68,12 @@ class UiServer(ThreadingHTTPServer):
         self.conns = Connections()
         self.notes = _Notices()
         self.running: list[str] = []
-        self.watcher = Watcher(self._folders, lambda: list(self.running), self.targets.roots).start()
+        # the user's idle heartbeats (one file, written once a minute while the OS job ticks): the
+        # strip's "last tick" and whether the scheduler is stale follow it
+        beats = [croft_home() / USER_BEATS]
+        self.watcher = Watcher(
+            self._folders, lambda: list(self.running), self.targets.roots, lambda: beats
+        ).start()
         self.looks = Looks(
             self._take, snapshot.doctor_envelope, lambda: self.watcher.files, self.watcher.poke
         )

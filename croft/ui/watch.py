@@ -60,6 +60,17 @@ def signature(state_dirs: Iterable[Path], running: Iterable[str] = ()) -> tuple[
     )
 
 
+def _files(paths: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
+    out = []
+    for path in paths:
+        try:
+            st = path.stat()
+            out.append((str(path), st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((str(path), -1, -1))
+    return tuple(out)
+
+
 SOURCE_EVERY = 4  # the projects' own files (croft.json, assets/, lib/) are looked at every 4th round
 
 
@@ -87,10 +98,11 @@ class Watcher:
         folders: Callable[[], list[Path]],
         running: Callable[[], list[str]],
         roots: Callable[[], list[Path]] = list,
+        files: Callable[[], list[Path]] = list,
     ) -> None:
         self.generation = 0  # what the pages follow: the folders' changes and the server's own pokes
         self.files = 0  # the folders' changes alone: what a look of them depends on
-        self._folders, self._running, self._roots = folders, running, roots
+        self._folders, self._running, self._roots, self._files = folders, running, roots, files
         self._changed = threading.Condition()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="croft-ui-watch", daemon=True)
@@ -106,7 +118,7 @@ class Watcher:
 
     def _look(self, last: tuple[object, ...] | None, round_: int) -> tuple[object, ...]:
         try:
-            state = signature(self._folders(), self._running())
+            state = (signature(self._folders(), self._running()), _files(self._files()))
             if last is not None and round_ % SOURCE_EVERY and len(last) == 2:
                 return (state, last[1])  # the sources as last seen: not their round
             return (state, sources(self._roots()))

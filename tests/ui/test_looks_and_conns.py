@@ -13,7 +13,7 @@ from typing import Any
 from croft.history.db import open_history
 from croft.ui.conns import Connections
 from croft.ui.looks import Looks
-from croft.ui.watch import signature
+from croft.ui.watch import Watcher, signature
 
 
 def test_a_reader_never_changes_the_signature_and_a_write_does(tmp_path: Path) -> None:
@@ -112,3 +112,26 @@ def test_a_connection_past_its_header_deadline_is_dropped() -> None:
     finally:
         for s in (a, b, c, d):
             s.close()
+
+
+def test_the_watcher_sees_edits_and_heartbeats_but_not_reads(tmp_path: Path) -> None:
+    root, state, beats = tmp_path / "p", tmp_path / "p" / ".croft", tmp_path / "home" / "idle-beats.json"
+    (root / "assets").mkdir(parents=True)
+    (root / "croft.json").write_text("{}")
+    (root / "assets" / "orders.py").write_text("x = 1\n")
+    beats.parent.mkdir()
+    beats.write_text("{}")
+    open_history(state).close()
+    watcher = Watcher(
+        lambda: [state], list, lambda: [root], lambda: [beats]
+    )  # not started: looked at by hand
+    first = watcher._look(None, 0)
+    reader = sqlite3.connect(state / "runs.sqlite")
+    reader.execute("SELECT 1 FROM runs").fetchall()
+    reader.close()
+    assert watcher._look(first, 4) == first  # a read is no change, on a round that looks at the sources too
+    (root / "assets" / "orders.py").write_text("x = 22\n")  # an edit: seen on the sources' round
+    assert watcher._look(first, 1) == first and watcher._look(first, 4) != first
+    second = watcher._look(None, 0)
+    beats.write_text('{"at": "2026-03-02T10:00:00Z"}')  # the minute's idle heartbeat: seen at once
+    assert watcher._look(second, 1) != second
