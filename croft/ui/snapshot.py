@@ -348,7 +348,6 @@ def asset_page(
         "scheduling": (look["status"].get("data") or {}).get("scheduling"),
         "entry": entry,
         "freshness": ((look["status"].get("data") or {}).get("freshness") or {}).get(asset),
-        "queue": None,
         "reads": inputs.get(asset, []),
         "readBy": sorted(a for a, ins in inputs.items() if asset in ins),
         "fires": planned(entry, tz, now, now + timedelta(days=400), 3),

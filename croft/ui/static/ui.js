@@ -144,6 +144,13 @@
 
   const events = new EventSource("/events");
   events.addEventListener("change", refresh);
+  events.addEventListener("error", function () {
+    // refused (too many pages follow the events): this one refreshes itself, as without JavaScript
+    if (events.readyState === EventSource.CLOSED && !document.body.dataset.polling) {
+      document.body.dataset.polling = "1";
+      setInterval(refresh, 10000);
+    }
+  });
   localTimes(document);
   setInterval(function () { localTimes(document); }, 30000);
   document.querySelectorAll("pre.log").forEach(function (el) { el.scrollTop = el.scrollHeight; });
