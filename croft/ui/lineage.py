@@ -73,9 +73,14 @@ def lineage_svg(project: dict[str, Any], states: dict[str, dict[str, Any]]) -> s
     cols = max(c for c, _ in where.values()) + 1
     width, height = cols * COL_W - (COL_W - NODE_W) + 2 * PAD, rows * ROW_H + 2 * PAD
 
+    sizes: dict[int, int] = {}
+    for c, _ in where.values():
+        sizes[c] = sizes.get(c, 0) + 1
+    offset = {c: (rows - size) / 2 for c, size in sizes.items()}  # each layer centred: shorter edges
+
     def xy(n: str) -> tuple[float, float]:
         c, r = where[n]
-        return PAD + c * COL_W, PAD + r * ROW_H
+        return PAD + c * COL_W, PAD + (r + offset[c]) * ROW_H
 
     edges = []
     for n in names:

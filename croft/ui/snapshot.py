@@ -272,11 +272,13 @@ def _columns(project: Project, asset: str) -> list[dict[str, Any]]:
     """The table's columns as the warehouse has them (read-only; none before its first run)."""
     import sqlite3
 
+    from croft.core import sqlitefile
+
     path = project.config.database
     if not path.is_file():
         return []
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
+        conn = sqlitefile.connect(path, "read", timeout=2.0)
         try:
             rows = conn.execute(f'PRAGMA table_info("{asset.replace(chr(34), chr(34) * 2)}")').fetchall()
         finally:
