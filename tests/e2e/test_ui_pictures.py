@@ -58,7 +58,14 @@ REPORT = (
     "SELECT o.id, o.n, s.m FROM orders o JOIN summary s ON s.id = o.id\n"
 )
 SETTLED = "-- key: id\n-- description: Paid orders\nSELECT p.id, p.amount FROM payments p\n"
-INPUTS = {"orders": [], "payments": [], "prices": [], "summary": ["orders"], "report": ["orders", "summary"], "settled": ["payments"]}
+INPUTS = {
+    "orders": [],
+    "payments": [],
+    "prices": [],
+    "summary": ["orders"],
+    "report": ["orders", "summary"],
+    "settled": ["payments"],
+}
 
 
 def at(now: datetime, hours: float) -> str:
