@@ -174,6 +174,7 @@ class _Tab(threading.Thread):
         super().__init__(daemon=True)
         self.server, self.stop_ = server, stop
         self.refetches = 0
+        self.ready = threading.Event()  # its page loaded and its stream open: the idle span may start
         self.sock: Any = None
 
     def run(self) -> None:
@@ -199,6 +200,8 @@ class _Tab(threading.Thread):
             buf += chunk
             while b"\n\n" in buf:
                 event, buf = buf.split(b"\n\n", 1)
+                if b"event: hello" in event:
+                    self.ready.set()
                 if b"event: change" in event:
                     self.refetches += 1
                     self.server.get("/")
@@ -211,7 +214,9 @@ def _idle(server: _Server, tabs: int, seconds: float) -> tuple[float, int, float
     open_ = [_Tab(server, stop) for _ in range(tabs)]
     for t in open_:
         t.start()
-    time.sleep(3)  # every tab has loaded and listens
+    for t in open_:
+        t.ready.wait(600)  # every tab has loaded and listens
+    time.sleep(1)
     before, rss0 = server.cpu_s(), server.rss_mb()
     t0 = time.perf_counter()
     time.sleep(seconds)

@@ -239,14 +239,17 @@ def _row(
     )
     description = f" · {e(asset['description'])}" if asset.get("description") else ""
     page_link = url("/asset", project=root, asset=name)
-    strip = strip_svg(
-        project.get("strips", {}).get(name, ""),
-        ctx["start"],
-        snap.get("bucketSeconds", 21600),
-        ctx["buckets"],
-        zone,
-        now,
-    )
+    if project.get("stripsPending"):
+        strip = '<span class="none counting">counting…</span>'
+    else:
+        strip = strip_svg(
+            project.get("strips", {}).get(name, ""),
+            ctx["start"],
+            snap.get("bucketSeconds", 21600),
+            ctx["buckets"],
+            zone,
+            now,
+        )
     return (
         f'<tr class=asset data-asset="{e(name)}" data-mark="{e(st["mark"])}">'
         f'<td class=state><span class="mark m-{e(st["mark"])}" aria-hidden=true></span>'

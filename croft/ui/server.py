@@ -66,6 +66,8 @@ class UiServer(ThreadingHTTPServer):
         self.gate: Gate = new_gate(self.server_address[1])
         self.targets = targets
         self.conns = Connections()
+        self._rendered: tuple[tuple[Any, ...], str] | None = None
+        self._rendered_lock = threading.Lock()
         self.notes = _Notices()
         self.running: list[str] = []
         # the user's idle heartbeats (one file, written once a minute while the OS job ticks): the
@@ -134,7 +136,7 @@ class UiServer(ThreadingHTTPServer):
 
     # -- what the page shows ------------------------------------------------------------------------
     def _take(self) -> dict[str, Any]:
-        snap = snapshot.overview(self.targets, None)
+        snap = snapshot.overview(self.targets, None, self.watcher.poke)
         self.running = [
             r["runId"]
             for p in snap["projects"]
@@ -144,6 +146,27 @@ class UiServer(ThreadingHTTPServer):
 
     def overview(self) -> dict[str, Any]:
         return self.looks.current()
+
+    def overview_page(self, notices: list[dict[str, Any]]) -> str:
+        """The overview's HTML, rendered once per look (and doctor answer, and minute) for every tab:
+        twenty tabs refetching after a change cost one rendering, not twenty."""
+        snap = self.overview()
+        if notices:  # a page's own notice: its own rendering
+            return page.overview_html(snap, self.gate.csrf, notices)
+        same = (
+            snap["projects"],
+            snap.get("doctor"),
+            tuple(bool(p.get("stripsPending")) for p in snap["projects"]),
+            int(time.monotonic() // 60),
+        )
+        with self._rendered_lock:
+            kept = self._rendered
+        if kept is not None and kept[0][0] is same[0] and kept[0][1] is same[1] and kept[0][2:] == same[2:]:
+            return kept[1]
+        html = page.overview_html(snap, self.gate.csrf, notices)
+        with self._rendered_lock:
+            self._rendered = (same, html)
+        return html
 
     def project_look(self, root: Path) -> dict[str, Any] | None:
         """The project's part of the last look, without waiting for one (None: none taken yet)."""
@@ -314,11 +337,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         one = {k: v[0] for k, v in query.items()}
         route = parts.path
-        csrf, notices = self.server.gate.csrf, self.server.notice(one.get("notice"))
+        notices = self.server.notice(one.get("notice"))
         if route in SHIPPED:
             self._send(200, (STATIC / route.rsplit("/", 1)[1]).read_bytes(), SHIPPED[route])
         elif route == "/":
-            self._html(page.overview_html(self.server.overview(), csrf, notices))
+            self._html(self.server.overview_page(notices))
         elif route == "/api/status":
             self._json(self.server.overview())
         elif route in ("/lineage", "/timeline", "/api/timeline"):

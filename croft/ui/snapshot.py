@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -149,32 +150,55 @@ def _strips(project: Project, since: datetime) -> dict[str, str]:
     return {asset: strip_text(rows) for asset, rows in found.items()}
 
 
-def project_json(root: Path, now: datetime) -> dict[str, Any]:
+STRIP_WAIT = 0.25  # a look waits for its strips at most this share of what status took, then goes
+
+
+def project_json(root: Path, now: datetime, late: Callable[[], None] | None = None) -> dict[str, Any]:
     """One project's look: ``croft status --json`` and its 7-day strips (what each asset reads is asked
-    by the pages that draw it: ``inputs_of``). The strips' grouped read runs beside status on a thread of
-    its own (SQLite lets go of the GIL while it reads)."""
+    by the pages that draw it: ``inputs_of``).
+
+    The strips' grouped read runs beside status on a thread of its own (SQLite lets go of the GIL while
+    it reads). With ``late`` given, the look does not wait for them past a quarter of status's own time:
+    it goes with ``stripsPending``, and the thread fills them into the same look and calls ``late``
+    (the server tells the pages, which fetch the look again without it being retaken). A page is never
+    kept waiting on the history's week for what status has already answered."""
     loaded = _project(root)
     if isinstance(loaded, dict):  # no longer a project (moved, broken croft.json): said, not skipped
         return {"root": str(root), "name": root.name, "status": loaded, "inputs": {}, "strips": {}}
     since = strip_start(now)
-    strips: dict[str, Any] = {}
-
-    def read_strips() -> None:
-        with contextlib.suppress(CroftError, OSError):  # status says what is wrong with the history
-            strips.update(_strips(loaded, since))
-
-    side = threading.Thread(target=read_strips, name="croft-ui-strips", daemon=True)
-    side.start()
-    st = envelope_of(status, loaded)
-    side.join()
-    return {
+    look: dict[str, Any] = {
         "root": str(root),
         "name": root.name,
         "timezone": loaded.config.timezone,
-        "status": st,
-        "strips": strips,
+        "strips": {},
+        "stripsPending": False,
         "stripStart": to_iso(since),
     }
+    done = threading.Event()
+
+    def read_strips() -> None:
+        found: dict[str, str] = {}
+        with contextlib.suppress(CroftError, OSError):  # status says what is wrong with the history
+            found = _strips(loaded, since)
+        look["strips"] = found
+        look["stripsPending"] = False  # a value, not a key removed: a page may be reading the look now
+        done.set()
+        if late is not None and told:
+            late()
+
+    told: list[bool] = []
+    side = threading.Thread(target=read_strips, name="croft-ui-strips", daemon=True)
+    started = time.monotonic()
+    side.start()
+    look["status"] = envelope_of(status, loaded)
+    if late is None:
+        side.join()
+    elif not done.wait(STRIP_WAIT * (time.monotonic() - started)):
+        look["stripsPending"] = True
+        told.append(True)
+        if done.is_set():  # it finished between the wait and the mark: nothing is pending
+            look["stripsPending"] = False
+    return look
 
 
 _INPUTS: dict[str, tuple[object, dict[str, list[str]]]] = {}
@@ -208,7 +232,9 @@ def doctor_envelope() -> dict[str, Any]:
     return envelope_of(doctor)
 
 
-def overview(targets: Targets, doctor_json: dict[str, Any] | None) -> dict[str, Any]:
+def overview(
+    targets: Targets, doctor_json: dict[str, Any] | None, late: Callable[[], None] | None = None
+) -> dict[str, Any]:
     """``GET /api/status``: every shown project's look, the user's queue and doctor (None while its first
     look is under way), and the moment of the look."""
     now = clock.now()
@@ -221,7 +247,7 @@ def overview(targets: Targets, doctor_json: dict[str, Any] | None) -> dict[str, 
     return {
         "at": to_iso(now),
         "bucketSeconds": BUCKET_S,
-        "projects": [project_json(r, now) for r in targets.roots()],
+        "projects": [project_json(r, now, late) for r in targets.roots()],
         "queue": queue,
         "doctor": doctor_json,
     }
