@@ -235,3 +235,12 @@ def test_the_timeline_draws_past_attempts_and_planned_fires_held_hollow() -> Non
     assert html.count('class="fire due"') == 1 and html.count('class="fire held"') == 1
     off = timeline_html(snap(entry("orders"), state="off"), [line], "c")
     assert 'class="fire' not in off
+
+
+def test_strips_still_being_counted_say_so_instead_of_an_empty_week() -> None:
+    s = snap(strips={"orders": "o1 " * 27 + "x1/1"})
+    s["projects"][0]["stripsPending"] = True
+    html = overview_html(s, "c", [])
+    assert "counting…" in html and "<svg class=strip7" not in html
+    s["projects"][0]["stripsPending"] = False
+    assert "<svg class=strip7" in overview_html(s, "c", [])
