@@ -72,10 +72,10 @@ class Looks:
                         return self._last
                 continue  # that look failed or is older than the change: take one
             try:
-                self._ask_doctor()
                 look = self._take()
                 with self._guard:
                     self._last, self._key = look, (gen, time.monotonic())
+                self._ask_doctor()  # after the look, not beside it: the first page waits for no doctor
                 return look
             finally:
                 with self._guard:
