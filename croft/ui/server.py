@@ -242,7 +242,14 @@ def start(port: int, targets: snapshot.Targets) -> UiServer:
             details={"port": port},
         ) from None
     threading.Thread(target=server.serve_forever, args=(0.2,), name="croft-ui", daemon=True).start()
+    # the first look is taken while the browser opens: the first page joins it instead of starting it
+    threading.Thread(target=_warm, args=(server,), name="croft-ui-warm", daemon=True).start()
     return server
+
+
+def _warm(server: UiServer) -> None:
+    with contextlib.suppress(Exception):  # a look that fails now fails again for the page, which says why
+        server.looks.current()
 
 
 def _safe_back(value: str | None) -> str:
