@@ -151,6 +151,7 @@ def _strips(project: Project, since: datetime) -> dict[str, str]:
 
 
 STRIP_WAIT = 0.25  # a look waits for its strips at most this share of what status took, then goes
+STRIP_FLOOR_S = 0.5  # (or this long, whichever is more: a small history is counted in milliseconds)
 
 
 def project_json(root: Path, now: datetime, late: Callable[[], None] | None = None) -> dict[str, Any]:
@@ -158,7 +159,8 @@ def project_json(root: Path, now: datetime, late: Callable[[], None] | None = No
     by the pages that draw it: ``inputs_of``).
 
     The strips' grouped read runs beside status on a thread of its own (SQLite lets go of the GIL while
-    it reads). With ``late`` given, the look does not wait for them past a quarter of status's own time:
+    it reads). With ``late`` given, the look does not wait for them past a quarter of status's own time
+    (or half a second):
     it goes with ``stripsPending``, and the thread fills them into the same look and calls ``late``
     (the server tells the pages, which fetch the look again without it being retaken). A page is never
     kept waiting on the history's week for what status has already answered."""
@@ -193,7 +195,7 @@ def project_json(root: Path, now: datetime, late: Callable[[], None] | None = No
     look["status"] = envelope_of(status, loaded)
     if late is None:
         side.join()
-    elif not done.wait(STRIP_WAIT * (time.monotonic() - started)):
+    elif not done.wait(max(STRIP_FLOOR_S, STRIP_WAIT * (time.monotonic() - started))):
         look["stripsPending"] = True
         told.append(True)
         if done.is_set():  # it finished between the wait and the mark: nothing is pending

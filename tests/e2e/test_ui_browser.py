@@ -79,6 +79,7 @@ def test_the_overview_runs_pauses_resumes_and_shows_a_hold_live(make_project: An
 
         # Run now: the confirm says it approves the code; the run appears live, no reload
         page.evaluate("window.__same = 'this document'")
+        page.wait_for_selector("tr[data-asset=orders] svg.strip7")
         before = page.get_attribute("tr[data-asset=orders] svg.strip7", "data-strip")
         page.click("tr[data-asset=orders] a.button.run")
         assert dialogs == [

@@ -123,6 +123,7 @@ def test_strip_lineage_timeline_held_page_screenshots_and_accessibility(make_pro
         page.wait_for_selector("body[data-live='1']")
 
         # a failing asset's strip: red in the buckets where it failed, green where it did not
+        page.wait_for_selector("tr[data-asset=payments] svg.strip7")  # (counted, not "counting…")
         strip = page.locator("tr[data-asset=payments] svg.strip7")
         tokens = (strip.get_attribute("data-strip") or "").split(" ")
         red = [i for i, t in enumerate(tokens) if t.startswith(("x", "c"))]
