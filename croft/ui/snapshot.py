@@ -151,7 +151,7 @@ def _strips(project: Project, since: datetime) -> dict[str, str]:
 
 
 STRIP_WAIT = 0.25  # a look waits for its strips at most this share of what status took, then goes
-STRIP_FLOOR_S = 0.5  # (or this long, whichever is more: a small history is counted in milliseconds)
+STRIP_FLOOR_S = 0.1  # (or this long, whichever is more: a small history is counted in milliseconds)
 
 
 def project_json(root: Path, now: datetime, late: Callable[[], None] | None = None) -> dict[str, Any]:
@@ -160,7 +160,7 @@ def project_json(root: Path, now: datetime, late: Callable[[], None] | None = No
 
     The strips' grouped read runs beside status on a thread of its own (SQLite lets go of the GIL while
     it reads). With ``late`` given, the look does not wait for them past a quarter of status's own time
-    (or half a second):
+    (or a tenth of a second):
     it goes with ``stripsPending``, and the thread fills them into the same look and calls ``late``
     (the server tells the pages, which fetch the look again without it being retaken). A page is never
     kept waiting on the history's week for what status has already answered."""
