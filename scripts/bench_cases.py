@@ -888,7 +888,9 @@ def bench_context() -> Section:
         for _ in range(CONTEXT_REPEATS):
             status_cpu.append(_cpu_of([*croft, "status", "--json"], root, env))
             context_cpu.append(_cpu_of([*croft, "context", "--json"], root, env))
-        out = subprocess.run([*croft, "context", "--json"], cwd=root, env=env, capture_output=True, check=True)
+        out = subprocess.run(
+            [*croft, "context", "--json"], cwd=root, env=env, capture_output=True, check=True
+        )
     size = len(out.stdout.rstrip(b"\n"))
     data = json.loads(out.stdout)["data"]
     status_ms = statistics.median(status_cpu) * 1000
@@ -911,6 +913,16 @@ def bench_context() -> Section:
     return Section("Agents: `croft context` beside `croft status` on 500 assets", body, ok)
 
 
+def bench_ui() -> Section:
+    """The status page at 100 and 1000 assets with 100k runs (scripts/bench_ui.py: a real croft ui).
+    BENCH_UI_IDLE sets the seconds of each idle measurement (default 120: two minutes)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_ui
+
+    body, ok = bench_ui.run(float(os.environ.get("BENCH_UI_IDLE", "120")))
+    return Section("The status page (`croft ui`) at 100 and 1000 assets", body, ok)
+
+
 BENCHMARKS: list[Callable[[], Section]] = [
     bench_schedule_fires,
     bench_idle_tick,
@@ -920,6 +932,7 @@ BENCHMARKS: list[Callable[[], Section]] = [
     bench_logs,
     bench_scale,
     bench_context,
+    bench_ui,
 ]
 
 

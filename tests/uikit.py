@@ -17,7 +17,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -41,6 +41,7 @@ CHROMIUM_ARGS = [
 class Ui:
     url: str  # the printed address, token included
     process: subprocess.Popen[str]
+    stderr: list[str] = field(default_factory=list)  # what it wrote there, once it has stopped
 
     @property
     def port(self) -> int:
@@ -56,7 +57,9 @@ class Ui:
 
 
 @contextmanager
-def running_ui(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Iterator[Ui]:
+def running_ui(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, preexec_fn: Any = None
+) -> Iterator[Ui]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "croft", "ui", "--no-open", *args],
         cwd=cwd,
@@ -64,14 +67,17 @@ def running_ui(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Iter
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=preexec_fn,
     )
+    ui: Ui | None = None
     try:
         ready, _, _ = select.select([proc.stdout], [], [], 60)
         line = proc.stdout.readline() if ready and proc.stdout else ""
         if not line.startswith("croft ui: http://127.0.0.1:"):
             proc.kill()
             raise AssertionError(f"croft ui printed {line!r} first; stderr: {proc.communicate()[1]!r}")
-        yield Ui(line.split(": ", 1)[1].strip(), proc)
+        ui = Ui(line.split(": ", 1)[1].strip(), proc)
+        yield ui
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
@@ -81,7 +87,10 @@ def running_ui(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Iter
             proc.kill()
             proc.communicate()
             raise AssertionError("croft ui did not stop on Ctrl-C") from None
+    if ui is not None:
+        ui.stderr.append(err)
     assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
 
 
 def cannot(reason: str) -> None:
@@ -91,7 +100,7 @@ def cannot(reason: str) -> None:
 
 
 @contextmanager
-def browser(*, javascript: bool = True) -> Iterator[Any]:
+def browser(*, javascript: bool = True, bypass_csp: bool = False) -> Iterator[Any]:
     """A fresh persistent Chromium context (its own empty profile), never a downloaded browser."""
     os.environ["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] = "1"
     if not shutil.which(CHROMIUM):
@@ -108,6 +117,7 @@ def browser(*, javascript: bool = True) -> Iterator[Any]:
             headless=True,
             viewport={"width": 1300, "height": 640},
             java_script_enabled=javascript,
+            bypass_csp=bypass_csp,  # only for a test's own script (axe-core): the page's CSP stays strict
         )
         try:
             yield context

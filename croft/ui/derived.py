@@ -1,9 +1,10 @@
 """An asset's state as the page marks it, decided in ONE place from croft's own JSON.
 
-``croft status --json`` says the failing streak (``failing``), a waiting retry (``lastRun.retryAt``) and a
-starting run (the schedule block's hold of kind ``starting``); the queue of ``croft schedule status``
-says who waits for a slot. :func:`derived_state` only orders them (the first that applies wins), so the
-page and the terminal read the same facts; nothing else on the page decides a state.
+``croft status --json`` says it all per asset: the last run (its status, a waiting retry in
+``lastRun.retryAt``), the failing streak (``failing``), the schedule block's hold (a person's hold,
+a backoff, a starting run) and what makes it stale; the user's queue says who waits for a slot.
+:func:`derived_state` only orders them (the first that applies wins), so the overview, the asset's
+page, the lineage graph and the timeline all mark an asset alike, and as the terminal does.
 """
 
 from __future__ import annotations
@@ -14,12 +15,18 @@ from typing import Any
 from croft.core.clock import parse_instant
 from croft.core.duration import words
 from croft.core.when import moment
+from croft.scheduler.tick.view import release_command
 
-__all__ = ["FAILED", "asset_steps", "derived_state", "duration_s"]
+__all__ = ["FAILED", "derived_state", "duration_s", "held_of", "states_of"]
 
 FAILED = frozenset({"failed", "crashed", "interrupted"})
 # holds a person must act on; the others (a pause, a busy lease, a backoff) pass on their own
 _NEEDS_A_PERSON = frozenset({"SCHEDULE_HELD", "LARGE_REPROCESS", "SCHEDULE_INVALID"})
+_HELD_WORDS = {
+    "SCHEDULE_HELD": "held: code not yet run by a person",
+    "LARGE_REPROCESS": "held: it would reprocess a large table",
+    "SCHEDULE_INVALID": "held: its schedule cannot be read",
+}
 
 
 def duration_s(step: dict[str, Any], now: datetime) -> float | None:
@@ -30,44 +37,31 @@ def duration_s(step: dict[str, Any], now: datetime) -> float | None:
     return max(0.0, (end - parse_instant(step["startedAt"])).total_seconds())
 
 
-def asset_steps(runs: list[dict[str, Any]], asset: str) -> list[dict[str, Any]]:
-    """The asset's own steps from ``croft logs ASSET --runs`` data (runs newest first), newest first:
-    one per run, its last attempt, since that is the result the run ended with."""
-    out = []
-    for run in runs:
-        mine = [s for s in run.get("steps", []) if s.get("asset") == asset]
-        if mine:
-            out.append({**mine[-1], "trigger": run.get("trigger")})
-    return out
-
-
-def _streak(steps: list[dict[str, Any]]) -> int:
-    count = 0
-    for step in steps:
-        if step.get("status") not in FAILED:
-            break
-        count += 1
-    return count
+def held_of(asset: dict[str, Any]) -> dict[str, Any] | None:
+    """The hold a person must release, from the asset's schedule block: ``{code, why, release}``."""
+    hold = (asset.get("schedule") or {}).get("hold") or {}
+    if hold.get("code") not in _NEEDS_A_PERSON or hold.get("kind") == "starting":
+        return None
+    return {
+        "code": hold["code"],
+        "why": hold.get("reason"),
+        "release": release_command(asset["asset"], hold["code"]),
+    }
 
 
 def derived_state(
-    asset: dict[str, Any],
-    held: dict[str, Any] | None,
-    steps: list[dict[str, Any]],
-    waiting: list[dict[str, Any]],
-    root: str,
-    now: datetime,
+    asset: dict[str, Any], waiting: list[dict[str, Any]], root: str, now: datetime
 ) -> dict[str, Any]:
-    """``{mark, label, detail, command}`` for one row.
+    """``{mark, label, detail, command}`` for one asset.
 
-    ``asset`` is the asset's entry of ``croft status --json`` data, ``held`` its ``held`` block of
-    ``croft schedule status --json``, ``steps`` its own steps newest first (:func:`asset_steps`), and
-    ``waiting`` the queue's waiting groups. The first that applies wins: running, invalid, held for a
-    person, waiting for a slot, retrying at, failed (with its streak), stale, ok, never run.
+    ``asset`` is the asset's entry of ``croft status --json`` data and ``waiting`` the queue's waiting
+    groups. The first that applies wins: running, invalid, held for a person, waiting for a slot,
+    retrying at, failed (with its streak), skipped (its input did not build), stale, ok, never run.
     """
     last = asset.get("lastRun") or {}
     sched = asset.get("schedule") or {}
     hold = sched.get("hold") or {}
+    name = asset.get("asset")
 
     def state(mark: str, label: str, detail: str | None = None, command: str | None = None) -> dict[str, Any]:
         return {"mark": mark, "label": label, "detail": detail, "command": command}
@@ -76,12 +70,12 @@ def derived_state(
         return state("running", f"running {words(duration_s({'startedAt': last['at']}, now) or 0)}")
     if hold.get("kind") == "starting":  # its run is on its way: not a hold, nothing to release
         return state("running", "starting")
-    if asset.get("problems"):
+    held = held_of(asset)
+    if asset.get("problems") and not (held and held["code"] == "SCHEDULE_INVALID"):
         first = asset["problems"][0]
-        return state("invalid", f"invalid: {first['code']}", first.get("message"), "croft validate")
-    if held and held.get("code") in _NEEDS_A_PERSON:
-        return state("held", f"held: {held['code']}", held.get("why"), held.get("release"))
-    name = asset.get("asset")
+        return state("invalid", "invalid", first.get("message"), "croft validate")
+    if held:
+        return state("held", _HELD_WORDS[held["code"]], held.get("why"), held.get("release"))
     if any(w.get("root") == root and name in w.get("assets", []) for w in waiting):
         return state("waiting", "waiting for a slot", "every slot of the per-user cap is taken")
     if last.get("retryAt"):
@@ -89,13 +83,26 @@ def derived_state(
     if hold.get("code") == "SCHEDULE_BACKOFF" and hold.get("until"):
         return state("retrying", f"retrying at {moment(hold['until'], now)}", hold.get("reason"))
     if last.get("status") in FAILED:
-        streak = (asset.get("failing") or {}).get("count") or _streak(steps) or 1
+        streak = (asset.get("failing") or {}).get("count") or 1
         times = "once" if streak == 1 else f"{streak} times in a row"
-        detail = f"{last.get('code') or last['status']}: {last.get('message') or ''}".rstrip(": ")
-        return state("failed", f"{last['status']} {times}", detail, f"croft logs {name} --failed")
+        return state(
+            "failed", f"{last['status']} {times}", last.get("message"), f"croft logs {name} --failed"
+        )
+    if last.get("status") == "skipped":
+        why = last.get("message") or "an input it reads did not build"
+        return state("skipped", "skipped", why, f"croft run {name}")
     if asset.get("stale"):
         why = ", ".join(r.get("text", "") for r in asset.get("staleReasons", []))
         return state("stale", "stale", why or None, f"croft run {name}")
     if last:
-        return state("ok", last.get("status") or "ok")
+        return state("ok", "ok" if last.get("status") in ("ok", "unchanged", None) else str(last["status"]))
     return state("never", "never run", None, f"croft run {name}")
+
+
+def states_of(
+    project: dict[str, Any], queue: dict[str, Any] | None, now: datetime
+) -> dict[str, dict[str, Any]]:
+    """Every asset's state in one project look (``snapshot.project_json``)."""
+    waiting = (queue or {}).get("waiting") or []
+    assets = (project["status"].get("data") or {}).get("assets") or []
+    return {a["asset"]: derived_state(a, waiting, project["root"], now) for a in assets}

@@ -1,13 +1,20 @@
 """The status page's HTTP server: the standard library's threading server on 127.0.0.1, every request
-through the gate (``guard``), the page and its JSON from ``snapshot``, the buttons through ``actions``,
-and one event stream per open page fed by ``watch``.
+through the gate (``guard``), its connections bounded (``conns``), the page and its JSON from the
+shared look (``looks`` over ``snapshot``), the buttons through ``actions``, and one event stream per
+open page fed by ``watch``.
 
-Ctrl-C (or ``close``) stops it; runs it started go on, as runs a person starts in a terminal do.
+Ctrl-C or SIGTERM (or ``close``) stops it; runs it started go on, as runs a person starts in a
+terminal do. A page that goes away mid-answer ends its thread quietly: no traceback, ever.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import itertools
 import json
+import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,11 +25,15 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from croft.core.envelope import dumps
+from croft.core.paths import croft_home
 from croft.core.problems import CroftError, problem
 from croft.core.result import Result
 from croft.project.config import load_project
-from croft.ui import actions, page, snapshot
+from croft.scheduler.heartbeat import USER_BEATS
+from croft.ui import actions, assetpage, lineage, page, snapshot, timeline
+from croft.ui.conns import HEADER_S, Connections
 from croft.ui.guard import HEADERS, Gate, new_gate
+from croft.ui.looks import Looks
 from croft.ui.watch import Watcher
 
 __all__ = ["UiServer", "start"]
@@ -30,35 +41,44 @@ __all__ = ["UiServer", "start"]
 STATIC = Path(__file__).with_name("static")
 SHIPPED = {"/static/ui.js": "text/javascript; charset=utf-8", "/static/ui.css": "text/css; charset=utf-8"}
 MAX_BODY = 64 * 1024
-SNAPSHOT_AGE_S = 5.0  # a look is reused by pages that ask within this long, unless something changed
-DOCTOR_AGE_S = 30.0  # doctor asks the OS job's backend (a process or two): at most this often
 NOTICE_AGE_S = 120.0
 ACTIONS = {"/api/run": "run", "/api/pause": "pause", "/api/resume": "resume"}
+_STARVED = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
 @dataclass
-class _State:
-    """What the handler threads share: the last look and the notices, under one lock."""
+class _Notices:
+    """What a button did, for the page it was pressed on (a form's way back names it): never shown to
+    another page or session, and gone after two minutes."""
 
     lock: threading.Lock = field(default_factory=threading.Lock)
-    snap: dict[str, Any] | None = None
-    snap_key: tuple[int, float] = (-1, 0.0)
-    doctor: dict[str, Any] | None = None
-    doctor_at: float = 0.0
-    running: list[str] = field(default_factory=list)
-    notices: list[dict[str, Any]] = field(default_factory=list)
+    found: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ids: Any = field(default_factory=lambda: itertools.count(1))
 
 
 class UiServer(ThreadingHTTPServer):
     daemon_threads = True  # an open event stream must not keep Ctrl-C waiting
     block_on_close = False
+    request_queue_size = 64
 
     def __init__(self, port: int, targets: snapshot.Targets) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.gate: Gate = new_gate(self.server_address[1])
         self.targets = targets
-        self.state = _State()
-        self.watcher = Watcher(self._folders, lambda: list(self.state.running)).start()
+        self.conns = Connections()
+        self._rendered: tuple[tuple[Any, ...], str] | None = None
+        self._rendered_lock = threading.Lock()
+        self.notes = _Notices()
+        self.running: list[str] = []
+        # the user's idle heartbeats (one file, written once a minute while the OS job ticks): the
+        # strip's "last tick" and whether the scheduler is stale follow it
+        beats = [croft_home() / USER_BEATS]
+        self.watcher = Watcher(
+            self._folders, lambda: list(self.running), self.targets.roots, lambda: beats
+        ).start()
+        self.looks = Looks(
+            self._take, snapshot.doctor_envelope, lambda: self.watcher.files, self.watcher.poke
+        )
 
     @property
     def port(self) -> int:
@@ -81,46 +101,98 @@ class UiServer(ThreadingHTTPServer):
         self.watcher.stop()
         self.shutdown()
         self.server_close()
+        self.conns.hang_up_all()
+
+    # -- connections --------------------------------------------------------------------------------
+    def get_request(self) -> tuple[socket.socket, Any]:
+        try:
+            return super().get_request()
+        except OSError as exc:
+            if exc.errno in _STARVED:
+                self.conns.starved()  # room for the next one, and no spinning on a listener we cannot serve
+            raise
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.conns.admit(request)
+        try:
+            super().process_request(request, client_address)
+        except RuntimeError:  # no thread to be had: this one is closed, the others go on
+            self.shutdown_request(request)
+
+    def shutdown_request(self, request: Any) -> None:
+        self.conns.gone(request)
+        super().shutdown_request(request)
+
+    def service_actions(self) -> None:
+        self.conns.reap()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A page that went away is no error; anything else is one line, never a traceback."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (OSError, ValueError)):
+            return
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"croft ui: a request failed: {type(exc).__name__}: {exc}\n")
 
     # -- what the page shows ------------------------------------------------------------------------
+    def _take(self) -> dict[str, Any]:
+        snap = snapshot.overview(self.targets, None, self.watcher.poke)
+        self.running = [
+            r["runId"]
+            for p in snap["projects"]
+            for r in ((p["status"].get("data") or {}).get("running") or [])
+        ]
+        return snap
+
     def overview(self) -> dict[str, Any]:
-        gen = self.watcher.generation
-        now = time.monotonic()
-        with self.state.lock:
-            if (
-                self.state.snap is not None
-                and self.state.snap_key[0] == gen
-                and now - self.state.snap_key[1] < SNAPSHOT_AGE_S
-            ):
-                return self.state.snap
-            if self.state.doctor is None or now - self.state.doctor_at > DOCTOR_AGE_S:
-                self.state.doctor, self.state.doctor_at = snapshot.doctor_envelope(), now
-            snap = snapshot.overview(self.targets, self.state.doctor)
-            self.state.snap, self.state.snap_key = snap, (gen, now)
-            self.state.running = [
-                r["runId"]
-                for p in snap["projects"]
-                for r in ((p["status"].get("data") or {}).get("running") or [])
-            ]
-            return snap
+        return self.looks.current()
 
-    def forget(self) -> None:
-        """After an action: the next look is taken afresh, doctor included."""
-        with self.state.lock:
-            self.state.snap, self.state.doctor = None, None
+    def overview_page(self, notices: list[dict[str, Any]]) -> str:
+        """The overview's HTML, rendered once per look (and doctor answer, and minute) for every tab:
+        twenty tabs refetching after a change cost one rendering, not twenty."""
+        snap = self.overview()
+        if notices:  # a page's own notice: its own rendering
+            return page.overview_html(snap, self.gate.csrf, notices)
+        same = (
+            snap["projects"],
+            snap.get("doctor"),
+            tuple(bool(p.get("stripsPending")) for p in snap["projects"]),
+            int(time.monotonic() // 60),
+        )
+        with self._rendered_lock:
+            kept = self._rendered
+        if kept is not None and kept[0][0] is same[0] and kept[0][1] is same[1] and kept[0][2:] == same[2:]:
+            return kept[1]
+        html = page.overview_html(snap, self.gate.csrf, notices)
+        with self._rendered_lock:
+            self._rendered = (same, html)
+        return html
 
-    def notices(self) -> list[dict[str, Any]]:
+    def project_look(self, root: Path) -> dict[str, Any] | None:
+        """The project's part of the last look, without waiting for one (None: none taken yet)."""
+        last = self.looks.latest()
+        if last is None:
+            return None
+        return next((p for p in last["projects"] if p["root"] == str(root)), None)
+
+    def notice(self, wanted: str | None) -> list[dict[str, Any]]:
+        if not wanted:
+            return []
         cut = time.monotonic() - NOTICE_AGE_S
-        with self.state.lock:
-            self.state.notices = [n for n in self.state.notices if n["at"] >= cut][-5:]
-            return list(self.state.notices)
+        with self.notes.lock:
+            self.notes.found = {k: n for k, n in self.notes.found.items() if n["at"] >= cut}
+            found = self.notes.found.get(wanted)
+        return [found] if found else []
 
-    def tell(self, kind: str, text: str) -> None:
-        with self.state.lock:
-            self.state.notices.append({"kind": kind, "text": text, "at": time.monotonic()})
+    def tell(self, kind: str, text: str) -> str:
+        with self.notes.lock:
+            key = str(next(self.notes.ids))
+            self.notes.found[key] = {"kind": kind, "text": text, "at": time.monotonic()}
+        return key
 
     # -- the buttons --------------------------------------------------------------------------------
-    def act(self, action: str, fields: dict[str, str]) -> dict[str, Any]:
+    def act(self, action: str, fields: dict[str, str]) -> tuple[dict[str, Any], str]:
+        """The action's envelope, and the notice that says what it did."""
         root = self.targets.find(fields.get("project", ""))
         try:
             if root is None:
@@ -138,16 +210,16 @@ class UiServer(ThreadingHTTPServer):
                 result = actions.resume(project)
         except CroftError as exc:
             result = Result(problems=[exc.problem, *exc.extra])
-        self.forget()
-        self.tell(*_words(action, fields, result))
-        return result.envelope()
+        self.looks.forget()
+        self.watcher.poke()
+        return result.envelope(), self.tell(*_words(action, fields, result))
 
 
 def _words(action: str, fields: dict[str, str], result: Result) -> tuple[str, str]:
     errors = [p for p in result.problems if p.severity == "error"]
     if not result.is_ok or errors:
         first = (errors or result.problems)[0]
-        return "bad", f"{first.code}: {first.message}"
+        return "bad", first.message
     if action == "run":
         run_id = result.data.get("runId")
         return "good", f"croft run {fields.get('asset')}: run {run_id} " + (
@@ -169,8 +241,15 @@ def start(port: int, targets: snapshot.Targets) -> UiServer:
             fix={"kind": "command", "command": "croft ui --port 0", "description": "serve on any free port"},
             details={"port": port},
         ) from None
-    threading.Thread(target=server.serve_forever, name="croft-ui", daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.2,), name="croft-ui", daemon=True).start()
+    # the first look is taken while the browser opens: the first page joins it instead of starting it
+    threading.Thread(target=_warm, args=(server,), name="croft-ui-warm", daemon=True).start()
     return server
+
+
+def _warm(server: UiServer) -> None:
+    with contextlib.suppress(Exception):  # a look that fails now fails again for the page, which says why
+        server.looks.current()
 
 
 def _safe_back(value: str | None) -> str:
@@ -185,6 +264,17 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "croft-ui"
     sys_version = ""
+    timeout = HEADER_S  # a socket silent this long (mid-header, or between requests) is closed
+
+    def handle_one_request(self) -> None:
+        self.server.conns.waiting(self.request)
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        if ok:
+            self.server.conns.answering(self.request)
+        return ok
 
     def log_message(self, format: str, *args: Any) -> None:
         """Nothing: a request line carries the token, and no log may."""
@@ -254,22 +344,35 @@ class _Handler(BaseHTTPRequestHandler):
             return
         one = {k: v[0] for k, v in query.items()}
         route = parts.path
+        notices = self.server.notice(one.get("notice"))
         if route in SHIPPED:
             self._send(200, (STATIC / route.rsplit("/", 1)[1]).read_bytes(), SHIPPED[route])
         elif route == "/":
-            self._html(
-                page.overview_html(self.server.overview(), self.server.gate.csrf, self.server.notices())
-            )
+            self._html(self.server.overview_page(notices))
         elif route == "/api/status":
             self._json(self.server.overview())
+        elif route in ("/lineage", "/timeline", "/api/timeline"):
+            self._picture_route(route)
         elif route in ("/asset", "/api/asset", "/confirm"):
-            self._asset_route(route, one)
+            self._asset_route(route, one, notices)
         elif route == "/events":
             self._events()
         else:
             self._refuse(HTTPStatus.NOT_FOUND, f"there is no {route} here")
 
-    def _asset_route(self, route: str, one: dict[str, str]) -> None:
+    def _picture_route(self, route: str) -> None:
+        snap = self.server.overview()
+        if route == "/lineage":
+            projects = [{**p, "inputs": snapshot.inputs_of(Path(p["root"]))} for p in snap["projects"]]
+            self._html(lineage.lineage_html({**snap, "projects": projects}, self.server.gate.csrf))
+            return
+        lines = [snapshot.timeline(p) for p in snap["projects"]]
+        if route == "/api/timeline":
+            self._json({"at": snap["at"], "projects": lines})
+        else:
+            self._html(timeline.timeline_html(snap, lines, self.server.gate.csrf))
+
+    def _asset_route(self, route: str, one: dict[str, str], notices: list[dict[str, Any]]) -> None:
         root = self.server.targets.find(one.get("project", ""))
         asset = one.get("asset", "")
         if root is None or not asset:
@@ -279,15 +382,33 @@ class _Handler(BaseHTTPRequestHandler):
             self._html(page.confirm_html(str(root), asset, self.server.gate.csrf))
             return
         run = one.get("run")
-        found = snapshot.asset_page(root, asset, run if run and run.startswith("r_") else None)
+        found = snapshot.asset_page(
+            root,
+            asset,
+            self.server.project_look(root),
+            run_id=run if run and run.startswith("r_") else None,
+            result=one.get("result") if one.get("result") in ("failed", "ok", "skipped") else None,
+            trigger=one.get("trigger") if one.get("trigger") in ("schedule", "manual") else None,
+        )
         if route == "/api/asset":
             self._json(found)
         else:
-            self._html(page.asset_html(found, self.server.gate.csrf, self.server.notices()))
+            self._html(assetpage.asset_html(found, self.server.gate.csrf, notices))
 
     def _events(self) -> None:
-        """Server-sent events: ``change`` with the watcher's generation whenever it moves (and every
-        half minute regardless), until the page goes away or the server stops."""
+        """Server-sent events: ``change`` with the watcher's generation whenever it moves (a comment
+        every half minute otherwise, which tells a page that is gone), until the page goes away or the
+        server stops. At most ``conns.STREAMS`` at once: beyond, 503 and the page refreshes itself."""
+        conns = self.server.conns
+        if not conns.open_stream():
+            self._refuse(HTTPStatus.SERVICE_UNAVAILABLE, "too many pages are open on this croft ui")
+            return
+        try:
+            self._stream()
+        finally:
+            conns.close_stream()
+
+    def _stream(self) -> None:
         self.send_response(200)
         for name, value in HEADERS.items():
             self.send_header(name, value)
@@ -301,8 +422,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"retry: 2000\nevent: hello\ndata: {seen}\n\n".encode())
             self.wfile.flush()
             while not watcher.stopped:
-                seen = watcher.wait(seen)
-                self.wfile.write(f"event: change\ndata: {seen}\n\n".encode())
+                now = watcher.wait(seen)
+                if now == seen:
+                    self.wfile.write(b": still here\n\n")
+                else:
+                    seen = now
+                    self.wfile.write(f"event: change\ndata: {seen}\n\n".encode())
                 self.wfile.flush()
         except OSError:
             return  # the page went away
@@ -324,9 +449,10 @@ class _Handler(BaseHTTPRequestHandler):
         if why:
             self._refuse(HTTPStatus.FORBIDDEN, why)
             return
-        answer = self.server.act(ACTIONS[route], fields)
+        answer, notice = self.server.act(ACTIONS[route], fields)
         if is_form:  # a page without JavaScript: back to where it was, the notice says what happened
-            self._redirect(_safe_back(fields.get("back")))
+            back = _safe_back(fields.get("back"))
+            self._redirect(back + ("&" if "?" in back else "?") + urlencode({"notice": notice}))
         else:
             self._json(answer)
 
@@ -358,4 +484,5 @@ _REFUSAL_HINTS: dict[int, str] = {
     HTTPStatus.NOT_FOUND: "The overview at / links to every asset",
     HTTPStatus.BAD_REQUEST: "The page's own buttons send what it needs",
     HTTPStatus.REQUEST_ENTITY_TOO_LARGE: "The page's own buttons send a few fields only",
+    HTTPStatus.SERVICE_UNAVAILABLE: "Close some of the page's tabs; the others still update",
 }

@@ -5,10 +5,17 @@ A project's whole state is in its state folder: ``runs.sqlite`` and its WAL (run
 the heartbeat's row), the idle heartbeat stamp, and the step logs under ``logs/`` while a run writes
 them. The folder's files and the logs of the runs going now are looked at by size and modification
 time only; nothing is read.
+
+A reader must never wake the pages: opening ``runs.sqlite`` (as every ``croft status`` and the page's
+own look do) creates its ``-shm`` and an empty ``-wal``, and the last reader to close removes them.
+So the ``-shm`` is not looked at, and an empty WAL counts as none: only a write (a WAL with frames,
+or a checkpoint into the database file) changes the signature. Nothing else wakes a page either: no
+timer sends a change, the page moves its "in 3 min" itself.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -17,7 +24,8 @@ from pathlib import Path
 __all__ = ["Watcher", "signature"]
 
 POLL_S = 0.5
-QUIET_S = 30.0  # a page is told at least this often, so "in 3 min" and "running 40 s" keep moving
+QUIET_S = 30.0  # how long an event stream waits before it writes a comment (a dead page shows then)
+_READER_LEFTOVERS = ("-shm", "-journal")
 
 
 def _stats(folder: Path, prefixes: tuple[str, ...] = ()) -> list[tuple[str, int, int]]:
@@ -27,12 +35,17 @@ def _stats(folder: Path, prefixes: tuple[str, ...] = ()) -> list[tuple[str, int,
             for entry in found:
                 if prefixes and not entry.name.startswith(prefixes):
                     continue
+                if entry.name.endswith(_READER_LEFTOVERS):
+                    continue
                 try:
                     st = entry.stat()
                 except OSError:
                     continue
-                if not entry.is_dir():
-                    out.append((entry.name, st.st_mtime_ns, st.st_size))
+                if entry.is_dir():
+                    continue
+                if entry.name.endswith("-wal") and st.st_size == 0:
+                    continue  # an empty WAL is what a reader leaves: the same as none
+                out.append((entry.name, st.st_mtime_ns, st.st_size))
     except OSError:
         out.append((str(folder), -1, -1))  # gone or unreadable: a change too, the page will say why
     return sorted(out)
@@ -47,13 +60,49 @@ def signature(state_dirs: Iterable[Path], running: Iterable[str] = ()) -> tuple[
     )
 
 
+def _files(paths: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
+    out = []
+    for path in paths:
+        try:
+            st = path.stat()
+            out.append((str(path), st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((str(path), -1, -1))
+    return tuple(out)
+
+
+SOURCE_EVERY = 4  # the projects' own files (croft.json, assets/, lib/) are looked at every 4th round
+
+
+def sources(roots: Iterable[Path]) -> tuple[object, ...]:
+    """What a person edits that the page shows (an asset's description, schedule, a hold on new code):
+    each project's croft.json and the files of its assets/ and lib/ folders, by size and time."""
+    out: list[object] = []
+    for root in roots:
+        try:
+            st = (root / "croft.json").stat()
+            out.append((str(root), st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((str(root), -1, -1))
+        for sub in ("assets", "lib"):
+            out.append(tuple(_stats(root / sub)))
+    return tuple(out)
+
+
 class Watcher:
     """One thread that bumps ``generation`` whenever :func:`signature` changes, and wakes the waiting
     event streams. ``folders`` is asked at each look (a project may be registered meanwhile)."""
 
-    def __init__(self, folders: Callable[[], list[Path]], running: Callable[[], list[str]]) -> None:
-        self.generation = 0
-        self._folders, self._running = folders, running
+    def __init__(
+        self,
+        folders: Callable[[], list[Path]],
+        running: Callable[[], list[str]],
+        roots: Callable[[], list[Path]] = list,
+        files: Callable[[], list[Path]] = list,
+    ) -> None:
+        self.generation = 0  # what the pages follow: the folders' changes and the server's own pokes
+        self.files = 0  # the folders' changes alone: what a look of them depends on
+        self._folders, self._running, self._roots, self._files = folders, running, roots, files
         self._changed = threading.Condition()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="croft-ui-watch", daemon=True)
@@ -67,21 +116,33 @@ class Watcher:
         with self._changed:
             self._changed.notify_all()
 
-    def _look(self) -> tuple[object, ...]:
+    def _look(self, last: tuple[object, ...] | None, round_: int) -> tuple[object, ...]:
         try:
-            return signature(self._folders(), self._running())
+            state = (signature(self._folders(), self._running()), _files(self._files()))
+            if last is not None and round_ % SOURCE_EVERY and len(last) == 2:
+                return (state, last[1])  # the sources as last seen: not their round
+            return (state, sources(self._roots()))
         except Exception as exc:  # a registry that cannot be read right now: a change, shown by the page
             return (repr(exc),)
 
     def _loop(self) -> None:
-        last = self._look()
-        while not self._stop.wait(POLL_S):
-            now = self._look()
+        last = self._look(None, 0)
+        for round_ in itertools.count(1):
+            if self._stop.wait(POLL_S):
+                return
+            now = self._look(last, round_)
             if now != last:
                 last = now
                 with self._changed:
+                    self.files += 1
                     self.generation += 1
                     self._changed.notify_all()
+
+    def poke(self) -> None:
+        """Something the page shows changed outside the state folders (doctor's look, an action)."""
+        with self._changed:
+            self.generation += 1
+            self._changed.notify_all()
 
     def wait(self, seen: int, timeout: float = QUIET_S) -> int:
         """The generation after ``seen``, or ``seen`` again after ``timeout`` (or when stopped)."""

@@ -1,6 +1,6 @@
 """``croft ui`` in real headless Chromium (Debian's, driven by playwright): the token visit, Run now live
-without a reload, Pause 2h and Resume, a held asset, and an asset page following a running log. The
-overview's screenshot for docs/ui.md is taken here."""
+without a reload, Pause 2h and Resume, a held asset, and an asset page following a running log. (The
+screenshots for docs/ui.md are taken by test_ui_pictures.py, over a history at the real clock.)"""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from schedulekit import croft_json
 from uikit import browser, running_ui
 
 pytestmark = pytest.mark.processes
-
-DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 ORDERS = """
 from croft import ingest
@@ -78,25 +76,23 @@ def test_the_overview_runs_pauses_resumes_and_shows_a_hold_live(make_project: An
         assert page.inner_text("tr[data-asset=orders] .kind") == "ingest · Orders from the shop"
         assert page.get_attribute("tr[data-asset=orders] .phrase", "title") == "*/5 * * * * · UTC"
         assert page.get_attribute(".setting", "data-state") == "on"
-        DOCS.mkdir(exist_ok=True)
-        page.screenshot(path=str(DOCS / "ui.png"), full_page=True)
 
         # Run now: the confirm says it approves the code; the run appears live, no reload
         page.evaluate("window.__same = 'this document'")
-        bars = page.locator("tr[data-asset=orders] rect.bar").count()
-        assert bars == 1
+        page.wait_for_selector("tr[data-asset=orders] svg.strip7")
+        before = page.get_attribute("tr[data-asset=orders] svg.strip7", "data-strip")
         page.click("tr[data-asset=orders] a.button.run")
         assert dialogs == [
             "Run orders now? A run you start approves orders's current code for the scheduler, as"
-            " `croft run orders` does."
+            " “croft run orders” does."
         ]
         # (no wait_for_function: the page's policy refuses the eval it needs, as it should)
-        page.locator("tr[data-asset=orders] rect.bar").nth(1).wait_for(timeout=60_000)
-        seconds = page.get_attribute("tr[data-asset=orders] rect.bar:last-child", "data-seconds")
-        assert seconds is not None and float(seconds) > 0
+        page.wait_for_selector(
+            f"tr[data-asset=orders] svg.strip7:not([data-strip='{before}'])", timeout=60_000
+        )
+        assert "croft run orders: run r_" in page.inner_text("ul.notices")
         runs = croft_json(root, NOW, "logs", "orders", "--runs")[1]["data"]["runs"]
         assert runs[0]["trigger"] == "manual" and runs[0]["human"] is True  # a person's run, as croft run
-        assert page.get_attribute("tr[data-asset=orders] rect.bar:last-child", "data-run") == runs[0]["runId"]
         assert page.evaluate("window.__same") == "this document"
 
         # Pause 2h changes the header; Resume undoes it
@@ -114,7 +110,7 @@ def test_the_overview_runs_pauses_resumes_and_shows_a_hold_live(make_project: An
             ORDERS.replace('print("fetching orders")', 'print("edited")')
         )
         page.wait_for_selector("tr[data-asset=orders][data-mark=held]", timeout=60_000)
-        assert page.inner_text("tr[data-asset=orders] .label") == "held: SCHEDULE_HELD"
+        assert page.inner_text("tr[data-asset=orders] .label") == "held: code not yet run by a person"
         assert page.inner_text("tr[data-asset=orders] .command") == "croft run orders"
         assert page.evaluate("window.__same") == "this document"
         assert errors == []
@@ -126,19 +122,19 @@ def test_an_asset_page_follows_a_running_log(make_project: Any) -> None:
         page = context.new_page()
         page.on("dialog", lambda d: d.accept())
         page.goto(ui.url)
-        page.click("tr[data-asset=slow] a.button.logs")
+        page.click("tr[data-asset=slow] td.name a")
         page.wait_for_selector("body[data-page=asset][data-live='1']")
         page.evaluate("window.__same = 'this document'")
         page.click("header.top a.button.run")
-        page.wait_for_selector("h3.run[data-status=running]", timeout=60_000)
-        page.wait_for_selector("pre.log[data-asset=slow]:has-text('first line')", timeout=60_000)
-        assert "second line" not in page.inner_text("pre.log[data-asset=slow]")
-        assert page.locator("svg.timeline rect.tl.s-running").count() == 1
+        going = "details.attempt[data-status=running][open]"
+        page.wait_for_selector(f"{going} pre.log:has-text('first line')", timeout=60_000)
+        assert "second line" not in page.inner_text(f"{going} pre.log")
+        assert page.locator("figure.chart rect.bar.s-running").count() == 1
         (root / "release").write_text("go")
-        page.wait_for_selector("h3.run[data-status=succeeded]", timeout=60_000)
-        log = page.inner_text("pre.log[data-asset=slow]")
+        page.wait_for_selector("details.attempt[data-status=ok][open]", timeout=60_000)
+        log = page.inner_text("details.attempt[data-status=ok] pre.log")
         assert "first line" in log and "second line" in log
-        assert page.locator("svg.timeline rect.tl.s-ok").count() == 1
+        assert page.locator("figure.chart rect.bar.s-ok").count() == 1
         assert page.evaluate("window.__same") == "this document"  # followed without a reload
 
 

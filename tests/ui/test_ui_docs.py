@@ -1,4 +1,4 @@
-"""docs/ui.md is a guide `croft docs ui` prints, and its screenshot (taken by the browser journey) is there."""
+"""docs/ui.md is a guide `croft docs ui` prints, and its screenshots (taken by the browser test) are there."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ def test_the_guide_and_its_screenshot() -> None:
     found = resolve("ui")
     assert found is not None and found[0] == "ui"
     assert found[1].read_text(encoding="utf-8") == (DOCS / "ui.md").read_text(encoding="utf-8")
-    assert "](ui.png)" in (DOCS / "ui.md").read_text(encoding="utf-8")
-    assert (DOCS / "ui.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for shot in ("ui.png", "ui-asset.png", "ui-lineage.png", "ui-timeline.png"):
+        assert f"]({shot})" in (DOCS / "ui.md").read_text(encoding="utf-8")
+        assert (DOCS / shot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert resolve("dashboard") == found
 
 

@@ -168,7 +168,7 @@ def test_api_status_is_the_commands_own_json(ui: Ui, tmp_path: Path) -> None:
     jar = cookie(ui)
     snap = json.loads(ask(ui, "GET", "/api/status", headers={"Cookie": jar}).body)
     project = snap["projects"][0]
-    for args, key in ((["status"], "status"), (["schedule", "status"], "schedule")):
+    for args, key in ((["status"], "status"),):
         out = subprocess.run(
             [sys.executable, "-m", "croft", *args, "--json", "--project", project["root"]],
             capture_output=True,
