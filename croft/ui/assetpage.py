@@ -13,21 +13,13 @@ from typing import Any
 from croft.core.clock import parse_instant
 from croft.core.duration import words
 from croft.ui.derived import derived_state, duration_s
-from croft.ui.html import e, nav, prose, shell, url, when, zone_of
+from croft.ui.html import e, nav, prose, result_class, shell, url, when, zone_of
 from croft.ui.page import notices_html, problems_html, run_confirm_text, scheduling_words
 
 __all__ = ["asset_html", "runs_chart"]
 
 CHART_RUNS = 30
 _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}))( ?)")
-_RESULT_CLASS = {
-    "ok": "s-ok",
-    "unchanged": "s-ok",
-    "failed": "s-failed",
-    "crashed": "s-failed",
-    "running": "s-running",
-    "skipped": "s-skipped",
-}
 
 
 def _dl(items: list[tuple[str, str]]) -> str:
@@ -59,7 +51,7 @@ def runs_chart(attempts: list[dict[str, Any]], now: datetime, zone: Any) -> str:
         x = i * step
         title = f"{a['startedAt']} · {a['status']} · {words(length)} · {n} rows written"
         parts.append(
-            f'<rect class="bar {_RESULT_CLASS.get(a["status"], "s-other")}" x="{x}" y="{height - h:.1f}"'
+            f'<rect class="bar {result_class(a["status"])}" x="{x}" y="{height - h:.1f}"'
             f' width="{step - 3}" height="{h:.1f}" data-seconds="{length:.3f}"><title>{e(title)}</title></rect>'
         )
         y = height - 4 - (height - 14) * n / top_rows
@@ -100,7 +92,7 @@ def _attempts(page: dict[str, Any], now: datetime, zone: Any) -> str:
         is_open = (chosen == a["runId"]) if chosen else not opened
         opened = opened or is_open
         head = (
-            f'<summary><span class="result {_RESULT_CLASS.get(result, "s-other")}">{e(result)}</span> '
+            f'<summary><span class="result {result_class(result)}">{e(result)}</span> '
             f"{when(a['startedAt'], now, zone)} · attempt {e(a['attempt'])}"
             f" · {e(words(length) if length is not None and result != 'skipped' else '-')}"
             f" · {'scheduled' if a.get('trigger') == 'schedule' else 'by hand'}"

@@ -13,9 +13,18 @@ from urllib.parse import urlencode
 from croft.core.when import clock, in_text, relative
 from croft.schedule import cron
 
-__all__ = ["REFRESH_S", "e", "nav", "prose", "shell", "url", "when", "zone_of"]
+__all__ = ["REFRESH_S", "e", "nav", "prose", "result_class", "shell", "url", "when", "zone_of"]
 
 REFRESH_S = 10  # without JavaScript the page reloads itself this often
+# a step's result -> its colour's class, the same in the strip, the timeline and an asset's page
+_RESULT_CLASS = {
+    "failed": "s-failed",
+    "crashed": "s-failed",
+    "running": "s-running",
+    "skipped": "s-skipped",
+    "ok": "s-ok",
+    "unchanged": "s-ok",
+}
 _TICKS = re.compile(r"`([^`\n]{1,200})`")
 PAGES = (
     ("/", "assets", "overview"),
@@ -76,3 +85,8 @@ def shell(title: str, csrf: str, body: str, page: str) -> str:
         f"</head><body data-page={e(page)}>"
         f"<main id=live>{body}</main></body></html>\n"
     )
+
+
+def result_class(result: str) -> str:
+    """The CSS class of a step's result (``s-other`` for any other, interrupted included)."""
+    return _RESULT_CLASS.get(result, "s-other")

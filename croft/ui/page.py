@@ -11,7 +11,7 @@ from typing import Any
 from croft.core.clock import parse_instant
 from croft.core.when import clock
 from croft.ui.derived import states_of
-from croft.ui.html import e, nav, prose, shell, url, when, zone_of
+from croft.ui.html import e, nav, prose, result_class, shell, url, when, zone_of
 from croft.ui.snapshot import STRIP_BUCKETS, parse_strip
 
 __all__ = [
@@ -27,15 +27,6 @@ __all__ = [
 ]
 
 BAR_W, BAR_GAP, BAR_H = 5, 1, 18
-_WORST_CLASS = {
-    "failed": "s-failed",
-    "crashed": "s-failed",
-    "interrupted": "s-other",
-    "running": "s-running",
-    "skipped": "s-skipped",
-    "ok": "s-ok",
-    "unchanged": "s-ok",
-}
 
 
 def run_confirm_text(asset: str) -> str:
@@ -174,9 +165,7 @@ def strip_svg(text: str, start: datetime, bucket_s: int, count: int, zone: Any, 
             continue
         worst, n, bad = b
         h = round(max(4.0, BAR_H * (0.35 + 0.65 * n / top)))
-        paths.setdefault(_WORST_CLASS.get(worst, "s-other"), []).append(
-            f"M{x},{BAR_H - h}h{BAR_W}v{h}h-{BAR_W}z"
-        )
+        paths.setdefault(result_class(worst), []).append(f"M{x},{BAR_H - h}h{BAR_W}v{h}h-{BAR_W}z")
         if bad:
             failed_at.append(clock(start + timedelta(seconds=i * bucket_s), now, zone))
     body = "".join(f'<path class="bar {cls}" d="{"".join(d)}"></path>' for cls, d in paths.items())

@@ -11,19 +11,11 @@ from typing import Any
 from croft.core.clock import parse_instant
 from croft.core.when import clock
 from croft.ui.derived import held_of, states_of
-from croft.ui.html import e, nav, shell, url, when, zone_of
+from croft.ui.html import e, nav, result_class, shell, url, when, zone_of
 
 __all__ = ["timeline_html", "timeline_row"]
 
 WIDTH, HEIGHT = 720, 22
-_CLASS = {
-    "ok": "s-ok",
-    "unchanged": "s-ok",
-    "failed": "s-failed",
-    "crashed": "s-failed",
-    "running": "s-running",
-    "skipped": "s-skipped",
-}
 
 
 def _x(at: datetime, start: datetime, span_s: float) -> float:
@@ -51,7 +43,7 @@ def timeline_row(
         w = max(2.0, _x(end, start, span) - x1)
         label = f"{clock(begin, now, zone)} · {a['status']} · attempt {a['attempt']}"
         parts.append(
-            f'<rect class="run {_CLASS.get(a["status"], "s-other")}" data-run="{e(a["runId"])}" data-status="{e(a["status"])}"'
+            f'<rect class="run {result_class(a["status"])}" data-run="{e(a["runId"])}" data-status="{e(a["status"])}"'
             f' x="{x1:.1f}" y=4 width="{min(w, WIDTH / 2 - x1 + 1):.1f}" height="{HEIGHT - 8}"><title>{e(label)}</title></rect>'
         )
     state = setting.get("effective") or setting.get("state", "off")
