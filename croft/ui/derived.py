@@ -49,6 +49,10 @@ def held_of(asset: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+# an asset's problem that is not about its code, in the row's words (its fix, when it has one, is the command)
+_PROBLEM_WORDS = {"TABLE_MISSING": "table missing", "TABLE_CHANGED": "table changed"}
+
+
 def derived_state(
     asset: dict[str, Any], waiting: list[dict[str, Any]], root: str, now: datetime
 ) -> dict[str, Any]:
@@ -73,7 +77,8 @@ def derived_state(
     held = held_of(asset)
     if asset.get("problems") and not (held and held["code"] == "SCHEDULE_INVALID"):
         first = asset["problems"][0]
-        return state("invalid", "invalid", first.get("message"), "croft validate")
+        label = _PROBLEM_WORDS.get(first.get("code"), "invalid")
+        return state("invalid", label, first.get("message"), first.get("fix") or "croft validate")
     if held:
         return state("held", _HELD_WORDS[held["code"]], held.get("why"), held.get("release"))
     if any(w.get("root") == root and name in w.get("assets", []) for w in waiting):

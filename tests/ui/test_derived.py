@@ -107,3 +107,14 @@ def test_status_own_fields_win_the_streak_the_retry_and_a_start() -> None:
     assert retry["mark"] == "retrying" and "retrying at" in retry["label"] and retry["detail"] == "500"
     starting = asset(lastRun=last("ok"), schedule={"hold": {"kind": "starting", "code": "ASSET_BUSY"}})
     assert state(starting) == {"mark": "running", "label": "starting", "detail": None, "command": None}
+
+
+def test_a_table_dropped_outside_croft_says_so_with_its_own_fix() -> None:
+    gone = {
+        "code": "TABLE_MISSING",
+        "message": "orders: its table is gone from the warehouse",
+        "fix": "croft run orders --full-refresh",
+    }
+    s = state(asset(lastRun=last("ok"), problems=[gone]))
+    assert s["mark"] == "invalid" and s["label"] == "table missing"
+    assert s["command"] == "croft run orders --full-refresh"
