@@ -12,14 +12,7 @@ from croft.core import clock, when
 from croft.core.clock import parse_instant
 from croft.core.duration import words
 from croft.core.result import Result
-from croft.history.runs import started_by
-
-# who started a run (history.runs.started_by) -> how a line of croft logs says it
-_BY_WORDS = {"schedule": "scheduled", "agent": "by an agent", "dagster": "by Dagster", "person": "by hand"}
-
-
-def _by(trigger: str | None) -> str:
-    return _BY_WORDS[started_by(trigger)]
+from croft.history.runs import started_by_words
 
 
 def log_line(line: str, now: datetime) -> str:
@@ -36,7 +29,7 @@ def log_line(line: str, now: datetime) -> str:
 
 def _step_lines(step: dict, with_log: bool, now: datetime, by: bool = True) -> list[str]:
     tries = f" (attempt {step['attempt']})" if step["attempt"] > 1 else ""
-    trigger = f", {_by(step.get('trigger'))}" if by else ""
+    trigger = f", {started_by_words(step.get('trigger'))}" if by else ""
     head = f"{when.clock(step['startedAt'], now)}  {step['asset']}  {step['status']}{tries}  {step['runId']}{trigger}"
     lines = [head]
     if step.get("error"):
@@ -72,7 +65,7 @@ def _run_words(run: dict, now: datetime) -> str:
     if run["trigger"] == "dagster":  # croft.dagster: a materialization Dagster asked for
         return "by Dagster" + (f": {', '.join(assets)}" if assets else "")
     argv = [a for a in (run.get("argv") or []) if a not in ("--json",)]
-    by = _by(run["trigger"])
+    by = started_by_words(run["trigger"])
     return f"{by}: " + " ".join(["croft", *argv]) if argv else by
 
 
@@ -90,7 +83,9 @@ def _human(result: Result) -> str:
     lines: list[str] = []
     if data["mode"] == "run":
         run = data["run"]
-        lines.append(f"run {run['runId']} ({_by(run['trigger'])}): {run['status']}, {_span(run, now)}")
+        lines.append(
+            f"run {run['runId']} ({started_by_words(run['trigger'])}): {run['status']}, {_span(run, now)}"
+        )
         for step in data["steps"]:
             lines += _step_lines(step, True, now, by=False)
     elif data["mode"] == "runs":

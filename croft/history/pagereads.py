@@ -76,15 +76,16 @@ def asset_attempts(
     limit: int = 50,
 ) -> list[dict[str, Any]]:
     """The asset's attempts newest first, with their run's trigger, at most ``limit``; ``statuses`` keeps
-    those results only and ``trigger`` those runs (``schedule`` or ``manual``)."""
+    those results only and ``trigger`` those runs (``schedule``, ``manual``, ``agent`` or ``dagster``)."""
     where, args = ["s.asset = ?"], [asset]
     if statuses:
         where.append(f"s.status IN ({', '.join('?' for _ in statuses)})")
         args.extend(statuses)
-    if trigger == "schedule":
-        where.append("r.trigger = 'schedule'")
+    if trigger == "manual":  # a person's (a run recorded before triggers were kept counts as one)
+        where.append("(r.trigger IS NULL OR r.trigger = 'manual')")
     elif trigger is not None:
-        where.append("(r.trigger IS NULL OR r.trigger != 'schedule')")
+        where.append("r.trigger = ?")
+        args.append(trigger)
     rows = conn.execute(
         "SELECT s.run_id, s.attempt, s.status, s.reason, s.started_at, s.finished_at, s.error, s.log_path,"
         " s.rows_in, s.added, s.updated, s.unchanged, s.deleted, r.trigger"

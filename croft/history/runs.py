@@ -43,6 +43,7 @@ __all__ = [
     "running_runs",
     "start_step",
     "started_by",
+    "started_by_words",
     "trigger_of",
     "update_run_summary",
 ]
@@ -65,6 +66,19 @@ _STARTED_BY = {"schedule": "schedule", AGENT: "agent", "dagster": "dagster"}
 def started_by(trigger: str | None) -> str:
     """Who started a run, in the words the history shows: "person", "agent", "schedule" or "dagster"."""
     return _STARTED_BY.get(trigger or "", "person")
+
+
+_STARTER_WORDS = {
+    "schedule": "scheduled",
+    "agent": "by an agent",
+    "dagster": "by Dagster",
+    "person": "by hand",
+}
+
+
+def started_by_words(trigger: str | None) -> str:
+    """Who started a run as a line of `croft logs` or the page says it ("scheduled", "by hand", ...)."""
+    return _STARTER_WORDS[started_by(trigger)]
 
 
 _ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"

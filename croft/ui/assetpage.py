@@ -12,6 +12,7 @@ from typing import Any
 
 from croft.core.clock import parse_instant
 from croft.core.duration import words
+from croft.history.runs import started_by_words
 from croft.ui.derived import derived_state, duration_s
 from croft.ui.html import e, nav, prose, result_class, shell, url, when, zone_of
 from croft.ui.page import notices_html, problems_html, run_confirm_text, scheduling_words
@@ -95,7 +96,7 @@ def _attempts(page: dict[str, Any], now: datetime, zone: Any) -> str:
             f'<summary><span class="result {result_class(result)}">{e(result)}</span> '
             f"{when(a['startedAt'], now, zone)} · attempt {e(a['attempt'])}"
             f" · {e(words(length) if length is not None and result != 'skipped' else '-')}"
-            f" · {'scheduled' if a.get('trigger') == 'schedule' else 'by hand'}"
+            f" · {started_by_words(a.get('trigger'))}"
             + (f" <span class=why>{why}</span>" if why else "")
             + "</summary>"
             f'<p class=runref>run <a href="{url("/asset", project=root, asset=asset, run=a["runId"])}">'
@@ -138,7 +139,13 @@ def _filters(page: dict[str, Any]) -> str:
         + select(
             "trigger",
             "started",
-            [("", "either way"), ("schedule", "by the scheduler"), ("manual", "by hand")],
+            [
+                ("", "by anyone"),
+                ("schedule", "by the scheduler"),
+                ("manual", "by hand"),
+                ("agent", "by an agent"),
+                ("dagster", "by Dagster"),
+            ],
         )
         + "<button type=submit>Show</button></form>"
     )

@@ -388,7 +388,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.project_look(root),
             run_id=run if run and run.startswith("r_") else None,
             result=one.get("result") if one.get("result") in ("failed", "ok", "skipped") else None,
-            trigger=one.get("trigger") if one.get("trigger") in ("schedule", "manual") else None,
+            trigger=one.get("trigger")
+            if one.get("trigger") in ("schedule", "manual", "agent", "dagster")
+            else None,
         )
         if route == "/api/asset":
             self._json(found)

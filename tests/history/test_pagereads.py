@@ -55,3 +55,18 @@ def test_an_assets_attempts_filter_by_result_and_trigger(tmp_path: Path) -> None
     by_hand = pagereads.asset_attempts(conn, "orders", trigger="manual")
     scheduled = pagereads.asset_attempts(conn, "orders", trigger="schedule", limit=1)
     assert [a["runId"] for a in by_hand] == ["r_3"] and [a["runId"] for a in scheduled] == ["r_2"]
+
+
+def test_an_agents_runs_are_their_own_filter_and_not_a_persons(tmp_path: Path) -> None:
+    conn = history(tmp_path)
+    conn.execute(
+        "INSERT INTO runs (id, trigger, human, argv, started_at, status)"
+        " VALUES ('r_4', 'agent', 0, '[]', '2026-03-02T08:00:00.000Z', 'succeeded')"
+    )
+    conn.execute(
+        "INSERT INTO steps (run_id, asset, attempt, status, started_at, finished_at)"
+        " VALUES ('r_4', 'orders', 1, 'ok', '2026-03-02T08:00:00.000Z', '2026-03-02T08:00:01.000Z')"
+    )
+    by_agent = pagereads.asset_attempts(conn, "orders", trigger="agent")
+    by_hand = pagereads.asset_attempts(conn, "orders", trigger="manual")
+    assert [a["runId"] for a in by_agent] == ["r_4"] and [a["runId"] for a in by_hand] == ["r_3"]
