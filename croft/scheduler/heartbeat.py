@@ -19,10 +19,10 @@ from __future__ import annotations
 import contextlib
 import os
 from datetime import datetime, timedelta
+from json import dumps, loads
 
 from croft.core import clock
 from croft.core.clock import from_iso, to_iso
-from croft.core.jsontext import dumps, loads
 from croft.core.paths import croft_home
 
 TYPE_CHECKING = False  # the per-user tick writes its beats with this module every minute: it loads
@@ -38,6 +38,7 @@ __all__ = [
     "USER_BEATS",
     "ahead_of",
     "is_stale",
+    "last_awake",
     "last_heartbeat",
     "quiet_since",
     "read_beat",
@@ -59,6 +60,16 @@ def last_heartbeat(state_dir: Path, now: datetime | None = None) -> str | None:
 
     beats = [b for b in (_row_heartbeat(Path(state_dir)), read_beat(state_dir), _user_beat(state_dir)) if b]
     return _latest(beats, now or clock.now())
+
+
+def last_awake(previous: str | None, state_dir: str | Path, now: datetime) -> str | None:
+    """When the scheduler last looked at the project: the latest of its tick row's ``previous`` heartbeat
+    and the per-user tick's idle beat (a minute the gate or the idle check settled without a project
+    tick), not ahead of ``now``. What the project tick measures a wake-up from: idle minutes are minutes
+    the machine was awake."""
+    beat = _user_beat(state_dir)
+    marks = [m for m in (previous, beat) if m and m <= to_iso(now)]
+    return max(marks) if marks else previous
 
 
 def _latest(marks: list[str], now: datetime) -> str | None:
