@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from schedulekit import ISSUES, croft_json
+from schedulekit import ISSUES, croft_json, runs_of, wait_for_runs
 from waiting import wait_for
 
 from croft.core import disk
@@ -203,3 +203,32 @@ def test_the_os_job_minute_goes_through_the_gate_and_an_edit_is_seen_the_next_mi
     assert not (_croft_home / gate.FILE).exists()
     _wait_settled(root, _croft_home, "2026-06-01T10:14:00Z")
     assert heartbeat.last_heartbeat(root / ".croft") == "2026-06-01T10:14:00.000Z"
+
+
+@pytest.mark.processes
+def test_a_fire_after_idle_minutes_is_not_taken_for_a_wake_up(
+    make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """Minutes settled without a project tick (the idle beat) are minutes the machine was awake: the fire
+    that follows them is an ordinary one, not "woke after 50 minutes"."""
+    from croft.scheduler.user import tick_all as usertick
+
+    root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
+    code, ran = croft_json(root, "2026-06-01T10:05:00Z", "run")
+    assert code == 0, ran
+    conn = open_history(root / ".croft")
+    write_scheduling(conn, "on", parse_instant("2026-06-01T10:06:00Z"), via="os-job")
+    conn.close()
+    Registry().add(root, "os-job", parse_instant("2026-06-01T10:06:00Z"))
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:10:00Z")
+    assert usertick.tick_all()["started"]
+    _wait_settled(root, _croft_home, "2026-06-01T10:10:00Z")
+    for at in ("2026-06-01T10:30:00Z", "2026-06-01T10:59:00Z"):  # idle minutes, beaten in-process
+        monkeypatch.setenv("CROFT_NOW", at)
+        assert usertick.tick_all()["beat"]
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T11:00:30Z")
+    assert usertick.tick_all()["started"]
+    wait_for(lambda: any(r["trigger"] == "schedule" for r in runs_of(root)), "the scheduled run to start")
+    wait_for_runs(root)
+    log = (_croft_home / "logs" / "tick.log").read_text()
+    assert "11:00:30" in log and "woke after" not in log, log
