@@ -25,6 +25,7 @@ __all__ = ["FILE", "MAGIC", "enter", "gate", "knob_line", "stat_line", "trust_li
 
 FILE = "wake"
 MAGIC = "croft-wake 1"
+BEATS = "idle-beats.json"  # heartbeat.USER_BEATS (checked by a test: the gate imports no heartbeat)
 LOW_SPACE_BYTES = 1024 * 1024  # the same floor as core.disk (checked by a test)
 
 
@@ -130,8 +131,8 @@ def gate(home: str) -> bool:
 def _beat(home: str, stamp: str, roots: str) -> bool:
     """The minute's heartbeat of every project the wake file names (``heartbeat.USER_BEATS``, written
     whole: temp and rename), and the minute lock's mark (``tick_all.ticked_lately``)."""
-    path = f"{home}/idle-beats.json"
-    tmp = f"{home}/.idle-beats.json.{os.getpid()}.tmp"
+    path = f"{home}/{BEATS}"
+    tmp = f"{home}/.{BEATS}.{os.getpid()}.tmp"
     data = ('{"at": "' + stamp + '", "roots": ' + roots + "}").encode()
     try:
         try:  # noqa: SIM105 - contextlib is not in the gate's budget

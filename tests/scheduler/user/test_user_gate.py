@@ -121,8 +121,9 @@ def test_a_racy_stamp_leaves_no_wake_file(tmp_path: Path) -> None:
     assert not (home / gate.FILE).exists()
 
 
-def test_the_gate_keeps_the_disk_floor_of_the_full_tick() -> None:
+def test_the_gate_keeps_the_disk_floor_and_the_beat_file_of_the_full_tick() -> None:
     assert gate.LOW_SPACE_BYTES == disk.LOW_SPACE_BYTES
+    assert gate.BEATS == heartbeat.USER_BEATS
 
 
 def test_the_gate_imports_only_os(tmp_path: Path) -> None:
