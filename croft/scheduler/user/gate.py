@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["FILE", "MAGIC", "enter", "gate", "knob_line", "stat_line", "trust_line"]
+__all__ = ["FILE", "KINDS", "MAGIC", "enter", "gate", "knob_line", "stat_line", "trust_line", "wal_line"]
 
 FILE = "wake"
 MAGIC = "croft-wake 1"
@@ -39,6 +39,12 @@ def stat_line(path: str) -> str:
     return f"{st.st_mode} {st.st_ino} {st.st_dev} {st.st_nlink} {st.st_uid} {st.st_gid} {st.st_size} {st.st_mtime_ns}"
 
 
+def wal_line(path: str) -> str:
+    """The stamp of a SQLite WAL: an empty one (a reader's open leaves one) holds nothing, as none."""
+    line = stat_line(path)
+    return "-" if line.split(" ")[6:7] == ["0"] else line
+
+
 def trust_line(path: str) -> str:
     """The trust facts of a path croft itself rewrites every minute (croft's home, its logs folder, the
     minute lock, the heartbeat file): type and mode, owner, group; ``-`` when it is not there."""
@@ -54,6 +60,9 @@ def knob_line(environ: os._Environ[str] | dict[str, str]) -> str:
     return "\x1f".join(
         sorted(f"{k}={v}" for k, v in environ.items() if k.startswith("CROFT_") and k != "CROFT_NOW")
     )
+
+
+KINDS = {"s": stat_line, "t": trust_line, "w": wal_line}
 
 
 def _now() -> tuple[str, float] | None:
@@ -114,9 +123,9 @@ def gate(home: str) -> bool:
             continue
         expected, _, path = line.partition("\t")
         try:
-            if (stat_line if expected[0] == "s" else trust_line)(path) != expected[1:]:
+            if KINDS[expected[0]](path) != expected[1:]:
                 return False
-        except OSError:  # cannot be looked at: the full tick says why
+        except (OSError, KeyError):  # cannot be looked at (or not a line croft wrote): the full tick's
             return False
     for folder in disks.split("\t") if disks else ():
         try:

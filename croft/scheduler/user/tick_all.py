@@ -172,6 +172,8 @@ def _stamps(home: str, registry: Registry, entries: list[Entry], idle: IdleCache
         memo = idle.entries.get(entry.root) if entry.via == "os-job" else None
         if isinstance(memo, list) and len(memo) == 8:
             known[entry.root] = (list(memo[5]), list(memo[6]))
+        elif entry.via == "os-job":  # no memo (its scheduling is off, say): its folder, config and history
+            known[entry.root] = ([], [])
     return Stamps(home, os.path.join(home, "projects.json"), known)
 
 
@@ -184,14 +186,27 @@ def _leave_wake(
     full: list[str],
     pings: list[tuple[str, str]],
 ) -> None:
-    """The wake file for the minute gate when this minute only beat (``scheduler.user.gate``): the earliest
+    """The wake file for the minute gate when this minute only beat, or found scheduling off, or left a
+    project to ``croft serve`` (``scheduler.user.gate``): the earliest
     instant of any project's idle window end and next freshness look, and what was stamped at the start.
     Any other minute removes it."""
     beaten = [b["root"] for b in out["beat"]]
     served = {s["root"] for s in out["skipped"] if s.get("reason") == "ticks from croft serve"}
+    off = [s["root"] for s in out["skipped"] if s.get("reason") == "scheduling is off"]
     instants: list[str] = []
     ok = not (full or pings or out["problems"] or out["notes"] or out["started"])
-    ok = ok and len(beaten) + len(served) == len(entries) and set(beaten).isdisjoint(served)
+    ok = ok and len(beaten) + len(served) + len(off) == len(entries) == len({*beaten, *served, *off})
+    for root in off if ok else ():  # its setting lives in its history, stamped: only freshness has a time
+        look = fresh.entries.get(root)
+        if (
+            root not in stamps.projects
+            or str(project_state_dir(root)) != f"{root}/.croft"  # a relocated history is not stamped
+            or not isinstance(look, dict)
+            or not isinstance(look.get("next"), str)
+        ):
+            ok = False
+            break
+        instants.append(look["next"])
     for root in beaten if ok else ():
         memo = idle.entries.get(root)
         look = fresh.entries.get(root)

@@ -18,13 +18,15 @@ import time
 from collections.abc import Iterable
 
 from croft.scheduler.incidents import FOLDER, incident_path
-from croft.scheduler.user.gate import FILE, MAGIC, knob_line, stat_line, trust_line
+from croft.scheduler.user.gate import FILE, KINDS, MAGIC, knob_line
 from croft.scheduler.user.trusted import HOME_FILES, PART_NAMES
 
 __all__ = ["Stamps", "forget", "write"]
 
 RACY_NS = 50_000_000
-FIXED = (".croft/runs.sqlite", ".croft/runs.sqlite-wal")
+FIXED = (".croft/runs.sqlite",)
+WALS = (".croft/runs.sqlite-wal",)
+TRUST_ONLY = frozenset({".croft"})  # its mtime moves with every reader's -wal and -shm: the files say more
 # croft's own minute files: rewritten by the minute itself, so only who owns them and their mode count
 REWRITTEN = frozenset({"", "logs", "tick-all.lock", "idle-beats.json", "tick-cache.json", "idle-cache.json"})
 
@@ -40,9 +42,9 @@ class Stamps:
         self.safe = True
         self._add("s", registry_path)
         for name in HOME_FILES:
-            self._add("t" if name in REWRITTEN else "s", f"{home}/{name}" if name else home)
-        self._add("t", home)
-        self._add("s", f"{home}/slots.sqlite-wal")
+            if name not in REWRITTEN:
+                self._add("s", f"{home}/{name}")
+        self._add("w", f"{home}/slots.sqlite-wal")
         self._add("s", f"{home}/{FOLDER}")
         for root, (folders, files) in projects.items():
             self._project(root, folders, files)
@@ -50,7 +52,9 @@ class Stamps:
     def _project(self, root: str, folders: list[str], files: list[str]) -> None:
         names = dict.fromkeys([*PART_NAMES, *FIXED, *folders, *files])
         for name in names:
-            self._add("s", f"{root}/{name}" if name else root)
+            self._add("t" if name in TRUST_ONLY else "s", f"{root}/{name}" if name else root)
+        for name in WALS:
+            self._add("w", f"{root}/{name}")
         self._add("s", incident_path(root, self.home))
 
     def _add(self, kind: str, path: str) -> None:
@@ -58,11 +62,11 @@ class Stamps:
             self.safe = False
             return
         try:
-            line = stat_line(path) if kind == "s" else trust_line(path)
+            line = KINDS[kind](path)
         except OSError:
             self.safe = False
             return
-        if kind == "s" and line != "-" and int(line.rsplit(" ", 1)[1]) > self.racy:
+        if kind != "t" and line != "-" and int(line.rsplit(" ", 1)[1]) > self.racy:
             self.safe = False
         self.lines.append(f"{kind}{line}\t{path}")
 
@@ -70,6 +74,8 @@ class Stamps:
 def write(stamps: Stamps, after: str, until: str, roots: Iterable[str], disks: Iterable[str]) -> None:
     """The wake file, written whole (temp and rename); on any failure there is none."""
     roots = list(roots)
+    for name in REWRITTEN:  # croft's own files, as the minute leaves them: who owns them, their mode
+        stamps._add("t", f"{stamps.home}/{name}" if name else stamps.home)
     if not stamps.safe or any("\t" in d or "\n" in d for d in disks):
         forget(stamps.home)
         return

@@ -233,3 +233,28 @@ def test_a_fire_after_idle_minutes_is_not_taken_for_a_wake_up(
     wait_for_runs(root)
     log = (_croft_home / "logs" / "tick.log").read_text()
     assert "11:00:30" in log and "woke after" not in log, log
+
+
+def test_a_project_whose_scheduling_is_off_leaves_a_wake_file_and_turning_it_on_ends_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
+) -> None:
+    from schedulekit import scheduled
+
+    from croft.scheduler.user import tick_all as usertick
+
+    root = scheduled(tmp_path / "p", "off")
+    Registry().add(root, "os-job", parse_instant("2026-03-01T11:00:00Z"))
+    old = 1_700_000_000_000_000_000
+    for path in [*root.rglob("*"), root, _croft_home / "projects.json"]:
+        os.utime(path, ns=(old, old))
+    monkeypatch.setenv("CROFT_NOW", "2026-03-01T11:01:00Z")
+    assert usertick.tick_all()["skipped"][0]["reason"] == "scheduling is off"
+    assert (_croft_home / gate.FILE).exists()
+    monkeypatch.setenv("CROFT_NOW", "2026-03-01T11:02:00Z")
+    assert gate.gate(str(_croft_home))
+    assert json.loads((_croft_home / "idle-beats.json").read_text())["roots"] == []  # off: no heartbeat
+    conn = open_history(root / ".croft")
+    write_scheduling(conn, "on", parse_instant("2026-03-01T11:02:10Z"), via="os-job")
+    conn.close()
+    monkeypatch.setenv("CROFT_NOW", "2026-03-01T11:03:00Z")
+    assert not gate.gate(str(_croft_home))  # its history moved: the full tick's minute
