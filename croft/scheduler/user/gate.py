@@ -21,38 +21,58 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["FILE", "KINDS", "MAGIC", "enter", "gate", "knob_line", "stat_line", "trust_line", "wal_line"]
+__all__ = ["FILE", "MAGIC", "enter", "gate", "knob_line", "stamp"]
 
 FILE = "wake"
-MAGIC = "croft-wake 1"
+MAGIC = "croft-wake 2"
 BEATS = "idle-beats.json"  # heartbeat.USER_BEATS (checked by a test: the gate imports no heartbeat)
 LOW_SPACE_BYTES = 1024 * 1024  # the same floor as core.disk (checked by a test)
 
 
-def stat_line(path: str) -> str:
-    """The stamp of one path: what of its ``stat`` matters (type and mode, inode, device, links, owner,
-    group, size, modification time), ``-`` when it is not there."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return "-"
-    return f"{st.st_mode} {st.st_ino} {st.st_dev} {st.st_nlink} {st.st_uid} {st.st_gid} {st.st_size} {st.st_mtime_ns}"
+def stamp(full: list[str], trust: list[str], wals: list[str]) -> tuple[int, int]:
+    """(one number for the stats of every path, the newest modification time among ``full``). ``full``:
+    what of each ``stat`` matters (type and mode, inode, device, links, owner, group, size, modification
+    time); ``trust``: paths croft itself rewrites every minute (its home, the minute lock, the heartbeat
+    file, a state folder whose mtime moves with every reader), only their type and mode, owner and group;
+    ``wals``: SQLite WALs, an empty one (a reader's open leaves one) the same as none. The number is the
+    hash of a tuple of integers, which Python computes the same in every process. Raises OSError when a
+    path cannot be looked at.
 
-
-def wal_line(path: str) -> str:
-    """The stamp of a SQLite WAL: an empty one (a reader's open leaves one) holds nothing, as none."""
-    line = stat_line(path)
-    return "-" if line.split(" ")[6:7] == ["0"] else line
-
-
-def trust_line(path: str) -> str:
-    """The trust facts of a path croft itself rewrites every minute (croft's home, its logs folder, the
-    minute lock, the heartbeat file): type and mode, owner, group; ``-`` when it is not there."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return "-"
-    return f"{st.st_mode} {st.st_uid} {st.st_gid}"
+    It runs for every path of every project every minute, so it is written for the interpreter's sake:
+    one flat list, no text made per path, ``access`` before a ``stat`` that usually finds nothing."""
+    values: list[object] = []
+    add = values.append
+    stat = os.stat
+    newest = 0
+    for path in full:
+        try:
+            st = stat(path)
+        except FileNotFoundError:
+            add(-1)
+            continue
+        add(st[:7])
+        mtime = st.st_mtime_ns
+        add(mtime)
+        if mtime > newest:
+            newest = mtime
+    add(-2)
+    for path in trust:
+        try:
+            st = stat(path)
+        except FileNotFoundError:
+            add(-1)
+            continue
+        add((st.st_mode, st.st_uid, st.st_gid))
+    add(-2)
+    access, exists = os.access, os.F_OK
+    for path in wals:
+        wal = stat(path) if access(path, exists) else None
+        if wal is None or not wal.st_size:
+            add(-1)
+        else:
+            add(wal[:7])
+            add(wal.st_mtime_ns)
+    return hash(tuple(values)), newest
 
 
 def knob_line(environ: os._Environ[str] | dict[str, str]) -> str:
@@ -60,9 +80,6 @@ def knob_line(environ: os._Environ[str] | dict[str, str]) -> str:
     return "\x1f".join(
         sorted(f"{k}={v}" for k, v in environ.items() if k.startswith("CROFT_") and k != "CROFT_NOW")
     )
-
-
-KINDS = {"s": stat_line, "t": trust_line, "w": wal_line}
 
 
 def _now() -> tuple[str, float] | None:
@@ -112,21 +129,20 @@ def gate(home: str) -> bool:
     except (OSError, ValueError):
         return False
     now = _now()
-    if now is None or len(lines) < 7 or lines[0] != MAGIC:
+    if now is None or len(lines) < 8 or lines[0] != MAGIC:
         return False
-    stamp = now[0]
+    at = now[0]
     after, until, knobs, disks, beats = lines[1:6]
-    if not (after <= stamp < until) or knobs != knob_line(os.environ):
+    if not (after <= at < until) or knobs != knob_line(os.environ):
         return False
-    for line in lines[6:]:
-        if not line:
-            continue
-        expected, _, path = line.partition("\t")
-        try:
-            if KINDS[expected[0]](path) != expected[1:]:
-                return False
-        except (OSError, KeyError):  # cannot be looked at (or not a line croft wrote): the full tick's
-            return False
+    try:
+        counts = [int(n) for n in lines[7].split(" ")]
+        first, second = 8 + counts[0], 8 + counts[0] + counts[1]
+        found = stamp(lines[8:first], lines[first:second], lines[second : second + counts[2]])[0]
+    except (OSError, ValueError, IndexError):  # cannot be looked at, or not what croft wrote: the full tick's
+        return False
+    if str(found) != lines[6]:
+        return False
     for folder in disks.split("\t") if disks else ():
         try:
             vfs = os.statvfs(folder)
@@ -134,7 +150,7 @@ def gate(home: str) -> bool:
             return False
         if vfs.f_flag & os.ST_RDONLY or (vfs.f_blocks and vfs.f_bavail * vfs.f_frsize < LOW_SPACE_BYTES):
             return False
-    return _beat(home, stamp, beats)
+    return _beat(home, at, beats)
 
 
 def _beat(home: str, stamp: str, roots: str) -> bool:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable
 
 from croft.scheduler.incidents import FOLDER, incident_path
-from croft.scheduler.user.gate import FILE, KINDS, MAGIC, knob_line
+from croft.scheduler.user.gate import FILE, MAGIC, knob_line, stamp
 from croft.scheduler.user.trusted import HOME_FILES, PART_NAMES
 
 __all__ = ["Stamps", "forget", "write"]
@@ -26,57 +26,63 @@ __all__ = ["Stamps", "forget", "write"]
 RACY_NS = 50_000_000
 FIXED = (".croft/runs.sqlite",)
 WALS = (".croft/runs.sqlite-wal",)
+RARELY = frozenset({"lib"})  # usually absent: stamped only when there (the root's stamp shows it come)
 TRUST_ONLY = frozenset({".croft"})  # its mtime moves with every reader's -wal and -shm: the files say more
 # croft's own minute files: rewritten by the minute itself, so only who owns them and their mode count
 REWRITTEN = frozenset({"", "logs", "tick-all.lock", "idle-beats.json", "tick-cache.json", "idle-cache.json"})
 
 
 class Stamps:
-    """The stamps of the minute's start: croft's home and, per project with an idle memo, what it reads."""
+    """The paths of the minute's start, and their stamp then: croft's home and, per project with an idle
+    memo, what it reads (``projects``: per root, the asset folders and files of its memo)."""
 
     def __init__(self, home: str, registry_path: str, projects: dict[str, tuple[list[str], list[str]]]):
-        self.racy = time.time_ns() - RACY_NS
         self.home = home
-        self.lines: list[str] = []
         self.projects = projects
-        self.safe = True
-        self._add("s", registry_path)
-        for name in HOME_FILES:
-            if name not in REWRITTEN:
-                self._add("s", f"{home}/{name}")
-        self._add("w", f"{home}/slots.sqlite-wal")
-        self._add("s", f"{home}/{FOLDER}")
+        self.full: list[str] = [registry_path, f"{home}/{FOLDER}"]
+        self.trust: list[str] = []
+        self.wals: list[str] = [f"{home}/slots.sqlite-wal"]
+        self.full += [f"{home}/{name}" for name in HOME_FILES if name not in REWRITTEN]
         for root, (folders, files) in projects.items():
-            self._project(root, folders, files)
+            names = dict.fromkeys([*PART_NAMES, *FIXED, *folders, *files])
+            for name in names:
+                path = f"{root}/{name}" if name else root
+                if name in TRUST_ONLY:
+                    self.trust.append(path)
+                elif name not in RARELY or os.access(path, os.F_OK):  # when absent, its folder says it came
+                    self.full.append(path)
+            self.wals += [f"{root}/{name}" for name in WALS]
+            incident = incident_path(root, home)
+            if os.access(incident, os.F_OK):  # when absent, the incidents folder's stamp says it came
+                self.full.append(incident)
+        self.safe = not any("\n" in p for p in (*self.full, *self.trust, *self.wals))
+        self.before = self._stamp([])
 
-    def _project(self, root: str, folders: list[str], files: list[str]) -> None:
-        names = dict.fromkeys([*PART_NAMES, *FIXED, *folders, *files])
-        for name in names:
-            self._add("t" if name in TRUST_ONLY else "s", f"{root}/{name}" if name else root)
-        for name in WALS:
-            self._add("w", f"{root}/{name}")
-        self._add("s", incident_path(root, self.home))
-
-    def _add(self, kind: str, path: str) -> None:
-        if "\n" in path or "\t" in path:
-            self.safe = False
-            return
+    def _stamp(self, trust: list[str]) -> int | None:
+        """The stamp of the paths (``trust``: the trust-only ones); None when one could not be looked at or
+        was written within ``RACY_NS`` (a second write in the same clock tick could leave it as it was)."""
         try:
-            line = KINDS[kind](path)
+            found, newest = stamp(self.full, trust, self.wals)
         except OSError:
-            self.safe = False
-            return
-        if kind != "t" and line != "-" and int(line.rsplit(" ", 1)[1]) > self.racy:
-            self.safe = False
-        self.lines.append(f"{kind}{line}\t{path}")
+            return None
+        return None if newest > time.time_ns() - RACY_NS else found
 
 
 def write(stamps: Stamps, after: str, until: str, roots: Iterable[str], disks: Iterable[str]) -> None:
-    """The wake file, written whole (temp and rename); on any failure there is none."""
+    """The wake file, written whole (temp and rename); on any failure there is none. croft's own files
+    are stamped as the minute leaves them (who owns them, their mode); everything else must be as it was
+    at the minute's start."""
     roots = list(roots)
-    for name in REWRITTEN:  # croft's own files, as the minute leaves them: who owns them, their mode
-        stamps._add("t", f"{stamps.home}/{name}" if name else stamps.home)
-    if not stamps.safe or any("\t" in d or "\n" in d for d in disks):
+    disks = sorted(set(disks))
+    trust = stamps.trust + [f"{stamps.home}/{name}" if name else stamps.home for name in sorted(REWRITTEN)]
+    final = stamps._stamp(trust)
+    if (
+        not stamps.safe
+        or stamps.before is None
+        or final is None
+        or stamps._stamp([]) != stamps.before
+        or any("\t" in d or "\n" in d for d in disks)
+    ):
         forget(stamps.home)
         return
     text = "\n".join(
@@ -85,9 +91,13 @@ def write(stamps: Stamps, after: str, until: str, roots: Iterable[str], disks: I
             after,
             until,
             knob_line(os.environ),
-            "\t".join(sorted(set(disks))),
+            "\t".join(disks),
             json.dumps(roots),
-            *stamps.lines,
+            str(final),
+            f"{len(stamps.full)} {len(trust)} {len(stamps.wals)}",
+            *stamps.full,
+            *trust,
+            *stamps.wals,
         ]
     )
     path = f"{stamps.home}/{FILE}"

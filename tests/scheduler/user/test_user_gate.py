@@ -50,7 +50,7 @@ def _leave(home: Path, root: Path, until: str = "2026-06-01T11:00:00.000Z") -> N
     stamps = wakefile.Stamps(
         str(home), str(home / "projects.json"), {str(root): (["assets"], ["assets/orders.py"])}
     )
-    assert stamps.safe
+    assert stamps.safe and stamps.before is not None
     wakefile.write(stamps, "2026-06-01T10:10:00.000Z", until, [str(root)], [str(root / ".croft")])
 
 
@@ -116,7 +116,7 @@ def test_a_racy_stamp_leaves_no_wake_file(tmp_path: Path) -> None:
     home, root = _home_with_project(tmp_path)
     (root / "croft.json").write_text("{}")  # written just now: a second write could keep its mtime
     stamps = wakefile.Stamps(str(home), str(home / "projects.json"), {str(root): ([], [])})
-    assert not stamps.safe
+    assert stamps.before is None
     wakefile.write(stamps, "a", "b", [], [])
     assert not (home / gate.FILE).exists()
 
