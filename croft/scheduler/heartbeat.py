@@ -1,7 +1,8 @@
 """Is the scheduler ticking this project: its last heartbeat, and when quiet means stale.
 
 The heartbeat is the ``tick`` row of runs.sqlite, written by every project tick that passes the on-check,
-or the idle beat of a minute the per-user tick settled in-process (the project's idle check held): one
+or the idle beat of a minute the per-user tick settled in-process (the project's idle check held, or the
+minute gate found nothing moved): one
 file for the user, ``<CROFT_HOME>/idle-beats.json`` (the minute and the projects it beat), written once
 a minute instead of a file per project (a thousand projects made the minute pay a thousand opens and
 writes). ``<state>/tick-beat``, the per-project beat an earlier croft wrote, is still read. Scheduling that

@@ -1,5 +1,7 @@
-"""``croft tick --all``: what the OS job runs every minute, for every project of this user.
+"""``croft tick --all``: the full per-user minute, for every project of this user.
 
+The OS job's minute reaches it only when the minute gate (``scheduler.user.gate``) could not settle it
+from the wake file; at its end it leaves that file again when the minute only beat (``_leave_wake``).
 It reads the registry, prunes it, and ticks each ``os-job`` project whose scheduling is on. A project
 whose idle memo still holds (nothing changed, nothing can be due) only needs its heartbeat, so that is
 written here, in-process, by the project tick's own idle check instead of a new interpreter. The
