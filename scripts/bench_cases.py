@@ -842,6 +842,16 @@ def bench_scale() -> Section:
     return Section("Scale: a backlog, a long history, many projects, command start", body, ok)
 
 
+def bench_gate() -> Section:
+    """The minute gate: an idle minute of `croft tick --all` over 1000 × 5 and 100 × 20 beside the floor."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_scale
+
+    body, ok = bench_scale.run([bench_scale.gate])
+    body = body.split("\n", 2)[2]  # the scale cells' heading sentence is not this section's
+    return Section("The minute gate: an idle minute of croft tick --all", body, ok)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Agents: croft context beside croft status
 
@@ -931,6 +941,7 @@ BENCHMARKS: list[Callable[[], Section]] = [
     bench_full_refresh,
     bench_logs,
     bench_scale,
+    bench_gate,
     bench_context,
     bench_ui,
 ]

@@ -61,7 +61,12 @@ def _build_group() -> Any:
 @last_resort
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    if args[:2] == ["tick", "--all"]:  # the per-user tick runs every minute: no click on its path
+    if args[:2] == ["tick", "--all"]:  # the per-user tick runs every minute: the gate first, no click
+        if len(args) == 2:
+            from croft.scheduler.user.gate import enter
+
+            if enter():
+                sys.exit(0)
         import gc
 
         # A process of a second that loads its modules and reads a thousand projects' hints: what it

@@ -9,8 +9,8 @@ for the files whose loss would silently stop the scheduler (the registry).
 from __future__ import annotations
 
 import os
+from json import loads
 
-from croft.core.jsontext import loads
 from croft.core.private import make_dirs
 
 TYPE_CHECKING = False

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import errno
 import os
+from json import loads
 
 from croft.core import knobs
-from croft.core.jsontext import loads
 
 TYPE_CHECKING = False  # pathlib is imported where a Path is made: the idle tick asks only for home_text()
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -14,7 +14,6 @@ __all__ = [
     "INT_RANGE",
     "RESERVED_COLUMNS",
     "convert",
-    "flatten",
     "format_stamp",
     "next_stamp",
     "row_hash",
@@ -89,12 +88,3 @@ def convert(value: Any) -> Any:
     if isinstance(value, datetime | date | time):
         return value.isoformat()
     raise TypeError(f"a {type(value).__name__}")
-
-
-def flatten(rows: Iterable[Any]) -> Iterator[Any]:
-    """Rows are dicts; a list (or tuple) is a batch of rows."""
-    for item in rows:
-        if isinstance(item, list | tuple):
-            yield from item
-        else:
-            yield item

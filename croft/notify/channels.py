@@ -8,7 +8,6 @@ every-minute tick must never pay for. The signed webhook, the desktop and the pi
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -19,7 +18,7 @@ from croft.notify.policy import resolve_env_value
 if TYPE_CHECKING:
     from croft.project.config import Project
 
-__all__ = ["INSTALL", "Outcome", "apprise_installed", "scheme_of", "send_one"]
+__all__ = ["INSTALL", "Outcome", "scheme_of", "send_one"]
 
 INSTALL = "pip install 'croft[apprise]'"
 
@@ -31,14 +30,6 @@ class Outcome:
     via: str
     status: str  # sent | failed | missing
     error: str | None = None
-
-
-def apprise_installed() -> bool:
-    """Whether Apprise can be imported, without importing it (``validate`` and ``doctor`` ask)."""
-    try:
-        return importlib.util.find_spec("apprise") is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def scheme_of(url: str) -> str:

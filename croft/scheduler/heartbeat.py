@@ -1,7 +1,8 @@
 """Is the scheduler ticking this project: its last heartbeat, and when quiet means stale.
 
 The heartbeat is the ``tick`` row of runs.sqlite, written by every project tick that passes the on-check,
-or the idle beat of a minute the per-user tick settled in-process (the project's idle check held): one
+or the idle beat of a minute the per-user tick settled in-process (the project's idle check held, or the
+minute gate found nothing moved): one
 file for the user, ``<CROFT_HOME>/idle-beats.json`` (the minute and the projects it beat), written once
 a minute instead of a file per project (a thousand projects made the minute pay a thousand opens and
 writes). ``<state>/tick-beat``, the per-project beat an earlier croft wrote, is still read. Scheduling that
@@ -19,10 +20,10 @@ from __future__ import annotations
 import contextlib
 import os
 from datetime import datetime, timedelta
+from json import dumps, loads
 
 from croft.core import clock
 from croft.core.clock import from_iso, to_iso
-from croft.core.jsontext import dumps, loads
 from croft.core.paths import croft_home
 
 TYPE_CHECKING = False  # the per-user tick writes its beats with this module every minute: it loads
@@ -38,6 +39,7 @@ __all__ = [
     "USER_BEATS",
     "ahead_of",
     "is_stale",
+    "last_awake",
     "last_heartbeat",
     "quiet_since",
     "read_beat",
@@ -59,6 +61,16 @@ def last_heartbeat(state_dir: Path, now: datetime | None = None) -> str | None:
 
     beats = [b for b in (_row_heartbeat(Path(state_dir)), read_beat(state_dir), _user_beat(state_dir)) if b]
     return _latest(beats, now or clock.now())
+
+
+def last_awake(previous: str | None, state_dir: str | Path, now: datetime) -> str | None:
+    """When the scheduler last looked at the project: the latest of its tick row's ``previous`` heartbeat
+    and the per-user tick's idle beat (a minute the gate or the idle check settled without a project
+    tick), not ahead of ``now``. What the project tick measures a wake-up from: idle minutes are minutes
+    the machine was awake."""
+    beat = _user_beat(state_dir)
+    marks = [m for m in (previous, beat) if m and m <= to_iso(now)]
+    return max(marks) if marks else previous
 
 
 def _latest(marks: list[str], now: datetime) -> str | None:

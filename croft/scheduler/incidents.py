@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import os
 import zlib
+from json import loads
 
-from croft.core.jsontext import loads
 from croft.core.paths import home_text
 
 TYPE_CHECKING = False

@@ -30,6 +30,7 @@ from croft.notify.send import ping_after_tick
 from croft.project.config import Project
 from croft.schedule import cron
 from croft.scheduler.due import RETRY_BACKOFF, due_work
+from croft.scheduler.heartbeat import last_awake
 from croft.scheduler.setting import effective_state, read_scheduling, read_scheduling_file
 from croft.scheduler.tick import slots, start
 from croft.scheduler.tick.ceiling import deadline_for, enforce_ceilings
@@ -197,7 +198,8 @@ def _work(
     never = never_fires(work)  # SCHEDULE_INVALID: said every tick, and kept in the memo for the idle ones
     data["held"] += never
     env = croft_env()
-    grant = _grant(project, conn, work, now, previous, log_name or str(project.root))
+    awake = last_awake(previous, project.config.state_dir, now)  # idle minutes count as the machine awake
+    grant = _grant(project, conn, work, now, awake, log_name or str(project.root))
     if grant.wake_line:
         data["woke"] = grant.wake_line
     for want in grant.waiting:

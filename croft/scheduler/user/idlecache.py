@@ -11,9 +11,8 @@ creating and removing its -wal and -shm files costs ~1 ms of CPU), would make an
   ``<CROFT_HOME>/idle-cache.json``. While every stat is the same and the clock is inside the window, the
   check's inputs are the same, so its answer is too; any write to runs.sqlite or croft.json, and any
   asset file added, removed or renamed (a save by rename, a checkout) moves a stat the next minute looks
-  at, and the check runs again. An asset file edited in place is seen within ``FILES_EVERY`` minutes
-  (``files_turn``): the files' stats are most of what an idle minute asks the kernel, and until a
-  person runs it, that code is held by whichever tick could start it. A stamp taken within ``RACY_NS``
+  at, and the check runs again; so does an asset file edited in place (the minute gate,
+  ``scheduler.user.gate``, settles the minutes in which nothing moved). A stamp taken within ``RACY_NS``
   of a file's mtime is not trusted (a second write in the same clock tick could leave the mtime as it
   was);
 - a project whose croft.json sets ``notify.ping`` is beaten here too: the URL is remembered with the
@@ -25,14 +24,13 @@ creating and removing its -wal and -shm files costs ~1 ms of CPU), would make an
 - the project's incident file in croft's home is stamped too: a tick that failed since makes the idle
   check run again (and not hold), with no second look for it.
 
-Imports only ``os`` and ``zlib`` (and the idle check when a stamp moved): it runs every minute.
+Imports only ``os`` (and the idle check when a stamp moved): it runs in every minute the gate hands on.
 """
 
 from __future__ import annotations
 
 import os
 import time
-import zlib
 from functools import cached_property
 
 from croft.scheduler.incidents import FOLDER, incident_path
@@ -49,27 +47,15 @@ __all__ = ["KEPT", "IdleCache"]
 RACY_NS = 50_000_000  # 50 ms: well above any filesystem clock tick
 
 
-FILES_EVERY = 5  # minutes: how often an idle minute compares the asset files' own stats
-
-
 def _targets(root: str, deps: list[str]) -> tuple[list[str], list[str]]:
-    """What the idle check reads besides ``FIXED``, relative to ``root``: (the asset folders, stamped every
-    minute: a file added, removed or renamed moves its folder's stat; the asset files and the local
-    modules they import, stamped every ``FILES_EVERY`` minutes). Listed once when the check holds; each
-    minute after only stats them."""
+    """What the idle check reads besides ``FIXED``, relative to ``root``: (the asset folders: a file added,
+    removed or renamed moves its folder's stat; the asset files and the local modules they import).
+    Listed once when the check holds; each minute after only stats them."""
     from croft.scheduler.tick.filekeys import asset_tree  # lazy: only when the idle check ran
 
     folders, files = asset_tree(f"{root}/assets")
     skip = len(root) + 1
     return [path[skip:] for path in folders], [path[skip:] for path in files] + sorted(set(deps))
-
-
-def files_turn(root: str, minute: int) -> bool:
-    """Whether the idle minute numbered ``minute`` (minutes since the epoch) compares the project's asset
-    files too: every ``FILES_EVERY``-th minute, staggered by project so that every minute costs the same.
-    Waiting is safe: an asset edited in place is code no person has run, held by every tick that could
-    start it, and the memo's window ends no later than the next fire, when the full tick reads it."""
-    return (minute + zlib.crc32(root.encode("utf-8", "surrogateescape"))) % FILES_EVERY == 0
 
 
 def _stamp(
@@ -179,12 +165,10 @@ class IdleCache(HintFile):
     """``<CROFT_HOME>/idle-cache.json``: per project root, ``[stamp, files stamp, safe, at, until, folders,
     files, ping]`` of its last idle check that held (a list, not an object: a thousand of them are read
     every minute). The state folder is always ``<root>/.croft``: the idle check never holds for a
-    relocated one. ``minute``: this minute's number (minutes since the epoch), whose turn it is to compare
-    the asset files (``files_turn``); None compares every project's."""
+    relocated one."""
 
-    def __init__(self, path: str | os.PathLike[str], minute: int | None = None):
+    def __init__(self, path: str | os.PathLike[str]):
         super().__init__(path)
-        self._minute = minute
         self._before: dict[str, tuple[int, int | None, bool] | None] = {}
         self._home = os.path.dirname(self.path) or "."  # the cache lives in croft's home, by the incidents
         self.stats: dict[str, os.stat_result | None] = {}  # the ``KEPT`` stats the last ``still`` took
@@ -213,8 +197,8 @@ class IdleCache(HintFile):
         return None  # none, or one an earlier croft wrote: the idle check runs and writes it anew
 
     def still(self, root: str, now_iso: str) -> bool:
-        """Whether nothing the idle check read moved since it last held (the asset files compared at their
-        turn only), and the clock is inside its window: then its answer is the same, and the project only
+        """Whether nothing the idle check read moved since it last held (the asset files included),
+        and the clock is inside its window: then its answer is the same, and the project only
         needs its heartbeat."""
         self.seen.add(root)
         entry = self._entry(root)
@@ -222,8 +206,6 @@ class IdleCache(HintFile):
             return False
         stamp, files_stamp, safe, at, until, folders, files, _ = entry
         self.stats = {}
-        if self._minute is not None and not files_turn(root, self._minute):
-            files = None  # not their turn: the asset files are not stat'ed this minute
         incident = incident_path(root, self._home)
         before = self._before[root] = _stamp(root, folders, files, incident, self._incidents, self.stats)  # type: ignore[arg-type]
         return bool(

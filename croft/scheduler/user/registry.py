@@ -28,10 +28,10 @@ from collections import namedtuple
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from json import loads
 
 from croft.core.clock import from_iso, to_iso
 from croft.core.jsonfile import write_atomic
-from croft.core.jsontext import loads
 from croft.core.paths import home_text, path_text, project_state_dir, stat_of
 from croft.core.private import make_dirs
 from croft.core.problems import CroftError

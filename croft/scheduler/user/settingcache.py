@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-
-from croft.core.jsontext import dumps, loads
+from json import dumps, loads
 
 TYPE_CHECKING = False  # the idle minute uses the hint files only: the setting's reader loads when read
 if TYPE_CHECKING:

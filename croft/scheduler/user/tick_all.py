@@ -1,5 +1,7 @@
-"""``croft tick --all``: what the OS job runs every minute, for every project of this user.
+"""``croft tick --all``: the full per-user minute, for every project of this user.
 
+The OS job's minute reaches it only when the minute gate (``scheduler.user.gate``) could not settle it
+from the wake file; at its end it leaves that file again when the minute only beat (``_leave_wake``).
 It reads the registry, prunes it, and ticks each ``os-job`` project whose scheduling is on. A project
 whose idle memo still holds (nothing changed, nothing can be due) only needs its heartbeat, so that is
 written here, in-process, by the project tick's own idle check instead of a new interpreter. The
@@ -31,6 +33,7 @@ from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
 from croft.scheduler.user.settingcache import SettingCache
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, state_dir_unsafe, unsafe_error, words
+from croft.scheduler.user.wakefile import Stamps, forget, write
 from croft.scheduler.user.watch import absent, dropped, folder_trouble, lost_history, troubled, untroubled
 
 TYPE_CHECKING = False  # every minute: nothing of typing at run time
@@ -105,8 +108,9 @@ def _minute(
     note: Any,
 ) -> None:
     cache = SettingCache(os.path.join(home, "tick-cache.json"))
-    idle = IdleCache(os.path.join(home, "idle-cache.json"), minute=int(now.timestamp()) // 60)
+    idle = IdleCache(os.path.join(home, "idle-cache.json"))  # behind the gate: every file, every minute
     fresh = FreshCache(os.path.join(home, "fresh-cache.json"))
+    stamps = _stamps(home, registry, entries, idle)
     full: list[str] = []
     pings: list[tuple[str, str]] = []
     names: dict[str, str] = {}  # every line about a project names it, short: listed at the first line
@@ -126,6 +130,7 @@ def _minute(
     cache.save()
     idle.save()
     fresh.save()
+    _leave_wake(stamps, entries, idle, fresh, out, full, pings)
     if out["beat"]:
         write_user_beats(home, out["at"], [b["root"] for b in out["beat"]])
     # Pruning looks only at the projects not beaten just now: a beaten one's croft.json was stat'ed.
@@ -160,6 +165,68 @@ def _minute(
         from croft.notify.ping import ping_many  # lazy: only a minute with a ping loads urllib
 
         ping_many([(url, state, _redactor_of(state)) for url, state in pings])
+
+
+def _stamps(home: str, registry: Registry, entries: list[Entry], idle: IdleCache) -> Stamps:
+    """The stamps of the minute's start, for the wake file (``scheduler.user.wakefile``)."""
+    known: dict[str, tuple[list[str], list[str]]] = {}
+    for entry in entries:
+        memo = idle.entries.get(entry.root) if entry.via == "os-job" else None
+        if isinstance(memo, list) and len(memo) == 8:
+            known[entry.root] = (list(memo[5]), list(memo[6]))
+        elif entry.via == "os-job":  # no memo (its scheduling is off, say): its folder, config and history
+            known[entry.root] = ([], [])
+    return Stamps(home, os.path.join(home, "projects.json"), known)
+
+
+def _leave_wake(
+    stamps: Stamps,
+    entries: list[Entry],
+    idle: IdleCache,
+    fresh: FreshCache,
+    out: dict[str, Any],
+    full: list[str],
+    pings: list[tuple[str, str]],
+) -> None:
+    """The wake file for the minute gate when this minute only beat, or found scheduling off, or left a
+    project to ``croft serve`` (``scheduler.user.gate``): the earliest
+    instant of any project's idle window end and next freshness look, and what was stamped at the start.
+    Any other minute removes it."""
+    beaten = [b["root"] for b in out["beat"]]
+    served = {s["root"] for s in out["skipped"] if s.get("reason") == "ticks from croft serve"}
+    off = [s["root"] for s in out["skipped"] if s.get("reason") == "scheduling is off"]
+    instants: list[str] = []
+    ok = not (full or pings or out["problems"] or out["notes"] or out["started"])
+    ok = ok and len(beaten) + len(served) + len(off) == len(entries) == len({*beaten, *served, *off})
+    for root in off if ok else ():  # its setting lives in its history, stamped: only freshness has a time
+        look = fresh.entries.get(root)
+        if (
+            root not in stamps.projects
+            or str(project_state_dir(root)) != f"{root}/.croft"  # a relocated history is not stamped
+            or not isinstance(look, dict)
+            or not isinstance(look.get("next"), str)
+        ):
+            ok = False
+            break
+        instants.append(look["next"])
+    for root in beaten if ok else ():
+        memo = idle.entries.get(root)
+        look = fresh.entries.get(root)
+        if (
+            root not in stamps.projects
+            or not isinstance(memo, list)
+            or list(memo[5]) != stamps.projects[root][0]
+            or list(memo[6]) != stamps.projects[root][1]
+            or not isinstance(look, dict)
+            or not isinstance(look.get("next"), str)
+        ):
+            ok = False
+            break
+        instants += [str(memo[4]), look["next"]]
+    if not ok or not instants:
+        forget(stamps.home)
+        return
+    write(stamps, out["at"], min(instants), beaten, [f"{root}/.croft" for root in beaten])
 
 
 def _naming(note: Any, root: str, name_of: Any) -> Any:

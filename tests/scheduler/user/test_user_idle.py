@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from schedulekit import ISSUES, croft_json, env_at, query, runs_of, setting, wait_for_runs
+from schedulekit import ISSUES, croft_json, query, runs_of, setting, wait_for_runs
 from waiting import wait_for
 
 from croft.core.clock import parse_instant
@@ -128,50 +128,6 @@ def test_an_idle_project_is_beaten_in_process_and_a_change_starts_its_tick(
     assert [(r["trigger"], r["status"]) for r in runs_of(root)][-1] == ("schedule", "succeeded")
 
 
-LIGHT_PROBE = """
-import sys
-sys.argv = ["croft", "tick", "--all"]
-from croft.cli.main import main
-try:
-    main()
-except SystemExit:
-    pass
-checked = "croft.scheduler.tick.memo" in sys.modules
-loaded = [m for m in ("pathlib", "urllib.parse", "json", "re", "enum") if m in sys.modules]
-import json
-print(json.dumps({"checked": checked, "loaded": loaded}))
-"""
-
-
-def test_an_idle_minute_of_tick_all_loads_neither_pathlib_nor_json(
-    make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
-) -> None:  # type: ignore[no-untyped-def]
-    """The per-user job runs every minute and keeps its folders as text: pathlib, with the urllib.parse
-    and ipaddress it brings, would be a good share of what an idle minute costs; and it reads its JSON
-    through ``core.jsontext``: the json package would bring re and enum, an eighth of the minute."""
-    import subprocess
-    import sys
-
-    root = _on_project(make_project)
-    _tick_all(monkeypatch, "2026-06-01T10:10:00Z")
-    _wait_full_tick(root, "2026-06-01T10:10:00Z")
-    monkeypatch.setattr(idlebeat, "RACY_NS", 0)  # files milliseconds old, as in the test below
-    for at in ("2026-06-01T10:11:00Z", "2026-06-01T10:12:00Z"):  # until the stamp is steady
-        assert _tick_all(monkeypatch, at)["beat"]
-    out = subprocess.run(
-        [sys.executable, "-c", LIGHT_PROBE],
-        cwd=root,
-        env=env_at("2026-06-01T10:13:00Z"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {"checked": False, "loaded": []}  # stats compared, nothing read
-    beats = json.loads((_croft_home / "idle-beats.json").read_text())
-    assert beats == {"at": "2026-06-01T10:13:00.000Z", "roots": [str(root)]}
-
-
 def test_a_steady_stamp_skips_even_the_idle_check_and_any_change_brings_it_back(
     make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
 ) -> None:  # type: ignore[no-untyped-def]
@@ -195,47 +151,29 @@ def test_a_steady_stamp_skips_even_the_idle_check_and_any_change_brings_it_back(
     assert _tick_all(monkeypatch, "2026-06-01T10:16:00Z")["beat"] and db.stat().st_mtime_ns == before
     assert heartbeat.last_heartbeat(root / ".croft") == "2026-06-01T10:16:00.000Z"
 
-    # an asset edited in place moves its own stat only, compared at the project's turn (one minute in
-    # FILES_EVERY): the minutes until then still beat, with no memo check; the turn's runs the check,
-    # which fails, and the project tick is started
-    turn = _turn_at(root, 17)
-    for minute in range(17, turn + 1):
-        assert _tick_all(monkeypatch, f"2026-06-01T10:{minute}:00Z")["beat"]
+    # an asset edited in place moves its own stat only: the next minute runs the check, which fails, and
+    # the project tick is started
     (root / "assets" / "issues.py").write_text(ISSUES.format(schedule="every 30 minutes"))
-    checked = len(checks)
-    for minute in range(turn + 1, turn + idlebeat.FILES_EVERY):
-        assert _tick_all(monkeypatch, f"2026-06-01T10:{minute}:00Z")["beat"], minute
-    assert len(checks) == checked
-    at = f"2026-06-01T10:{turn + idlebeat.FILES_EVERY}:00Z"
-    edited = _tick_all(monkeypatch, at)
+    edited = _tick_all(monkeypatch, "2026-06-01T10:17:00Z")
     assert [s["root"] for s in edited["started"]] == [str(root)] and edited["beat"] == []
-    assert checks[-1] == at.replace(":00Z", ":00.000Z")
-
-
-def _turn_at(root: Path, first: int) -> int:
-    """The first minute of 10:xx from ``first`` on that compares the project's asset files."""
-    base = int(parse_instant("2026-06-01T10:00:00Z").timestamp()) // 60
-    return next(
-        m for m in range(first, first + idlebeat.FILES_EVERY) if idlebeat.files_turn(str(root), base + m)
-    )
+    assert checks[-1] == "2026-06-01T10:17:00.000Z"
 
 
 def test_an_asset_saved_by_rename_or_added_is_seen_the_next_minute_whatever_the_turn(
     make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
 ) -> None:  # type: ignore[no-untyped-def]
     """What moves a folder's stat (a save by rename, as most editors and git do; a file added or removed)
-    is looked at every minute; only an asset file's own stat waits for its turn."""
+    is looked at every minute, as an asset file's own stat is."""
     root = _on_project(make_project)
     _tick_all(monkeypatch, "2026-06-01T10:10:00Z")
     _wait_full_tick(root, "2026-06-01T10:10:00Z")
     monkeypatch.setattr(idlebeat, "RACY_NS", 0)  # files milliseconds old here; a minute apart in life
     for minute in (11, 12):
         assert _tick_all(monkeypatch, f"2026-06-01T10:{minute}:00Z")["beat"]
-    off_turn = _turn_at(root, 13) + 1  # not the files' turn: only the folder's stat can show the save
     saved = root / "assets" / ".issues.py.swp"
     saved.write_text(ISSUES.format(schedule="every 30 minutes"))
     os.replace(saved, root / "assets" / "issues.py")
-    renamed = _tick_all(monkeypatch, f"2026-06-01T10:{off_turn}:00Z")
+    renamed = _tick_all(monkeypatch, "2026-06-01T10:13:00Z")
     assert [s["root"] for s in renamed["started"]] == [str(root)] and renamed["beat"] == []
 
 

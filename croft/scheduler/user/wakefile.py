@@ -1,0 +1,121 @@
+"""The wake file the full per-user tick leaves for the minute gate (``scheduler.user.gate``).
+
+Written only after a minute in which every project of the registry was either only beaten (its idle
+check held, no run, no ping) or ticks from ``croft serve``, nothing was logged and no problem was found;
+any other minute removes it, so the next minute is a full tick again. The stamps are taken at the start
+of the minute, before any project was looked at: a file that moves while the minute works is seen by
+the next one. A stamp newer than ``RACY_NS`` is not trusted (a second write inside the same clock tick
+could leave it as it was), and a path that cannot be written on one line (a newline in it) leaves no
+wake file at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterable
+
+from croft.scheduler.incidents import FOLDER, incident_path
+from croft.scheduler.user.gate import FILE, MAGIC, knob_line, stamp
+from croft.scheduler.user.trusted import HOME_FILES, PART_NAMES
+
+__all__ = ["Stamps", "forget", "write"]
+
+RACY_NS = 50_000_000
+FIXED = (".croft/runs.sqlite",)
+WALS = (".croft/runs.sqlite-wal",)
+RARELY = frozenset({"lib"})  # usually absent: stamped only when there (the root's stamp shows it come)
+TRUST_ONLY = frozenset({".croft"})  # its mtime moves with every reader's -wal and -shm: the files say more
+# croft's own minute files: rewritten by the minute itself, so only who owns them and their mode count
+REWRITTEN = frozenset({"", "logs", "tick-all.lock", "idle-beats.json", "tick-cache.json", "idle-cache.json"})
+
+
+class Stamps:
+    """The paths of the minute's start, and their stamp then: croft's home and, per project with an idle
+    memo, what it reads (``projects``: per root, the asset folders and files of its memo)."""
+
+    def __init__(self, home: str, registry_path: str, projects: dict[str, tuple[list[str], list[str]]]):
+        self.home = home
+        self.projects = projects
+        self.full: list[str] = [registry_path, f"{home}/{FOLDER}"]
+        self.trust: list[str] = []
+        self.wals: list[str] = [f"{home}/slots.sqlite-wal"]
+        self.full += [f"{home}/{name}" for name in HOME_FILES if name not in REWRITTEN]
+        for root, (folders, files) in projects.items():
+            names = dict.fromkeys([*PART_NAMES, *FIXED, *folders, *files])
+            for name in names:
+                path = f"{root}/{name}" if name else root
+                if name in TRUST_ONLY:
+                    self.trust.append(path)
+                elif name not in RARELY or os.access(path, os.F_OK):  # when absent, its folder says it came
+                    self.full.append(path)
+            self.wals += [f"{root}/{name}" for name in WALS]
+            incident = incident_path(root, home)
+            if os.access(incident, os.F_OK):  # when absent, the incidents folder's stamp says it came
+                self.full.append(incident)
+        self.safe = not any("\n" in p for p in (*self.full, *self.trust, *self.wals))
+        self.before = self._stamp([])
+
+    def _stamp(self, trust: list[str]) -> int | None:
+        """The stamp of the paths (``trust``: the trust-only ones); None when one could not be looked at or
+        was written within ``RACY_NS`` (a second write in the same clock tick could leave it as it was)."""
+        try:
+            found, newest = stamp(self.full, trust, self.wals)
+        except OSError:
+            return None
+        return None if newest > time.time_ns() - RACY_NS else found
+
+
+def write(stamps: Stamps, after: str, until: str, roots: Iterable[str], disks: Iterable[str]) -> None:
+    """The wake file, written whole (temp and rename); on any failure there is none. croft's own files
+    are stamped as the minute leaves them (who owns them, their mode); everything else must be as it was
+    at the minute's start."""
+    roots = list(roots)
+    disks = sorted(set(disks))
+    trust = stamps.trust + [f"{stamps.home}/{name}" if name else stamps.home for name in sorted(REWRITTEN)]
+    final = stamps._stamp(trust)
+    if (
+        not stamps.safe
+        or stamps.before is None
+        or final is None
+        or stamps._stamp([]) != stamps.before
+        or any("\t" in d or "\n" in d for d in disks)
+    ):
+        forget(stamps.home)
+        return
+    text = "\n".join(
+        [
+            MAGIC,
+            after,
+            until,
+            knob_line(os.environ),
+            "\t".join(disks),
+            json.dumps(roots),
+            str(final),
+            f"{len(stamps.full)} {len(trust)} {len(stamps.wals)}",
+            *stamps.full,
+            *trust,
+            *stamps.wals,
+        ]
+    )
+    path = f"{stamps.home}/{FILE}"
+    tmp = f"{stamps.home}/.{FILE}.{os.getpid()}.tmp"
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        forget(stamps.home)
+
+
+def forget(home: str) -> None:
+    """No wake file: the next minute is a full tick."""
+    with contextlib.suppress(FileNotFoundError, OSError):
+        os.unlink(f"{home}/{FILE}")

@@ -1,0 +1,260 @@
+"""The minute gate: it settles a minute only while every stamp of its wake file holds and the wake
+instant has not come, and it imports nothing but ``os`` (the budget of the per-minute path lives here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from schedulekit import ISSUES, croft_json, runs_of, wait_for_runs
+from waiting import wait_for
+
+from croft.core import disk
+from croft.core.clock import parse_instant
+from croft.history.db import open_history
+from croft.scheduler import heartbeat
+from croft.scheduler.setting import write_scheduling
+from croft.scheduler.user import gate, wakefile
+from croft.scheduler.user.registry import Registry
+
+
+def _home_with_project(tmp_path: Path) -> tuple[Path, Path]:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "projects.json").write_text("{}")
+    (home / "tick-all.lock").write_text("")
+    root = tmp_path / "p"
+    (root / "assets").mkdir(parents=True)
+    (root / ".croft").mkdir()
+    (root / "croft.json").write_text("{}")
+    (root / "assets" / "orders.py").write_text("x = 1\n")
+    (root / ".croft" / "runs.sqlite").write_bytes(b"")
+    old = 1_700_000_000_000_000_000  # stamps well in the past: trusted (not racy)
+    for path in [
+        home / "projects.json",
+        root / "croft.json",
+        root / "assets" / "orders.py",
+        root / ".croft" / "runs.sqlite",
+    ]:
+        os.utime(path, ns=(old, old))
+    for folder in [root / "assets", root / ".croft", root, home]:
+        os.utime(folder, ns=(old, old))
+    return home, root
+
+
+def _leave(home: Path, root: Path, until: str = "2026-06-01T11:00:00.000Z") -> None:
+    stamps = wakefile.Stamps(
+        str(home), str(home / "projects.json"), {str(root): (["assets"], ["assets/orders.py"])}
+    )
+    assert stamps.safe and stamps.before is not None
+    wakefile.write(stamps, "2026-06-01T10:10:00.000Z", until, [str(root)], [str(root / ".croft")])
+
+
+def test_an_unchanged_minute_is_settled_with_its_heartbeat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, root = _home_with_project(tmp_path)
+    _leave(home, root)
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
+    assert gate.gate(str(home))
+    beats = json.loads((home / "idle-beats.json").read_text())
+    assert beats == {"at": "2026-06-01T10:11:00.000Z", "roots": [str(root)]}
+    monkeypatch.setenv("CROFT_NOW", str(1780312320000))  # epoch milliseconds: 2026-06-01T11:12:00Z
+    assert not gate.gate(str(home))  # past the wake instant: the full tick's minute
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["edit-in-place", "new-asset", "config", "history", "mode", "knob", "clock-back", "incident"],
+)
+def test_any_change_hands_the_minute_to_the_full_tick(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    home, root = _home_with_project(tmp_path)
+    _leave(home, root)
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
+    asset = root / "assets" / "orders.py"
+    if change == "edit-in-place":  # same size, same inode: the mtime alone moved
+        with open(asset, "r+") as handle:
+            handle.write("x = 2\n")
+    elif change == "new-asset":
+        (root / "assets" / "more.py").write_text("")
+    elif change == "config":
+        (root / "croft.json").write_text('{"a": 1}')
+    elif change == "history":
+        (root / ".croft" / "runs.sqlite").write_bytes(b"x")
+    elif change == "mode":
+        os.chmod(root / "assets", 0o777)
+    elif change == "knob":
+        monkeypatch.setenv("CROFT_MAX_PARALLEL", "3")
+    elif change == "clock-back":
+        monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:05:00Z")
+    elif change == "incident":
+        (home / "incidents").mkdir()
+    assert not gate.gate(str(home))
+    assert not (home / "idle-beats.json").exists()
+
+
+def test_no_wake_file_or_one_others_may_write_is_not_believed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, root = _home_with_project(tmp_path)
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
+    assert not gate.gate(str(home))
+    _leave(home, root)
+    os.chmod(home / gate.FILE, 0o666)
+    assert not gate.gate(str(home))
+    wakefile.forget(str(home))
+    assert not (home / gate.FILE).exists()
+
+
+def test_a_racy_stamp_leaves_no_wake_file(tmp_path: Path) -> None:
+    home, root = _home_with_project(tmp_path)
+    (root / "croft.json").write_text("{}")  # written just now: a second write could keep its mtime
+    stamps = wakefile.Stamps(str(home), str(home / "projects.json"), {str(root): ([], [])})
+    assert stamps.before is None
+    wakefile.write(stamps, "a", "b", [], [])
+    assert not (home / gate.FILE).exists()
+
+
+def test_the_gate_keeps_the_disk_floor_and_the_beat_file_of_the_full_tick() -> None:
+    assert gate.LOW_SPACE_BYTES == disk.LOW_SPACE_BYTES
+    assert gate.BEATS == heartbeat.USER_BEATS
+
+
+def test_the_gate_imports_only_os(tmp_path: Path) -> None:
+    """What the OS job's minute loads on the gate's path: the budget, checked where it lives."""
+    probe = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import croft.scheduler.user.gate\n"
+        "print(' '.join(sorted(set(sys.modules) - before)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.split())
+    assert loaded == {
+        "__future__",
+        "croft",
+        "croft.scheduler",
+        "croft.scheduler.user",
+        "croft.scheduler.user.gate",
+    }
+
+
+def _minute(at: str) -> subprocess.CompletedProcess[str]:
+    """The OS job's own command at ``at``."""
+    return subprocess.run(
+        [sys.executable, "-m", "croft", "tick", "--all"],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"CROFT_NOW": at},
+        timeout=60,
+    )
+
+
+def _wait_settled(root: Path, home: Path, at: str) -> None:
+    """Until the project tick started at ``at`` ended and a minute after it left a wake file."""
+
+    def ended() -> bool:
+        rows = open_history(root / ".croft").execute("SELECT pid FROM tick WHERE id = 1").fetchall()
+        return bool(rows) and rows[0][0] is None
+
+    wait_for(ended, f"the project tick of {at} to end")
+
+
+@pytest.mark.processes
+def test_the_os_job_minute_goes_through_the_gate_and_an_edit_is_seen_the_next_minute(
+    make_project, _croft_home: Path
+) -> None:  # type: ignore[no-untyped-def]
+    root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
+    code, ran = croft_json(root, "2026-06-01T10:05:00Z", "run")
+    assert code == 0, ran
+    conn = open_history(root / ".croft")
+    write_scheduling(conn, "on", parse_instant("2026-06-01T10:06:00Z"), via="os-job")
+    conn.close()
+    Registry().add(root, "os-job", parse_instant("2026-06-01T10:06:00Z"))
+    old = 1_700_000_000_000_000_000  # what the minutes read, older than a racy stamp
+    for path in [root / "croft.json", root / "assets" / "issues.py", root / "assets", root]:
+        os.utime(path, ns=(old, old))
+    log = _croft_home / "logs" / "tick.log"
+
+    assert _minute("2026-06-01T10:10:00Z").returncode == 0  # no memo: a project tick
+    _wait_settled(root, _croft_home, "2026-06-01T10:10:00Z")
+    wait_for(lambda: "tick started" in log.read_text(), "the first minute's tick")
+    for at in ("2026-06-01T10:11:00Z", "2026-06-01T10:12:00Z"):  # the idle check holds: the wake file
+        assert _minute(at).returncode == 0
+    assert (_croft_home / gate.FILE).exists(), log.read_text()
+    lines = log.read_text()
+    done = _minute("2026-06-01T10:13:00Z")  # the gate's minute: a heartbeat, no line, no tick
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert log.read_text() == lines
+    assert heartbeat.last_heartbeat(root / ".croft") == "2026-06-01T10:13:00.000Z"
+
+    # an asset edited in place (same size, same inode): the next minute is the full tick's, and its
+    # project tick sees code no one has run
+    asset = root / "assets" / "issues.py"
+    with open(asset, "r+") as handle:
+        handle.write(handle.read().replace('"n": 2', '"n": 3'))
+    assert _minute("2026-06-01T10:14:00Z").returncode == 0
+    wait_for(lambda: "10:14" in log.read_text(), "the minute after the edit to be the full tick's")
+    assert not (_croft_home / gate.FILE).exists()
+    _wait_settled(root, _croft_home, "2026-06-01T10:14:00Z")
+    assert heartbeat.last_heartbeat(root / ".croft") == "2026-06-01T10:14:00.000Z"
+
+
+@pytest.mark.processes
+def test_a_fire_after_idle_minutes_is_not_taken_for_a_wake_up(
+    make_project, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """Minutes settled without a project tick (the idle beat) are minutes the machine was awake: the fire
+    that follows them is an ordinary one, not "woke after 50 minutes"."""
+    from croft.scheduler.user import tick_all as usertick
+
+    root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
+    code, ran = croft_json(root, "2026-06-01T10:05:00Z", "run")
+    assert code == 0, ran
+    conn = open_history(root / ".croft")
+    write_scheduling(conn, "on", parse_instant("2026-06-01T10:06:00Z"), via="os-job")
+    conn.close()
+    Registry().add(root, "os-job", parse_instant("2026-06-01T10:06:00Z"))
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:10:00Z")
+    assert usertick.tick_all()["started"]
+    _wait_settled(root, _croft_home, "2026-06-01T10:10:00Z")
+    for at in ("2026-06-01T10:30:00Z", "2026-06-01T10:59:00Z"):  # idle minutes, beaten in-process
+        monkeypatch.setenv("CROFT_NOW", at)
+        assert usertick.tick_all()["beat"]
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T11:00:30Z")
+    assert usertick.tick_all()["started"]
+    wait_for(lambda: any(r["trigger"] == "schedule" for r in runs_of(root)), "the scheduled run to start")
+    wait_for_runs(root)
+    log = (_croft_home / "logs" / "tick.log").read_text()
+    assert "11:00:30" in log and "woke after" not in log, log
+
+
+def test_a_project_whose_scheduling_is_off_leaves_a_wake_file_and_turning_it_on_ends_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _croft_home: Path
+) -> None:
+    from schedulekit import scheduled
+
+    from croft.scheduler.user import tick_all as usertick
+
+    root = scheduled(tmp_path / "p", "off")
+    Registry().add(root, "os-job", parse_instant("2026-03-01T11:00:00Z"))
+    old = 1_700_000_000_000_000_000
+    for path in [*root.rglob("*"), root, _croft_home / "projects.json"]:
+        os.utime(path, ns=(old, old))
+    monkeypatch.setenv("CROFT_NOW", "2026-03-01T11:01:00Z")
+    assert usertick.tick_all()["skipped"][0]["reason"] == "scheduling is off"
+    assert (_croft_home / gate.FILE).exists()
+    monkeypatch.setenv("CROFT_NOW", "2026-03-01T11:02:00Z")
+    assert gate.gate(str(_croft_home))
+    assert json.loads((_croft_home / "idle-beats.json").read_text())["roots"] == []  # off: no heartbeat
+    conn = open_history(root / ".croft")
+    write_scheduling(conn, "on", parse_instant("2026-03-01T11:02:10Z"), via="os-job")
+    conn.close()
+    monkeypatch.setenv("CROFT_NOW", "2026-03-01T11:03:00Z")
+    assert not gate.gate(str(_croft_home))  # its history moved: the full tick's minute
