@@ -14,7 +14,7 @@ short of space, any error) hands the minute to the full tick, which writes the f
 noticed the next minute; a project with a ping never gets a wake file (pings go out every minute).
 
 Imports ``os`` only (``datetime`` when ``CROFT_NOW`` is set): the budget is checked by an import-linter
-contract and ``tests/scheduler/test_gate.py``.
+contract and ``tests/scheduler/user/test_user_gate.py``.
 """
 
 from __future__ import annotations
@@ -85,10 +85,10 @@ def knob_line(environ: os._Environ[str] | dict[str, str]) -> str:
 def _now() -> tuple[str, float] | None:
     """(now as croft's ISO text, the same in seconds since the epoch); None when ``CROFT_NOW`` is set but
     not plain (the full tick reads it and says what is wrong)."""
+    import time
+
     text = os.environ.get("CROFT_NOW", "").strip()
     if not text:
-        import time
-
         seconds = time.time()
     elif text.isdigit():
         seconds = int(text) / 1000
@@ -102,8 +102,6 @@ def _now() -> tuple[str, float] | None:
         if moment.tzinfo is None:
             return None
         seconds = moment.timestamp()
-    import time
-
     whole = int(seconds // 1)
     millis = int((seconds - whole) * 1000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z", seconds
