@@ -36,7 +36,7 @@ from croft.scheduler.ticklog import TickLog
 from croft.scheduler.user.servenote import serve_path, write_serve
 from croft.scheduler.user.trusted import home_unsafe, unsafe_error, words
 
-__all__ = ["LogFollower", "Server", "interval_s", "next_boundary", "serve"]
+__all__ = ["LogFollower", "Server", "interval_s", "minute_argv", "next_boundary", "serve"]
 
 FOLLOW_EVERY_S = 0.25  # how soon a line in the tick log reaches serve's standard output
 FOLLOW_CHUNK = 64 * 1024  # read at a time; a line longer than the log keeps is cut by who wrote it
@@ -85,10 +85,12 @@ def interval_s() -> float:
     return float(knobs.value("CROFT_SERVE_INTERVAL_MS")) / 1000
 
 
-def next_boundary(now_s: float, every_s: float) -> float:
-    """The first boundary of ``every_s`` on the wall clock after ``now_s`` (seconds since the epoch): each
-    minute starts at :00, as the OS job's does."""
-    return (now_s // every_s + 1) * every_s
+def next_boundary(now_ns: int, every_ms: int) -> int:
+    """The first boundary of ``every_ms`` on the wall clock after ``now_ns`` (nanoseconds since the epoch),
+    in whole numbers, so no float rounding lands it on ``now``: each minute starts at :00, as the OS
+    job's does."""
+    every_ns = every_ms * 1_000_000
+    return (now_ns // every_ns + 1) * every_ns
 
 
 def minute_argv() -> list[str]:
@@ -150,7 +152,7 @@ class Server:
     def run(self, stop: threading.Event, interval: float) -> None:
         while not stop.is_set():
             self.minute()
-            until = next_boundary(time.time(), interval)
+            until = next_boundary(time.time_ns(), round(interval * 1000)) / 1e9
             while not stop.is_set():
                 self.follow()
                 left = until - time.time()

@@ -192,7 +192,7 @@ def _minute(
                 note(f"{name_of(root)}: tick started (pid {pid})")
                 out["started"].append({"root": root, "pid": pid})
 
-            for root, answer in full_ticks(full, home, handle, env, started, name_of).items():
+            for root, answer in full_ticks(full, home, handle, env, started, name_of=name_of).items():
                 if answer.get("error"):
                     note(f"{name_of(root)}: tick not finished: {answer['error']}")
                 elif answer.get("ping"):
