@@ -25,8 +25,8 @@ HELP = f"""{USAGE}
 options:
   --json           print one JSON envelope on stdout
   --project DIR    the project folder (default: the one containing the current folder)
-  --log-as NAME    write every line printed as a tick log line naming NAME (how the per-user tick and
-                   croft serve start it, its output going to the tick log)
+  --log-as NAME    write every line printed as a tick log line naming NAME (how a tick started for a
+                   freed slot of the per-user cap runs, its output going to the tick log)
   -h, --help       show this message
 """
 
