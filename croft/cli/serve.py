@@ -13,7 +13,9 @@ from croft.core.result import Result
 def _human(result: Result) -> str:
     d = result.data
     return (
-        f"croft serve stopped after {d['ticks']} minutes ({d['started']} croft tick --all started)." if d else ""
+        f"croft serve stopped after {d['ticks']} minutes ({d['started']} croft tick --all started)."
+        if d
+        else ""
     )
 
 
