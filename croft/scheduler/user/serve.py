@@ -188,7 +188,10 @@ def serve(
     server.noted = True
     server.say(f"starts, ticking every {interval:g} s")
     if on_start:
-        on_start(f"croft serve: ticking this user's serve projects every {interval:g} s; Ctrl-C stops.")
+        on_start(
+            f"croft serve: ticking this user's projects every {interval:g} s (a croft tick --all each time);"
+            " Ctrl-C stops."
+        )
     try:
         server.run(stop, interval)
     finally:
