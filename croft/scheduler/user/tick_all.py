@@ -207,12 +207,12 @@ def _stamps(home: str, registry: Registry, entries: list[Entry], idle: IdleCache
     """The stamps of the minute's start, for the wake file (``scheduler.user.wakefile``)."""
     known: dict[str, tuple[list[str], list[str]]] = {}
     for entry in entries:
-        memo = idle.entries.get(entry.root) if _ours(entry.via, serving) else None
+        if not _ours(entry.via, serving):  # not this minute's: serve.json's stamp says when it becomes so
+            continue
+        memo = idle.entries.get(entry.root)
         if isinstance(memo, list) and len(memo) == 8:
             known[entry.root] = (list(memo[5]), list(memo[6]))
-        elif _ours(
-            entry.via, serving
-        ):  # no memo (its scheduling is off, say): its folder, config and history
+        else:  # no memo (its scheduling is off, say): its folder, config and history
             known[entry.root] = ([], [])
     return Stamps(home, os.path.join(home, "projects.json"), known)
 

@@ -20,7 +20,11 @@ from schedulekit import scheduled
 from waiting import wait_for
 
 from croft.core.clock import parse_instant
+from croft.scheduler.user import tick_all as usertick
+from croft.scheduler.user.gate import gate
 from croft.scheduler.user.registry import Registry
+from croft.scheduler.user.servenote import NOTE, write_serve
+from croft.scheduler.user.wakefile import SERVE_NOTE
 
 pytestmark = pytest.mark.processes
 
@@ -135,3 +139,30 @@ def test_serve_and_tick_all_take_the_same_decisions_on_the_same_registry(
     # an idle minute pinged without a project tick: fewer ticks started than pings sent, on either side
     for home, path in ((job_home, "/job"), (serve_home, "/serve")):
         assert _log(home).count("shop: tick started") < len(server.requests_to(path))
+
+
+def test_a_serve_coming_or_going_wakes_the_gate(
+    tmp_path: Path, _croft_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which projects are the minute's depends on whether a croft serve is alive, so serve.json is in the
+    wake file's stamps: a serve that starts gets its --no-os-job projects ticked the very next minute,
+    never a gate settling it for the OS-job ones alone."""
+    assert SERVE_NOTE == NOTE
+    job = scheduled(tmp_path / "job", "off")
+    mine = scheduled(tmp_path / "mine", "on", via="serve")
+    Registry().add(job, "os-job", parse_instant(NOW))
+    Registry().add(mine, "serve", parse_instant(NOW))
+    old = 1_700_000_000_000_000_000  # stamps well in the past: trusted (not racy)
+    for path in [*tmp_path.rglob("*"), _croft_home / "projects.json"]:
+        os.utime(path, ns=(old, old))
+    monkeypatch.setenv("CROFT_NOW", NOW)
+    first = usertick.tick_all()
+    assert first["started"] == [] and {s["reason"] for s in first["skipped"]} == {
+        "scheduling is off",
+        "ticks from croft serve",
+    }
+    assert gate(str(_croft_home))  # nothing moved: the next minute is settled
+    assert usertick.tick_all()["started"] == []  # a full minute again: its wake file stamps the beat file
+    write_serve(_croft_home)  # a croft serve (this process) is alive now
+    assert not gate(str(_croft_home))
+    assert [s["root"] for s in usertick.tick_all()["started"]] == [str(mine)]
