@@ -134,7 +134,7 @@ def problem_of(seen: dict[str, tuple[int, dict[str, Any]]], view: str, code: str
 
 
 class Served:
-    """A real ``croft serve`` ticking this user's serve projects every 300 ms, at the real clock."""
+    """A real ``croft serve`` starting this user's minute (``croft tick --all``) every 300 ms, at the real clock."""
 
     def __init__(self, home: Path, prefix: list[str] | None = None):
         self.home = home
@@ -150,18 +150,19 @@ class Served:
         )
         assert self.proc.poll() is None, self.proc.communicate()
 
-    def rounds(self) -> int:
-        """How many project ticks serve has started so far (its lines in the tick log)."""
+    def _mark(self) -> int:
+        """The minute lock's modification time: every minute serve starts marks it (the gate or the full
+        per-user tick), as the OS job's do."""
         try:
-            text = (self.home / "logs" / "tick.log").read_text(errors="replace")
+            return (self.home / "tick-all.lock").stat().st_mtime_ns
         except OSError:
             return 0
-        return text.count(f"croft serve (pid {self.proc.pid}): ") - text.count("starts, ticking")
 
     def next_ticks(self, count: int = 2) -> None:
-        """Wait until serve has started ``count`` more rounds of ticks (the next tick, and the one after)."""
-        seen = self.rounds()
-        wait_for(lambda: self.rounds() >= seen + count, f"{count} more rounds of croft serve")
+        """Wait until ``count`` more minutes of croft serve have begun (the next one, and the one after)."""
+        for _ in range(count):
+            seen = self._mark()
+            wait_for(lambda seen=seen: self._mark() != seen, "the next minute of croft serve")  # type: ignore[misc]
 
     def stop(self) -> None:
         if self.proc.poll() is None:

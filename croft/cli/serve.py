@@ -13,7 +13,9 @@ from croft.core.result import Result
 def _human(result: Result) -> str:
     d = result.data
     return (
-        f"croft serve stopped after {d['ticks']} rounds ({d['started']} project ticks started)." if d else ""
+        f"croft serve stopped after {d['ticks']} minutes ({d['started']} croft tick --all started)."
+        if d
+        else ""
     )
 
 
@@ -37,9 +39,10 @@ def _echo() -> Callable[[str], None]:
 @json_option
 @run_command(_human)
 def command(metrics_at: str | None) -> Result:
-    """Tick this user's `--no-os-job` projects in the foreground, at start and every minute, until
-    SIGTERM or Ctrl-C. For servers, containers and WSL, where no OS job runs. Each line the tick log
-    gains meanwhile is printed too (on standard error with --json)."""
+    """Tick this user's projects in the foreground, at start and every minute, until SIGTERM or Ctrl-C:
+    each minute is a `croft tick --all` of its own, as the OS job's, which ticks the `--no-os-job`
+    projects while serve runs. For servers, containers and WSL, where no OS job runs. Each line the tick
+    log gains meanwhile is printed too (on standard error with --json)."""
     from croft.scheduler.user.serve import serve
 
     if metrics_at is None:

@@ -25,8 +25,8 @@ HELP = f"""{USAGE}
 options:
   --json           print one JSON envelope on stdout
   --project DIR    the project folder (default: the one containing the current folder)
-  --log-as NAME    write every line printed as a tick log line naming NAME (how the per-user tick and
-                   croft serve start it, its output going to the tick log)
+  --log-as NAME    write every line printed as a tick log line naming NAME (how a tick started for a
+                   freed slot of the per-user cap runs, its output going to the tick log)
   -h, --help       show this message
 """
 
@@ -108,49 +108,14 @@ def _log_as(args: list[str]) -> None:
     sys.stdout = sys.stderr = NamedLines(sys.stdout.fileno(), name, lambda: to_iso(now()))
 
 
-def batch() -> int:
-    """``croft tick --batch`` (hidden): the worker ``croft tick --all`` hands full ticks to. One project
-    folder per line on stdin, one JSON answer per line on stdout; what each tick would print goes to
-    stderr, which is the per-user tick log, as lines naming the project as ``croft tick --all`` does
-    (``ticklog.project_names`` over the registry, read once; ``ticklog.NamedLines``); the worker's own
-    words (a traceback) name it. Ends at the end of its input."""
-    import json
-    import os
+def _said(data: dict[str, Any], problems: list[Any]) -> list[str]:
+    """What one project tick of ``croft tick --batch`` (``scheduler.tick.batch``) says in the tick log."""
+    lines = [human(data)] if data else []
+    if problems:
+        from croft.cli.boundary import problem_lines
 
-    from croft.core.clock import now, to_iso
-    from croft.scheduler.tick.batch import tick_one
-    from croft.scheduler.ticklog import NamedLines, project_names
-    from croft.scheduler.user.registry import Registry
-
-    def stamp() -> str:
-        return to_iso(now())
-
-    sys.stderr.flush()
-    err = sys.stderr.fileno()
-    sys.stderr = NamedLines(err, f"croft tick --batch (pid {os.getpid()})", stamp)
-    try:
-        names = project_names(e.root for e in Registry().entries())
-    except Exception:  # a registry that cannot be read now: each project by its whole path
-        names = {}
-    for line in sys.stdin:
-        root = line.rstrip("\n")
-        if not root:
-            continue
-        name = names.get(root, root)
-        data, problems, answer = tick_one(root, name)
-        said = [human(data)] if data else []
-        if problems:
-            from croft.cli.boundary import problem_lines
-
-            said += problem_lines(problems)
-        if said:
-            NamedLines(err, name, stamp).write("\n".join(said) + "\n")
-        try:
-            sys.stdout.write(json.dumps(answer) + "\n")
-            sys.stdout.flush()
-        except OSError:  # croft tick --all stopped waiting: finish the input it gave, quietly
-            pass
-    return 0
+        lines += problem_lines(problems)
+    return lines
 
 
 def run(args: list[str]) -> int:
@@ -158,8 +123,10 @@ def run(args: list[str]) -> int:
     if "-h" in args or "--help" in args:
         print(HELP)
         return 0
-    if args == ["--batch"]:
-        return batch()
+    if args == ["--batch"]:  # the worker croft tick --all hands its full ticks to
+        from croft.scheduler.tick.batch import work
+
+        return work(_said)
     as_json = "--json" in args
     _log_as(args)
     quick = _idle(args)

@@ -10,11 +10,8 @@ import gc
 import os
 import sys
 
-from croft.core import clock, knobs
-from croft.core.paths import home_text
-from croft.core.problems import CroftError, Problem, exit_code_for, problem
-from croft.scheduler.ticklog import TickLog
-from croft.scheduler.user.tick_all import tick_all
+from croft.core.problems import Problem, exit_code_for, problem
+from croft.scheduler.user.tick_all import minute
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,26 +44,10 @@ def main(args: list[str]) -> int:
         problems.append(problem("USAGE", f"croft tick --all takes no argument {unknown[0]!r}", hint))
         code = 2
     else:
-        try:
-            knobs.require_all()  # the knobs go on to every tick and run it starts: a bad one stops it here
-            data = tick_all()
-            gc.freeze()  # the interpreter's collection at exit would walk the minute's hints once more
-            problems += data.pop("problems", [])
-            code = exit_code_for(problems)
-        except CroftError as exc:
-            problems += [exc.problem, *exc.extra]
-            code = exit_code_for(problems) or 1
-        except Exception as exc:  # the job must log and end, never hang or lose the reason
-            import traceback
-
-            TickLog.of(home_text()).write(
-                clock.to_iso(clock.now()), "tick failed: " + "".join(traceback.format_exception(exc)).rstrip()
-            )
-            message = f"croft tick --all failed: {type(exc).__name__}: {exc}"
-            problems.append(
-                problem("INTERNAL_ERROR", message, "The traceback is in the tick log; please report it.")
-            )
-            code = 1
+        data, found = minute()
+        gc.freeze()  # the interpreter's collection at exit would walk the minute's hints once more
+        problems += found
+        code = exit_code_for(problems)
     if any(p.code == "UNSAFE_PERMISSIONS" for p in problems) and _into_a_file(as_json):
         return code  # the job's output goes to a file in that CROFT_HOME: not a byte more into it
     if as_json:  # the OS job asks for none: the envelope's code loads only for a person

@@ -6,7 +6,7 @@ wake-up after sleep deserves. ``croft doctor`` and SCHEDULER_STALE quote its tai
 
 Many projects tick in the same minute into this one file, so every line about a project names it
 (``project_names``: the folder's name, or the whole path where two registered projects share one), and
-a project tick started by the per-user tick or serve (``croft tick --log-as NAME``) writes everything it
+a project tick started for a freed slot (``croft tick --log-as NAME``) or by a worker writes everything it
 prints, tracebacks included, as whole lines ``<ISO now> NAME: …`` (``NamedLines``).
 """
 

@@ -32,7 +32,7 @@ from croft.scheduler.jobs.spec import interpreter_imports_croft
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
 from croft.scheduler.ticklog import log_tail, tick_log_path
 from croft.scheduler.user.registry import Entry, Registry, canonical, presence, project_state_dir
-from croft.scheduler.user.serve import serve_alive
+from croft.scheduler.user.servenote import serve_alive
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe
 
 __all__ = ["permissions_chain", "project_chain", "user_chain"]

@@ -1,4 +1,5 @@
-"""Project ticks one after another in one process: the worker ``croft tick --all`` hands its full ticks to.
+"""Project ticks one after another in one process: the worker ``croft tick --all`` hands its full ticks to,
+and its end of the pipe (``scheduler.user.fulltick`` holds the other).
 
 A project whose idle memo does not hold needs the full project tick (``scheduler.tick.project_tick``).
 One interpreter per such project costs ~130 ms of CPU, most of it starting Python and importing the
@@ -8,11 +9,19 @@ Each project is still ticked by the one function every tick runs, in its own fol
 singleton, holds and fire-recorded-before-spawn; a project that raises is an answer, not the end of
 the worker. The dead-man's-switch ping of a completed tick is left to the caller, which sends every
 project's ping at once (``notify.ping.ping_many``) instead of one after another here.
+
+The protocol: one line per project on the worker's stdin (``tick.workline``: a project folder and its
+name in the tick log, ``ticklog.project_names``), one JSON answer per line on its stdout, in order;
+the end of its input ends it. What each tick would print goes to stderr, which is the tick log, as lines
+naming the project; the worker's own words (a traceback) name the worker.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +29,38 @@ from croft.core import clock
 from croft.core.problems import CroftError, Problem
 from croft.project.config import load_project
 from croft.scheduler.tick.project_tick import project_tick
+from croft.scheduler.tick.workline import asked
+from croft.scheduler.ticklog import NamedLines
 
-__all__ = ["tick_one"]
+__all__ = ["tick_one", "work"]
+
+
+def work(said: Callable[[dict[str, Any], list[Problem]], list[str]]) -> int:
+    """The worker's loop over its stdin (``croft tick --batch``); ``said``: a tick's lines for the log
+    (the command's own wording). Returns its exit code."""
+
+    def stamp() -> str:
+        return clock.to_iso(clock.now())
+
+    sys.stderr.flush()
+    err = sys.stderr.fileno()
+    sys.stderr = NamedLines(err, f"croft tick --batch (pid {os.getpid()})", stamp)
+    for line in sys.stdin:
+        found = asked(line)
+        if found is None:  # not the per-user tick's: said, and the next line goes on
+            sys.stderr.write(f"not a project to tick: {line[:200]!r}\n")
+            continue
+        root, name = found
+        data, problems, answer = tick_one(root, name)
+        lines = said(data, problems)
+        if lines:
+            NamedLines(err, name, stamp).write("\n".join(lines) + "\n")
+        try:
+            sys.stdout.write(json.dumps(answer) + "\n")
+            sys.stdout.flush()
+        except OSError:  # croft tick --all stopped waiting: finish the input it gave, quietly
+            pass
+    return 0
 
 
 def tick_one(root: str, name: str | None = None) -> tuple[dict[str, Any], list[Problem], dict[str, Any]]:

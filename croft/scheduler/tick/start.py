@@ -1,7 +1,7 @@
 """Starting a scheduled run (``croft run --due``) as a detached process with an explicit environment,
 and a project tick for a slot handed on (``scheduler.tick.handoff``).
 
-(``scheduler.user.launch`` starts project ticks for the per-user tick and serve, with ``tick_argv``.)
+(``scheduler.user.fulltick`` starts the per-user tick's project tick workers, with ``start_tick_worker``.)
 
 The child is ``<this python> -P -m croft run --due --run-id ID A B …`` in the project folder, in its own
 session (so the tick, a terminal closing or the OS job's cgroup ending does not take it down), with its

@@ -19,6 +19,7 @@ import json
 import time
 
 from croft.scheduler.tick.start import start_tick_worker
+from croft.scheduler.tick.workline import ask
 
 TYPE_CHECKING = False  # on the per-user tick's path (every minute): nothing of typing at run time
 if TYPE_CHECKING:
@@ -47,10 +48,12 @@ def full_ticks(
     log: IO[bytes],
     env: dict[str, str],
     started: Callable[[str, int], None],
+    name_of: Callable[[str], str] = str,
     workers: int = WORKERS,
 ) -> dict[str, dict[str, Any]]:
-    """Tick each of ``roots`` in a worker; ``started(root, pid)`` as each is handed over. Returns each
-    root's answer (``{root, exited, ping, error, pid}``); a root with no answer has an ``error``."""
+    """Tick each of ``roots`` in a worker; ``started(root, pid)`` as each is handed over; ``name_of``: a
+    root's name in the tick log. Returns each root's answer (``{root, exited, ping, error, pid}``); a
+    root with no answer has an ``error``."""
     if not roots:
         return {}
     import contextlib
@@ -78,7 +81,7 @@ def full_ticks(
         while pending:
             root = pending.pop(0)
             try:
-                worker.proc.stdin.write(root.encode() + b"\n")  # type: ignore[union-attr]
+                worker.proc.stdin.write(ask(root, name_of(root)))  # type: ignore[union-attr]
                 worker.proc.stdin.flush()  # type: ignore[union-attr]
             except OSError:  # it died: the project goes to the next worker
                 pending.insert(0, root)

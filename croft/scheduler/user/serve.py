@@ -1,18 +1,23 @@
 """``croft serve``: the foreground ticker for servers, containers and WSL, where no OS job runs.
 
-At start and every interval (60 s; ``CROFT_SERVE_INTERVAL_MS`` shortens it for tests) it starts the
-project tick of every registered ``serve`` project whose scheduling is on, never a second one while the
-project's previous tick is still alive. A tick that fails is logged and the loop goes on; SIGTERM or
-Ctrl-C ends the loop cleanly (runs already started keep going: they are detached).
+It ticks nothing itself. At start and at each boundary of the interval on the wall clock (each minute;
+``CROFT_SERVE_INTERVAL_MS`` shortens it for tests, which fix the minutes' clock with ``CROFT_NOW``) it
+starts ``croft tick --all`` as a process of its own, as the OS job does: the minute gate, then, when the
+gate does not settle the minute, the one per-user ticker (``user.tick_all``), which ticks the
+``--no-os-job`` projects while this serve is alive (``user.servenote``). A fresh process each minute
+runs the croft installed now, so an upgrade is picked up the next minute. A minute whose previous one
+is still at work is left to it, with a line; SIGTERM or Ctrl-C ends the loop cleanly (the minute and
+the runs it started keep going: they are detached).
 
-Everything the tick log gains while serve runs (its own lines and those of the ticks it starts, which
-write there themselves) is also handed to ``echo`` as it comes (``LogFollower``), so a container's
-``docker logs`` shows what serve does. The ticks keep writing to the file, not to a pipe of serve's:
-a serve that ends never breaks a tick still writing.
+Everything the tick log gains while serve runs (its own lines and those of the minutes it starts,
+which write there themselves) is also handed to ``echo`` as it comes (``LogFollower``), so a
+container's ``docker logs`` shows what serve does. The minutes keep writing to the file, not to a pipe
+of serve's: a serve that ends never breaks a tick still writing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -20,23 +25,18 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from croft.core import clock, knobs
-from croft.core.children import croft_env
-from croft.core.identity import ProcessIdentity, current, is_alive
-from croft.core.jsonfile import read_object, write_atomic
+from croft.core.children import croft_argv, croft_env, detach
+from croft.core.identity import current
+from croft.core.jsonfile import read_object
 from croft.core.paths import croft_home
-from croft.core.problems import CroftError
-from croft.scheduler.setting import effective_state, read_scheduling_file
-from croft.scheduler.ticklog import TickLog, project_names
-from croft.scheduler.user.freshcache import FreshCache, look
-from croft.scheduler.user.launch import spawn_tick
-from croft.scheduler.user.registry import Registry, presence, project_state_dir
-from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error, words
-from croft.scheduler.user.watch import absent, dropped, folder_trouble, lost_history, troubled, untroubled
+from croft.scheduler.ticklog import TickLog
+from croft.scheduler.user.servenote import serve_path, write_serve
+from croft.scheduler.user.trusted import home_unsafe, unsafe_error, words
 
-__all__ = ["LogFollower", "Server", "interval_s", "serve", "serve_alive", "serve_path", "write_serve"]
+__all__ = ["LogFollower", "Server", "interval_s", "minute_argv", "next_boundary", "serve"]
 
 FOLLOW_EVERY_S = 0.25  # how soon a line in the tick log reaches serve's standard output
 FOLLOW_CHUNK = 64 * 1024  # read at a time; a line longer than the log keeps is cut by who wrote it
@@ -80,128 +80,65 @@ class LogFollower:
         return [line.decode("utf-8", "replace") for line in whole]
 
 
-SOURCE = "serve"  # whose incidents these are (scheduler.incidents)
-
-Spawn = Callable[[str, IO[bytes], dict[str, str], str], "subprocess.Popen[bytes]"]
-
-
 def interval_s() -> float:
     """``CROFT_SERVE_INTERVAL_MS`` in seconds (its bounds are the knob's: ``core.knobs``)."""
     return float(knobs.value("CROFT_SERVE_INTERVAL_MS")) / 1000
 
 
+def next_boundary(now_ns: int, every_ms: int) -> int:
+    """The first boundary of ``every_ms`` on the wall clock after ``now_ns`` (nanoseconds since the epoch),
+    in whole numbers, so no float rounding lands it on ``now``: each minute starts at :00, as the OS
+    job's does."""
+    every_ns = every_ms * 1_000_000
+    return (now_ns // every_ns + 1) * every_ns
+
+
+def minute_argv() -> list[str]:
+    """What starts a minute: the OS job's command (``jobs.spec``), with this interpreter."""
+    return croft_argv("tick", "--all")
+
+
 class Server:
-    def __init__(
-        self, home: Path | None = None, spawn: Spawn = spawn_tick, echo: Callable[[str], None] | None = None
-    ):
+    def __init__(self, home: Path | None = None, echo: Callable[[str], None] | None = None):
         self.home = home or croft_home()
         self.log = TickLog.of(self.home)
-        self.spawn = spawn
         self.echo = echo
         self.follower = LogFollower(self.log.path) if echo is not None else None
-        self.children: dict[str, subprocess.Popen[bytes]] = {}
-        self.ticks = 0
-        self.started = 0
+        self.child: subprocess.Popen[bytes] | None = None
+        self.ticks = 0  # minutes come
+        self.started = 0  # minutes started (each a croft tick --all)
         self.noted = False  # the note (serve.json) is this server's once serve() wrote it
 
     def say(self, message: str) -> None:
         self.log.write(clock.to_iso(clock.now()), f"croft serve (pid {os.getpid()}): {message}")
 
-    def tick_once(self) -> list[dict[str, Any]]:
-        """One round; returns ``[{root, action}]`` (started / skipped and why). Never raises."""
+    def minute(self) -> str:
+        """Start this minute's ``croft tick --all``; what happened (started, previous_alive, refused: why,
+        spawn_failed). Never raises."""
         self.ticks += 1
-        events: list[dict[str, Any]] = []
         unsafe = home_unsafe(self.home)
         if unsafe is not None:  # nothing is written into a CROFT_HOME someone else could change
-            return [{"root": None, "action": f"refused: {words(unsafe)}"}]
+            return f"refused: {words(unsafe)}"
+        previous = self.child
         try:
             self._keep_note()
-            self.log.rotate()
-            now = clock.now()
-            registry = Registry(self.home)
-            listed = registry.entries()
-            names = project_names(e.root for e in listed)  # as tick --all names them: all registered
-            entries = [e for e in listed if e.via == "serve"]
-            for message in registry.notes:  # a registry restored from its last good copy
-                self.say(message)
-            env = croft_env(croft_home=str(self.home))
-            fresh = FreshCache(self.home / "fresh-cache.json")
+            if previous is not None and previous.poll() is None:
+                self.say(f"the previous minute (pid {previous.pid}) is still at work; this one is left to it")
+                return "previous_alive"
             with self.log.open() as handle:
-                for entry in entries:
-                    if project_unsafe(entry.root) is None:  # its promises, whatever its setting
-                        look(fresh, entry.root, str(project_state_dir(entry.root)), now, self.say)
-                    action = self._one(entry.root, names[entry.root], now, handle, env)
-                    events.append({"root": entry.root, "action": action})
-            fresh.save()
-            self._prune(registry, listed, now)
-        except Exception as exc:  # one bad round must not end the server
-            self.say(f"tick failed: {type(exc).__name__}: {exc}")
-            events.append({"root": None, "action": f"failed: {exc}"})
-        return events
-
-    def _one(self, root: str, name: str, now: Any, handle: IO[bytes], env: dict[str, str]) -> str:
-        previous = self.children.get(root)
-        if previous is not None and previous.poll() is None:
-            self.say(f"{name}: previous tick (pid {previous.pid}) is still running; skipped")
-            return "previous_alive"
-        state, why = presence(root)
-        if state in ("gone", "missing"):  # a checkout took croft.json away: told once, ticked once back
-            if absent(root, state, why, now, SOURCE):
-                self.say(f"{name}: not ticked: PROJECT_GONE: {state}, {why}; it ticks again once it is back")
-            return state
-        if state != "present":
-            return state
-        state_dir = project_state_dir(root)
-        unsafe = project_unsafe(root, state_dir)
-        if unsafe is not None:
-            self.say(f"{name}: not ticked, croft does not trust {words(unsafe)}")
-            return "unsafe_permissions"
-        trouble = folder_trouble(str(state_dir))
-        if trouble is None:
-            try:
-                setting = read_scheduling_file(state_dir)
-            except CroftError as exc:  # its runs.sqlite cannot be read: not "off", a problem with its fix
-                trouble = exc.problem
-        if trouble is not None:
-            if troubled(root, trouble, now, SOURCE):  # logged and told once per incident
-                self.say(f"{name}: not ticked: {trouble.code}: {trouble.message}")
-            return "troubled"
-        current = effective_state(setting, now)
-        lost = lost_history(root, str(self.home)) if current == "off" else None
-        if lost is not None:  # registered, its history says off: emptied or moved aside, never a quiet "off"
-            if troubled(root, lost, now, SOURCE):
-                self.say(f"{name}: not ticked: {lost.code}: {lost.message}")
-            return "troubled"
-        untroubled(root, SOURCE)
-        if current != "on" or setting.via != "serve":
-            return "off" if current == "on" else current
-        try:
-            child = self.spawn(root, handle, env, name)
+                self.child = detach(minute_argv(), self.home, handle, croft_env(croft_home=str(self.home)))
         except OSError as exc:
-            self.say(f"{name}: could not start its tick: {exc.strerror or exc}")
+            with contextlib.suppress(
+                OSError
+            ):  # the tick log itself cannot take it: the next minute tries again
+                self.say(f"could not start this minute: {exc.strerror or exc}")
             return "spawn_failed"
-        self.children[root] = child
         self.started += 1
-        self.say(f"{name}: tick started (pid {child.pid})")
         return "started"
 
-    def _prune(self, registry: Registry, listed: list[Any], now: Any) -> None:
-        """What ``croft tick --all`` does each minute, for a user with no OS job: a project away for long
-        is taken off (told again), one back is unmarked. A registry another croft holds waits a round."""
-        try:
-            notes = registry.prune(now, lock_timeout=2.0, entries=listed)
-        except CroftError as exc:
-            if exc.code != "DB_BUSY":
-                raise
-            return
-        for message in notes:
-            self.say(message)
-        for root in registry.dropped:
-            dropped(root, now, SOURCE)
-
     def _keep_note(self) -> None:
-        """serve.json says which croft serve is alive (doctor reads it): put it back if it is lost or
-        garbled while this one runs."""
+        """serve.json says which croft serve is alive (the minute and doctor read it): put it back if it is
+        lost or garbled while this one runs."""
         if self.noted and read_object(serve_path(self.home)) != current().to_dict():
             write_serve(self.home)
 
@@ -214,22 +151,28 @@ class Server:
 
     def run(self, stop: threading.Event, interval: float) -> None:
         while not stop.is_set():
-            self.tick_once()
-            until = time.monotonic() + interval
+            self.minute()
+            until = next_boundary(time.time_ns(), round(interval * 1000)) / 1e9
             while not stop.is_set():
                 self.follow()
-                left = until - time.monotonic()
+                left = until - time.time()
                 if left <= 0:
                     break
                 stop.wait(min(left, FOLLOW_EVERY_S) if self.follower is not None else left)
+
+    def close(self) -> None:
+        """The last minute is left to finish on its own (detached: nobody waits for it here)."""
+        child = self.child
+        if child is not None and child.poll() is None:
+            child.returncode = 0
 
 
 def serve(
     on_start: Callable[[str], None] | None = None, echo: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
     """Run until SIGTERM or Ctrl-C; returns counts for the envelope. ``echo``: each line the tick log gains
-    meanwhile (serve's own and its ticks')."""
-    knobs.require_all()  # every tick serve starts gets its knobs: a bad one stops serve before it starts
+    meanwhile (serve's own and its minutes')."""
+    knobs.require_all()  # every minute serve starts gets its knobs: a bad one stops serve before it starts
     interval = interval_s()
     server = Server(echo=echo)
     unsafe = home_unsafe(server.home)
@@ -245,7 +188,10 @@ def serve(
     server.noted = True
     server.say(f"starts, ticking every {interval:g} s")
     if on_start:
-        on_start(f"croft serve: ticking this user's serve projects every {interval:g} s; Ctrl-C stops.")
+        on_start(
+            f"croft serve: ticking this user's projects every {interval:g} s (a croft tick --all each time);"
+            " Ctrl-C stops."
+        )
     try:
         server.run(stop, interval)
     finally:
@@ -254,25 +200,5 @@ def serve(
         serve_path(server.home).unlink(missing_ok=True)
         server.say("stops")
         server.follow()
-        for child in server.children.values():
-            child.poll()
-            if child.returncode is None:
-                child.returncode = 0  # detached: it finishes on its own, nobody waits here
+        server.close()
     return {"ticks": server.ticks, "started": server.started, "intervalMs": int(interval * 1000)}
-
-
-def serve_path(home: Path | None = None) -> Path:
-    """``<CROFT_HOME>/serve.json``: the live croft serve (pid + start time, so a recycled pid is not taken for it)."""
-    return (home or croft_home()) / "serve.json"
-
-
-def write_serve(home: Path | None = None) -> None:
-    write_atomic(serve_path(home), current().to_dict())
-
-
-def serve_alive(home: Path | None = None) -> bool:
-    note = read_object(serve_path(home))
-    if not note or not isinstance(note.get("pid"), int):
-        return False
-    who = ProcessIdentity(pid=note["pid"], start=note.get("procStart"), boot=note.get("bootId"))
-    return is_alive(who)

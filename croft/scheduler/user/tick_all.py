@@ -1,8 +1,10 @@
-"""``croft tick --all``: the full per-user minute, for every project of this user.
+"""``croft tick --all``: the full per-user minute, for every project of this user; the one per-user ticker.
 
-The OS job's minute reaches it only when the minute gate (``scheduler.user.gate``) could not settle it
-from the wake file; at its end it leaves that file again when the minute only beat (``_leave_wake``).
-It reads the registry, prunes it, and ticks each ``os-job`` project whose scheduling is on. A project
+Two processes start it, each as the same command: the OS job, and ``croft serve`` (``user.serve``) on a
+machine without one. Its minute reaches this module only when the minute gate (``scheduler.user.gate``)
+could not settle it from the wake file; at its end it leaves that file again when the minute only beat
+(``_leave_wake``). It reads the registry, prunes it, and ticks each project whose scheduling is on: an
+``os-job`` one always, a ``--no-os-job`` one only while a croft serve is alive (``_ours``). A project
 whose idle memo still holds (nothing changed, nothing can be due) only needs its heartbeat, so that is
 written here, in-process, by the project tick's own idle check instead of a new interpreter. The
 others get the real project tick, handed to a few workers (``scheduler.user.fulltick``), so a minute
@@ -22,10 +24,10 @@ from __future__ import annotations
 import contextlib
 import os
 
-from croft.core import clock
+from croft.core import clock, knobs
 from croft.core.disk import folder_problem
 from croft.core.paths import home_text, path_text
-from croft.core.problems import CroftError
+from croft.core.problems import CroftError, Problem, problem
 from croft.scheduler.heartbeat import write_user_beats
 from croft.scheduler.ticklog import TickLog, project_names
 from croft.scheduler.user.freshcache import FreshCache, look
@@ -41,10 +43,43 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-__all__ = ["tick_all", "ticked_lately"]
+__all__ = ["minute", "tick_all", "ticked_lately"]
 
 PRUNE_LOCK_S = 2.0
 SOURCE = "tick-all"  # whose incidents these are (scheduler.incidents)
+SERVED = "ticks from croft serve"  # a --no-os-job project while no croft serve is alive
+
+
+def _ours(via: str | None, serving: bool) -> bool:
+    """Whether a project turned on ``via`` the OS job or croft serve is this minute's to tick: an OS-job
+    project always, a ``--no-os-job`` one only while a croft serve is alive, whichever process (the OS
+    job or that serve) started the minute. The minute lock keeps two minutes from ticking it at once."""
+    return via != "serve" or serving
+
+
+def _serving(home: str) -> bool:
+    """Whether a croft serve of this home is alive (``user.servenote``)."""
+    from croft.scheduler.user.servenote import serve_alive  # lazy: only a home with a serve project
+
+    return serve_alive(home)
+
+
+def minute() -> tuple[dict[str, Any], list[Problem]]:
+    """The minute as the command runs it: (what it did, its problems). Never raises: a bad knob or an
+    unreadable registry is a problem, and a crash is a traceback in the tick log and INTERNAL_ERROR."""
+    try:
+        knobs.require_all()  # the knobs go on to every tick and run it starts: a bad one stops it here
+        data = tick_all()
+        return data, data.pop("problems", [])
+    except CroftError as exc:
+        return {}, [exc.problem, *exc.extra]
+    except Exception as exc:  # the job must log and end, never hang or lose the reason
+        import traceback
+
+        trace = "".join(traceback.format_exception(exc)).rstrip()
+        TickLog.of(home_text()).write(clock.to_iso(clock.now()), "tick failed: " + trace)
+        message = f"croft tick --all failed: {type(exc).__name__}: {exc}"
+        return {}, [problem("INTERNAL_ERROR", message, "The traceback is in the tick log; please report it.")]
 
 
 def tick_all(home: str | os.PathLike[str] | None = None) -> dict[str, Any]:
@@ -110,7 +145,8 @@ def _minute(
     cache = SettingCache(os.path.join(home, "tick-cache.json"))
     idle = IdleCache(os.path.join(home, "idle-cache.json"))  # behind the gate: every file, every minute
     fresh = FreshCache(os.path.join(home, "fresh-cache.json"))
-    stamps = _stamps(home, registry, entries, idle)
+    serving = _serving(home) if any(e.via == "serve" for e in entries) else False
+    stamps = _stamps(home, registry, entries, idle, serving)
     full: list[str] = []
     pings: list[tuple[str, str]] = []
     names: dict[str, str] = {}  # every line about a project names it, short: listed at the first line
@@ -123,7 +159,7 @@ def _minute(
     for entry in entries:
         say = _naming(note, entry.root, name_of)
         try:
-            _one(entry, now, cache, idle, fresh, out, say, full, pings, home)
+            _one(entry, now, cache, idle, fresh, out, say, full, pings, home, serving)
         except Exception as exc:  # one broken project never stops the others
             say(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
             out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
@@ -156,7 +192,7 @@ def _minute(
                 note(f"{name_of(root)}: tick started (pid {pid})")
                 out["started"].append({"root": root, "pid": pid})
 
-            for root, answer in full_ticks(full, home, handle, env, started).items():
+            for root, answer in full_ticks(full, home, handle, env, started, name_of=name_of).items():
                 if answer.get("error"):
                     note(f"{name_of(root)}: tick not finished: {answer['error']}")
                 elif answer.get("ping"):
@@ -167,14 +203,16 @@ def _minute(
         ping_many([(url, state, _redactor_of(state)) for url, state in pings])
 
 
-def _stamps(home: str, registry: Registry, entries: list[Entry], idle: IdleCache) -> Stamps:
+def _stamps(home: str, registry: Registry, entries: list[Entry], idle: IdleCache, serving: bool) -> Stamps:
     """The stamps of the minute's start, for the wake file (``scheduler.user.wakefile``)."""
     known: dict[str, tuple[list[str], list[str]]] = {}
     for entry in entries:
-        memo = idle.entries.get(entry.root) if entry.via == "os-job" else None
+        if not _ours(entry.via, serving):  # not this minute's: serve.json's stamp says when it becomes so
+            continue
+        memo = idle.entries.get(entry.root)
         if isinstance(memo, list) and len(memo) == 8:
             known[entry.root] = (list(memo[5]), list(memo[6]))
-        elif entry.via == "os-job":  # no memo (its scheduling is off, say): its folder, config and history
+        else:  # no memo (its scheduling is off, say): its folder, config and history
             known[entry.root] = ([], [])
     return Stamps(home, os.path.join(home, "projects.json"), known)
 
@@ -193,7 +231,7 @@ def _leave_wake(
     instant of any project's idle window end and next freshness look, and what was stamped at the start.
     Any other minute removes it."""
     beaten = [b["root"] for b in out["beat"]]
-    served = {s["root"] for s in out["skipped"] if s.get("reason") == "ticks from croft serve"}
+    served = {s["root"] for s in out["skipped"] if s.get("reason") == SERVED}
     off = [s["root"] for s in out["skipped"] if s.get("reason") == "scheduling is off"]
     instants: list[str] = []
     ok = not (full or pings or out["problems"] or out["notes"] or out["started"])
@@ -289,10 +327,11 @@ def _one(
     full: list[str],
     pings: list[tuple[str, str]],
     home: str,
+    serving: bool,
 ) -> None:
     stamp = out["at"]
-    if entry.via != "os-job":
-        out["skipped"].append({"root": entry.root, "reason": "ticks from croft serve"})
+    if not _ours(entry.via, serving):
+        out["skipped"].append({"root": entry.root, "reason": SERVED})
         return
     # The idle stamp holds the owner and mode of every part the trust check reads, taken when it passed
     # (``check`` below runs only for a trusted project): unchanged, the project is as trusted as it was,
@@ -318,7 +357,7 @@ def _one(
     reason = None
     if trouble is None:
         try:
-            reason = _skip_reason(entry, now, cache, state_dir)
+            reason = _skip_reason(entry, now, cache, state_dir, serving)
         except CroftError as exc:  # its runs.sqlite cannot be read: not "off", a problem with its fix
             trouble = exc.problem
     if trouble is not None:
@@ -377,7 +416,7 @@ def _beat(
         pings.append((url, os.path.join(entry.root, ".croft")))
 
 
-def _skip_reason(entry: Entry, now: Any, cache: SettingCache, state_dir: Path) -> str | None:
+def _skip_reason(entry: Entry, now: Any, cache: SettingCache, state_dir: Path, serving: bool) -> str | None:
     """Why a present-or-not os-job project is not ticked this minute, or None; CroftError (with its fix)
     when its state folder (a relocated one) cannot take a write or its setting cannot be read."""
     state, why = presence(entry.root)
@@ -390,7 +429,7 @@ def _skip_reason(entry: Entry, now: Any, cache: SettingCache, state_dir: Path) -
     from croft.scheduler.setting import effective_state  # lazy: an idle minute reads no setting
 
     setting = cache.read(state_dir)
-    if setting.via == "serve":
-        return "ticks from croft serve"
+    if not _ours(setting.via, serving):
+        return SERVED
     current = effective_state(setting, now)
     return None if current == "on" else f"scheduling is {current}"

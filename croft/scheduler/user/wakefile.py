@@ -24,6 +24,7 @@ from croft.scheduler.user.trusted import HOME_FILES, PART_NAMES
 __all__ = ["Stamps", "forget", "write"]
 
 RACY_NS = 50_000_000
+SERVE_NOTE = "serve.json"  # servenote.NOTE (checked by a test: the minute's path loads no pathlib)
 FIXED = (".croft/runs.sqlite",)
 WALS = (".croft/runs.sqlite-wal",)
 RARELY = frozenset({"lib"})  # usually absent: stamped only when there (the root's stamp shows it come)
@@ -39,7 +40,8 @@ class Stamps:
     def __init__(self, home: str, registry_path: str, projects: dict[str, tuple[list[str], list[str]]]):
         self.home = home
         self.projects = projects
-        self.full: list[str] = [registry_path, f"{home}/{FOLDER}"]
+        # serve.json: a croft serve coming or going changes which projects are the minute's (tick_all._ours)
+        self.full: list[str] = [registry_path, f"{home}/{FOLDER}", f"{home}/{SERVE_NOTE}"]
         self.trust: list[str] = []
         self.wals: list[str] = [f"{home}/slots.sqlite-wal"]
         self.full += [f"{home}/{name}" for name in HOME_FILES if name not in REWRITTEN]

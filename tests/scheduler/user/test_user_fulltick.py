@@ -53,7 +53,8 @@ def test_a_project_tick_that_hangs_is_left_and_the_others_are_ticked(
     script.parent.mkdir()
     script.write_text(
         "#!/bin/sh\n"
-        "while IFS= read -r root; do\n"
+        "while IFS= read -r line; do\n"
+        """  root=$(printf '%s' "$line" | sed -e 's/^{"root": "//' -e 's/", "name": .*//')\n"""
         '  case "$(basename "$root")" in stuck) sleep 30;; esac\n'
         f'  touch "{record}/$(basename "$root")"\n'
         """  printf '{"root": "%s", "exited": null, "ping": null, "error": null}\\n' "$root"\n"""

@@ -8,60 +8,66 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import IO
 
 import pytest
 from schedulekit import scheduled
 from waiting import wait_for
 
+from croft.core import children
 from croft.core.clock import parse_instant
 from croft.scheduler import heartbeat
 from croft.scheduler.user.registry import Registry
-from croft.scheduler.user.serve import Server
+from croft.scheduler.user.serve import Server, minute_argv, next_boundary
 
 pytestmark = pytest.mark.processes
 
 NOW = "2026-03-01T12:00:00Z"
 
 
-def test_server_skips_a_project_while_its_previous_tick_lives(tmp_path: Path, _croft_home: Path) -> None:
-    on = scheduled(tmp_path / "on", "on", via="serve")
-    off = scheduled(tmp_path / "off", "off")
-    osjob = scheduled(tmp_path / "osjob", "on")
-    reg = Registry()
-    reg.add(on, "serve", parse_instant(NOW))
-    reg.add(off, "serve", parse_instant(NOW))
-    reg.add(osjob, "os-job", parse_instant(NOW))
-    started: list[subprocess.Popen[bytes]] = []
-
-    def slow(root: str, log: IO[bytes], env: dict[str, str], name: str) -> subprocess.Popen[bytes]:
-        child = subprocess.Popen(["sleep", "0.6"], stdout=log, stderr=subprocess.STDOUT)
-        started.append(child)
-        return child
-
-    server = Server(spawn=slow)
-    first = server.tick_once()
-    assert {Path(e["root"]).name: e["action"] for e in first} == {"on": "started", "off": "off"}
-    assert server.tick_once()[0]["action"] == "previous_alive"
-    started[0].wait()
-    assert server.tick_once()[0]["action"] == "started"
-    started[-1].wait()
+def test_a_minute_whose_previous_one_is_still_at_work_is_left_to_it(_croft_home: Path) -> None:
+    """serve never runs two minutes at once: while the croft tick --all it started last is alive, the next
+    minute starts nothing and says so; once it ended, the next minute starts."""
+    server = Server(_croft_home)
+    busy = subprocess.Popen(["sleep", "30"])
+    try:
+        server.child = busy
+        assert server.minute() == "previous_alive" and server.child is busy and server.started == 0
+    finally:
+        busy.kill()
+        busy.wait()
+    assert server.minute() == "started" and server.child is not busy
+    assert server.child is not None and server.child.wait(timeout=60) == 0  # an empty registry: at once
     log = (_croft_home / "logs" / "tick.log").read_text()
-    assert ": on: previous tick (pid" in log and "still running; skipped" in log  # named by its folder
+    assert f"the previous minute (pid {busy.pid}) is still at work; this one is left to it" in log
+    assert server.ticks == 2 and server.started == 1
 
 
-def test_a_failing_round_is_logged_and_the_next_one_runs(tmp_path: Path, _croft_home: Path) -> None:
-    reg = Registry()
-    reg.add(scheduled(tmp_path / "on", "on", via="serve"), "serve", parse_instant(NOW))
+def test_a_minute_is_the_os_jobs_command_as_a_process_of_its_own(
+    _croft_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What serve starts each minute is `croft tick --all` with this interpreter (a fresh process: an
+    upgraded croft is the next minute's), in croft's home, its output appended to the tick log; a minute
+    that cannot start is a line, and the next one tries again."""
+    assert minute_argv() == [sys.executable, "-P", "-m", "croft", "tick", "--all"]
+    server = Server(_croft_home)
+    monkeypatch.setattr(children.sys, "executable", str(_croft_home / "no-python"))
+    assert server.minute() == "spawn_failed" and server.child is None
+    assert "could not start this minute: " in (_croft_home / "logs" / "tick.log").read_text()
+    monkeypatch.undo()
+    (_croft_home / "projects.json").write_text("[{")  # a registry the minute cannot read: its own line
+    assert server.minute() == "started"
+    assert server.child is not None and server.child.wait(timeout=60) != 0
+    assert "tick failed: " in (_croft_home / "logs" / "tick.log").read_text()
 
-    def broken(root: str, log: IO[bytes], env: dict[str, str], name: str) -> subprocess.Popen[bytes]:
-        raise RuntimeError("boom")
 
-    server = Server(spawn=broken)
-    assert server.tick_once()[0]["action"] == "failed: boom"
-    (_croft_home / "projects.json").write_text("[{")  # even an unreadable registry
-    assert server.tick_once()[0]["action"].startswith("failed: ")
-    assert "tick failed: RuntimeError: boom" in (_croft_home / "logs" / "tick.log").read_text()
+@pytest.mark.parametrize(
+    ("now_ms", "every_ms", "boundary_ms"),
+    [(90_500, 60_000, 120_000), (120_000, 60_000, 180_000), (1200, 400, 1600)],
+)
+def test_the_next_minute_starts_at_the_next_boundary_of_the_wall_clock(
+    now_ms: int, every_ms: int, boundary_ms: int
+) -> None:
+    assert next_boundary(now_ms * 1_000_000, every_ms) == boundary_ms * 1_000_000
 
 
 def test_croft_serve_ticks_at_start_and_each_interval_and_exits_0_on_sigterm(
@@ -69,7 +75,7 @@ def test_croft_serve_ticks_at_start_and_each_interval_and_exits_0_on_sigterm(
 ) -> None:
     project = scheduled(tmp_path / "with space", "on", via="serve")
     Registry().add(project, "serve", parse_instant(NOW))
-    env = os.environ | {"CROFT_SERVE_INTERVAL_MS": "400"}
+    env = os.environ | {"CROFT_SERVE_INTERVAL_MS": "400", "CROFT_NOW": NOW}
     proc = subprocess.Popen(
         [sys.executable, "-m", "croft", "serve", "--json"],
         env=env,
@@ -79,31 +85,28 @@ def test_croft_serve_ticks_at_start_and_each_interval_and_exits_0_on_sigterm(
     )
     log = _croft_home / "logs" / "tick.log"
 
-    def three_rounds() -> bool:
-        text = log.read_text() if log.exists() else ""
-        ticked = heartbeat.last_heartbeat(project / ".croft") is not None  # a real project tick beat
-        return (
-            text.count(f"{project.name}: tick started") + text.count("still running; skipped") >= 3 and ticked
-        )
+    def beaten_later() -> bool:
+        """A real project tick beat, and a later minute beat the project in-process (its idle check held)."""
+        beats = _croft_home / "idle-beats.json"
+        ticked = heartbeat.last_heartbeat(project / ".croft") is not None
+        return ticked and beats.exists() and str(project) in json.loads(beats.read_text())["roots"]
 
     def logged() -> str:
         return log.read_text() if log.exists() else "(none)"
 
     try:
-        wait_for(
-            three_rounds, lambda: "three rounds of croft serve and a real tick's heartbeat; log: " + logged()
-        )
-        assert heartbeat.last_heartbeat(project / ".croft") is not None, log.read_text()
+        wait_for(beaten_later, lambda: "a real tick's heartbeat, then an idle minute's; log: " + logged())
         assert (_croft_home / "serve.json").exists()
     finally:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     envelope = json.loads(out)
-    assert envelope["ok"] and envelope["data"]["intervalMs"] == 400 and envelope["data"]["ticks"] >= 3
+    assert envelope["ok"] and envelope["data"]["intervalMs"] == 400 and envelope["data"]["ticks"] >= 2
     text = log.read_text()
+    assert text.count(f"{project.name}: tick started") == 1  # the first minute; the others beat in-process
     own = [line for line in text.splitlines() if f"croft serve (pid {proc.pid})" in line]
-    # serve's own last word is "stops"; a detached project tick it started may still append after it
+    # serve's own last word is "stops"; a minute it started may still append after it
     assert own[0].endswith("starts, ticking every 0.4 s") and own[-1].endswith("stops")
     assert not (_croft_home / "serve.json").exists()
 
@@ -164,11 +167,12 @@ def test_doctor_interpreter_check_runs_it(tmp_path: Path) -> None:
 def test_a_running_serve_puts_back_its_note_when_it_is_lost(_croft_home: Path, damage: bytes) -> None:
     """serve.json says which croft serve is alive (doctor reads it): lost or garbled while serve runs, the
     next round writes it again, so doctor never says "none is running" about a serve that is."""
-    from croft.scheduler.user.serve import Server, serve_alive, serve_path
+    from croft.scheduler.user.servenote import serve_alive, serve_path
 
-    server = Server(_croft_home, spawn=lambda *a: (_ for _ in ()).throw(AssertionError("no project to tick")))
+    server = Server(_croft_home)
     server.noted = True  # as serve() sets it once it has written the note
     serve_path(_croft_home).write_bytes(damage)
     assert not serve_alive(_croft_home)
-    server.tick_once()
+    assert server.minute() == "started"
     assert serve_alive(_croft_home)
+    assert server.child is not None and server.child.wait(timeout=60) == 0

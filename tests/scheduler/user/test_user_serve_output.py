@@ -1,6 +1,7 @@
 """``croft serve`` in a container: what it does shows on its standard output (``docker logs``), line for line
 as the tick log has it: its own lines and those of the real project ticks it starts. With ``--json`` the
-lines go to standard error and standard output stays the one envelope."""
+lines go to standard error and standard output stays the one envelope. The lines of a project tick are
+written by the worker its minute handed it to, as the OS job's minute has them."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def test_croft_serve_prints_each_ticks_lines_as_the_tick_log_has_them(
     try:
         wait_for(
             lambda: (
-                sum("shop: tick started" in line for line in seen) >= 2
+                any("shop: tick started" in line for line in seen)
                 and any(line.split(" ", 1)[-1].startswith("shop: tick:") for line in seen)
             ),
             lambda: f"serve's own lines and a project tick's; printed: {seen}",
@@ -95,6 +96,6 @@ def test_croft_serve_prints_each_ticks_lines_as_the_tick_log_has_them(
     assert any(line.endswith(f"croft serve (pid {proc.pid}): stops") for line in printed)
     if as_json:
         envelope = json.loads(out)  # standard output is the one envelope
-        assert envelope["ok"] and envelope["data"]["started"] >= 2
+        assert envelope["ok"] and envelope["data"]["started"] >= 1
     else:
         assert out.startswith("croft serve: ticking")  # standard error: the banner alone

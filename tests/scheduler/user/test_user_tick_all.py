@@ -56,7 +56,8 @@ def fake_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     script.parent.mkdir()
     script.write_text(
         "#!/bin/sh\n"
-        "while IFS= read -r root; do\n"
+        "while IFS= read -r line; do\n"
+        """  root=$(printf '%s' "$line" | sed -e 's/^{"root": "//' -e 's/", "name": .*//')\n"""
         '  cd "$root" || continue\n'
         f'  out="{record}/$(basename "$PWD")"\n'
         '  printf "%s\\n" "$@" > "$out.args"\n'

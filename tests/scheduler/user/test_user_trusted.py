@@ -32,19 +32,11 @@ from croft.scheduler.user import fulltick
 from croft.scheduler.user import serve as userserve
 from croft.scheduler.user import tick_all as usertick
 from croft.scheduler.user.registry import Registry
+from croft.scheduler.user.servenote import serve_path, write_serve
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe
 
 NOW = "2026-03-01T12:00:00Z"
 OTHER = 65534
-
-
-class Child:
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.returncode: int | None = None
-
-    def poll(self) -> int | None:
-        return 0
 
 
 @pytest.fixture
@@ -249,26 +241,32 @@ def test_another_users_project_is_taken_off_the_schedule_without_writing_into_it
     assert (history.read_bytes(), history.stat().st_mtime_ns) == before
 
 
-def test_serve_skips_an_unsafe_project_and_refuses_an_unsafe_home(
-    tmp_path: Path, _croft_home: Path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("CROFT_NOW", NOW)
+def test_serves_minute_skips_an_unsafe_project_and_serve_refuses_an_unsafe_home(
+    tmp_path: Path, started: list[str], _croft_home: Path
+) -> None:
+    """While a croft serve is alive (this process, by its note), the minute ticks the --no-os-job projects
+    with the same trust check as any; serve's minute in an unsafe home starts nothing and writes nothing."""
     mine = on(tmp_path / "mine", via="serve")
     shared = on(tmp_path / "shared", via="serve")
     (shared / "lib").mkdir()
     (shared / "lib").chmod(0o777)
-    spawned: list[str] = []
-    server = userserve.Server(spawn=lambda root, log, env, name: spawned.append(root) or Child(1))  # type: ignore[func-returns-value]
-    events = {e["root"]: e["action"] for e in server.tick_once()}
-    assert events == {str(mine): "started", str(shared): "unsafe_permissions"} and spawned == [str(mine)]
+    assert usertick.tick_all()["skipped"] == [
+        {"root": str(mine), "reason": "ticks from croft serve"},
+        {"root": str(shared), "reason": "ticks from croft serve"},
+    ]  # no croft serve alive: not this minute's
+    write_serve(_croft_home)  # this process is the live croft serve
+    result = usertick.tick_all()
+    assert started == [str(mine)] and [s["path"] for s in result["skipped"]] == [str(shared / "lib")]
     assert f"shared: not ticked, croft does not trust {shared / 'lib'}" in log_of(_croft_home)
     _croft_home.chmod(0o777)
     size = (_croft_home / "logs" / "tick.log").stat().st_size
-    assert server.tick_once()[0]["action"].startswith("refused: ")
-    assert (_croft_home / "logs" / "tick.log").stat().st_size == size and spawned == [str(mine)]
+    server = userserve.Server(_croft_home)
+    assert server.minute().startswith("refused: ") and server.child is None
+    assert (_croft_home / "logs" / "tick.log").stat().st_size == size
+    serve_path(_croft_home).unlink()
     with pytest.raises(CroftError) as err:
         userserve.serve()
-    assert err.value.code == "UNSAFE_PERMISSIONS" and not (_croft_home / "serve.json").exists()
+    assert err.value.code == "UNSAFE_PERMISSIONS" and not serve_path(_croft_home).exists()
 
 
 @pytest.mark.processes
