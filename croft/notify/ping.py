@@ -16,7 +16,6 @@ import ssl
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,6 @@ __all__ = [
     "AT_ONCE",
     "GRACE_S",
     "PING_TIMEOUT_S",
-    "Pinged",
     "is_loopback",
     "ping",
     "ping_logged",
@@ -41,15 +39,6 @@ PING_TIMEOUT_S = 3.0
 GRACE_S = 1.0  # beyond the socket timeout, for the whole request (or the whole minute's batch)
 AT_ONCE = 16  # pings in flight side by side: they wait on the network, and each holds a socket
 AGENT = f"croft/{__version__}"
-
-
-@dataclass(frozen=True)
-class Pinged:
-    """What one ping got: ``http_status`` of the answer, ``error`` a one-line reason when not ``ok``."""
-
-    ok: bool
-    http_status: int | None = None
-    error: str | None = None
 
 
 def is_loopback(url: str) -> bool:
@@ -90,9 +79,9 @@ def _openers(urls: Sequence[str]) -> dict[bool, urllib.request.OpenerDirector]:
     }
 
 
-def _get(url: str, timeout: float, body: bytes | None, opener: urllib.request.OpenerDirector) -> Pinged:
-    """One GET, or with ``body`` a POST of it as plain text (a run ping's failure carries its log tail):
-    its status, the answer's body never read; never raises."""
+def _get(url: str, timeout: float, body: bytes | None, opener: urllib.request.OpenerDirector) -> str | None:
+    """One GET, or with ``body`` a POST of it as plain text (a run ping's failure carries its log tail),
+    the answer's body never read: None when it answered 2xx, else why not, in one line; never raises."""
     headers = {"User-Agent": AGENT}
     if body is not None:
         headers["Content-Type"] = "text/plain; charset=utf-8"
@@ -100,17 +89,17 @@ def _get(url: str, timeout: float, body: bytes | None, opener: urllib.request.Op
         request = urllib.request.Request(
             url, data=body, method="GET" if body is None else "POST", headers=headers
         )
-        with opener.open(request, timeout=timeout) as response:
-            return Pinged(True, response.status)
+        with opener.open(request, timeout=timeout):
+            return None  # urllib raises HTTPError for any answer but a 2xx
     except urllib.error.HTTPError as exc:
         exc.close()
-        return Pinged(False, exc.code, f"HTTP {exc.code}")
+        return f"HTTP {exc.code}"
     except Exception as exc:  # urllib's URLError, a socket's OSError, http.client's own (a bad status line)
         reason = getattr(exc, "reason", exc)
         if isinstance(reason, TimeoutError) or "timed out" in str(reason):
-            return Pinged(False, None, f"no answer within {timeout:g} s")
+            return f"no answer within {timeout:g} s"
         name = type(reason).__name__ if isinstance(reason, BaseException) else type(exc).__name__
-        return Pinged(False, None, f"{name}: {scrub_urls(str(reason).replace(url, host_of(url)))}")
+        return f"{name}: {scrub_urls(str(reason).replace(url, host_of(url)))}"
 
 
 def _timeout() -> float:
@@ -118,15 +107,15 @@ def _timeout() -> float:
     return min(timeout_seconds(PING_TIMEOUT_S), PING_TIMEOUT_S)
 
 
-def ping(url: str, timeout: float | None = None, body: bytes | None = None) -> Pinged:
-    """GET (or POST ``body`` to) ``url``: ``timeout`` seconds per socket wait and one more second in all;
-    never raises."""
+def ping(url: str, timeout: float | None = None, body: bytes | None = None) -> str | None:
+    """GET (or POST ``body`` to) ``url``: ``timeout`` seconds per socket wait and one more second in all.
+    None when it answered, else why not (``HTTP 404``, ``no answer within 4 s``, ...); never raises."""
     timeout = _timeout() if timeout is None else timeout
     opener = _openers([url])[is_loopback(url)]
     try:
         return within(timeout + GRACE_S, lambda: _get(url, timeout, body, opener))
     except Late:
-        return Pinged(False, None, f"no answer within {timeout + GRACE_S:g} s")
+        return f"no answer within {timeout + GRACE_S:g} s"
 
 
 def ping_logged(url: str, state_dir: str | os.PathLike[str], redactor: Any = None) -> bool:
@@ -136,8 +125,7 @@ def ping_logged(url: str, state_dir: str | os.PathLike[str], redactor: Any = Non
     the idle tick, which has no project loaded, reads ``.env`` only when there is something to log.
     """
     try:
-        outcome = ping(url)
-        error = outcome.error if not outcome.ok else None
+        error = ping(url)
     except (Exception, KeyboardInterrupt) as exc:
         error = f"{type(exc).__name__}: {exc}"
     return _told(url, state_dir, redactor, error)
@@ -160,7 +148,7 @@ def ping_many(targets: Sequence[tuple[str, str | os.PathLike[str], Any]]) -> lis
         elif isinstance(outcome, Late):
             error = f"no answer within {bound:g} s"
         else:
-            error = None if outcome.ok else outcome.error
+            error = outcome
         answered.append(_told(url, state_dir, redactor, error))
     return answered
 
