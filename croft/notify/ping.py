@@ -17,8 +17,9 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from functools import partial
+from http.client import HTTPMessage
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 from croft import __version__
@@ -58,7 +59,15 @@ def is_loopback(url: str) -> bool:
 class _Redirects(urllib.request.HTTPRedirectHandler):
     """Follows a redirect as urllib does, with its body closed unread (urllib would read all of it)."""
 
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
         new = super().redirect_request(req, fp, code, msg, headers, newurl)
         if new is not None:
             fp.close()  # what urllib reads next is what is left of a closed answer: nothing
@@ -70,13 +79,14 @@ def _openers(urls: Sequence[str]) -> dict[bool, urllib.request.OpenerDirector]:
     proxies). Made per batch, since urllib reads the proxies when an opener is built; with one TLS
     context for every ``https://`` ping of it, which urllib would otherwise load the system's
     certificates for once per ping."""
-    handlers: list[urllib.request.BaseHandler] = [_Redirects()]
-    if any(url[:6].lower() == "https:" for url in urls):
-        handlers.append(urllib.request.HTTPSHandler(context=ssl.create_default_context()))
-    return {
-        False: urllib.request.build_opener(*handlers),
-        True: urllib.request.build_opener(*handlers, urllib.request.ProxyHandler({})),
-    }
+    tls = ssl.create_default_context() if any(url[:6].lower() == "https:" for url in urls) else None
+
+    def opener(*extra: urllib.request.BaseHandler) -> urllib.request.OpenerDirector:
+        """Handlers of its own: a redirect is followed by the opener its handler belongs to."""
+        https = [urllib.request.HTTPSHandler(context=tls)] if tls is not None else []
+        return urllib.request.build_opener(_Redirects(), *https, *extra)
+
+    return {False: opener(), True: opener(urllib.request.ProxyHandler({}))}
 
 
 def _get(url: str, timeout: float, body: bytes | None, opener: urllib.request.OpenerDirector) -> str | None:

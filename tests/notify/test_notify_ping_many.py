@@ -175,19 +175,26 @@ def _no_proxy_set(monkeypatch) -> None:
 
 
 def test_pings_go_through_the_environments_proxy_and_loopback_ones_around_it(server, tmp_path, monkeypatch):
-    """``http_proxy`` carries a ping to another host (the local server plays the proxy: it gets the
-    absolute URL); a loopback URL skips a dead proxy, as the webhook does; a dead proxy is a miss."""
+    """``http_proxy`` carries a ping to another host, and the redirect it gets (the local server plays the
+    proxy: it gets the absolute URL); a loopback URL skips a dead proxy, as the webhook does; a dead proxy
+    is a miss."""
     server.route("GET", "/abc", server.reply(200, "ok"))
+    server.route(
+        "GET", "/moved", server.reply(302, "", {"Location": "http://hc-ping.example/abc?uuid=moved"})
+    )
     server.route("GET", "/ping", server.reply(200, "ok"))
     _no_proxy_set(monkeypatch)
     monkeypatch.setenv("http_proxy", server.base_url)
     targets = [
         ("http://hc-ping.example/abc?uuid=s3cret", tmp_path / "proxied", None),
         (server.url("/ping"), tmp_path / "loopback", None),
+        ("http://hc-ping.example/moved", tmp_path / "moved", None),
     ]
-    assert ping_many(targets) == [True, True]
-    (proxied,) = server.requests_to("/abc")
-    assert proxied.headers["host"] == "hc-ping.example" and proxied.query == {"uuid": "s3cret"}
+    assert ping_many(targets) == [True, True, True]
+    proxied = server.requests_to("/abc")
+    assert {r.headers["host"] for r in proxied} == {"hc-ping.example"}
+    assert sorted(r.query["uuid"] for r in proxied) == ["moved", "s3cret"]
+    targets = targets[:2]
 
     dead = _closed_port()
     monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{dead}")
