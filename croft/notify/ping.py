@@ -109,7 +109,22 @@ def _get(url: str, timeout: float, body: bytes | None, opener: urllib.request.Op
         if isinstance(reason, TimeoutError) or "timed out" in str(reason):
             return f"no answer within {timeout:g} s"
         name = type(reason).__name__ if isinstance(reason, BaseException) else type(exc).__name__
-        return f"{name}: {scrub_urls(str(reason).replace(url, host_of(url)))}"
+        return f"{name}: {_said(reason, url)}"
+
+
+def _said(reason: object, url: str) -> str:
+    """The reason's words with the URL said by its host only and no piece of its path or query quoted
+    (urllib quotes a bad one): a ping URL is its project's secret."""
+    text = str(reason).replace(url, host_of(url))
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return scrub_urls(text)
+    target = f"{parts.path}?{parts.query}" if parts.query else parts.path
+    for piece in (target, parts.path, parts.query):
+        if len(piece) > 1:
+            text = text.replace(piece, "…")
+    return scrub_urls(text)
 
 
 def _timeout() -> float:

@@ -59,6 +59,8 @@ def test_every_ping_arrives_and_each_miss_is_logged_redacted_in_its_own_project(
     expected.append(False)
     targets.append((f"http://localhost:{port}/gone?uuid=s3cret", tmp_path / "gone-by-name", _hide("404")))
     expected.append(False)
+    targets.append((f"http://127.0.0.1:{port}/a space/gone?uuid=s3cret", tmp_path / "spaced", None))
+    expected.append(False)  # urllib refuses it, quoting its path and query
 
     assert ping_many(targets) == expected
     arrived = sorted(r.query["n"] for r in server.requests_to("/ping"))
@@ -74,6 +76,8 @@ def test_every_ping_arrives_and_each_miss_is_logged_redacted_in_its_own_project(
         )
     (line,) = _log(tmp_path / "refused")
     assert f"ping 127.0.0.1:{refused}: ConnectionRefusedError" in line
+    (line,) = _log(tmp_path / "spaced")
+    assert " - ping 127.0.0.1:" in line and ": InvalidURL: " in line
     everything = "".join(p.read_text() for p in tmp_path.rglob("notify.log"))
     assert "s3cret" not in everything and "/gone" not in everything
 
