@@ -148,8 +148,7 @@ def _run_pings(project: Project) -> list[tuple[str | None, str]]:
 
 
 def _ping(url: str, body: str | None) -> str | None:
-    outcome = ping(url, body=None if body is None else body.encode("utf-8"))
-    return None if outcome.ok else outcome.error or "no answer"
+    return ping(url, body=None if body is None else body.encode("utf-8"))
 
 
 def _sent_or_why(outcome: str) -> str | None:

@@ -70,13 +70,11 @@ class RunPings:
                 return
             url = ping_url(base, event)
             data = None if body is None else body.encode("utf-8")
-            outcome = ping(url, body=data)
+            error = ping(url, body=data)
             if is_dry():
-                record(state, {"runId": self.run_id, "kind": "runPing", "event": event, "ok": outcome.ok})
-            if not outcome.ok:
-                log_miss(
-                    state, self.run_id, f"run ping {host_of(url)} ({event}): {outcome.error}", self._redact()
-                )
+                record(state, {"runId": self.run_id, "kind": "runPing", "event": event, "ok": error is None})
+            if error is not None:
+                log_miss(state, self.run_id, f"run ping {host_of(url)} ({event}): {error}", self._redact())
         except Exception as exc:
             log_miss(state, self.run_id, f"run ping ({event}): {type(exc).__name__}", self._redact())
 

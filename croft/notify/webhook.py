@@ -18,9 +18,9 @@ import httpx
 
 from croft.core import clock
 from croft.core.retry_after import parse_retry_after
-from croft.notify.deadline import Late, within
+from croft.notify.deadline import Late, timeout_seconds, within
 from croft.notify.log import host_of, scrub_urls
-from croft.notify.ping import is_loopback, timeout_seconds
+from croft.notify.ping import is_loopback
 
 __all__ = ["ATTEMPTS", "Delivery", "post", "sign"]
 
