@@ -28,6 +28,7 @@ from typing import Any
 from croft.core import clock
 from croft.core.problems import CroftError, Problem
 from croft.project.config import load_project
+from croft.scheduler.tick.failure import tick_failed_to_load
 from croft.scheduler.tick.project_tick import project_tick
 from croft.scheduler.tick.workline import asked
 from croft.scheduler.ticklog import NamedLines
@@ -70,7 +71,11 @@ def tick_one(root: str, name: str | None = None) -> tuple[dict[str, Any], list[P
     answer: dict[str, Any] = {"root": root, "exited": None, "ping": None, "error": None}
     try:
         os.chdir(root)
-        project = load_project(Path(root))
+        try:
+            project = load_project(Path(root))
+        except CroftError as exc:  # as `croft tick` alone: a project on whose croft.json broke is an incident
+            tick_failed_to_load(Path(root), exc, clock.now())
+            raise
         data, problems = project_tick(project, clock.now(), ping=False, log_name=name)
     except CroftError as exc:
         answer["error"] = f"{exc.problem.code}: {exc.problem.message}"
