@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # the idle tick passes through here every minute: nothing is imported until it fails
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from croft.cli.boundary import problem_lines
 from croft.core.envelope import dumps
@@ -16,7 +17,6 @@ from croft.core.problems import CroftError
 from croft.core.result import Result
 from croft.core.text import for_terminal
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

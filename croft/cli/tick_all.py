@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from croft.core import clock, knobs
 from croft.core.paths import home_text
@@ -16,7 +17,6 @@ from croft.core.problems import CroftError, Problem, exit_code_for, problem
 from croft.scheduler.ticklog import TickLog
 from croft.scheduler.user.tick_all import tick_all
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

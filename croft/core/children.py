@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # the per-user tick imports this every minute: nothing of typing on its path
 if TYPE_CHECKING:
     import subprocess
     from collections.abc import Iterable, Mapping

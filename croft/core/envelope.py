@@ -7,7 +7,8 @@ which must not pay for importing ``Result`` (and ``typing`` with it) on an idle 
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 from json import loads
+from typing import TYPE_CHECKING
 
 from croft.core.private import make_dirs
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any

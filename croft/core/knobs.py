@@ -14,10 +14,10 @@ table (a test keeps the two in step).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from croft.core.instant import parse_instant
 
-TYPE_CHECKING = False  # read on the idle tick's path: nothing of typing is loaded
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any

@@ -5,10 +5,10 @@ from __future__ import annotations
 import errno
 import os
 from json import loads
+from typing import TYPE_CHECKING
 
 from croft.core import knobs
 
-TYPE_CHECKING = False  # pathlib is imported where a Path is made: the idle tick asks only for home_text()
 if TYPE_CHECKING:
     from pathlib import Path
 

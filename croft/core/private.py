@@ -13,8 +13,8 @@ Imports only ``os``: the per-minute tick writes its log through here.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 

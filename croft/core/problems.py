@@ -17,10 +17,11 @@ reading message text later.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from croft.core.text import MESSAGE_LIMIT, cut
 
-TYPE_CHECKING = False  # every command imports this, the per-user tick's minute included: no typing,
-if TYPE_CHECKING:  # and no dataclasses (it imports inspect and ast: more than the minute's own work)
+if TYPE_CHECKING:
     from typing import Any, Literal
 
     Severity = Literal["error", "warning", "info"]

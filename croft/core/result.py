@@ -10,11 +10,12 @@ among them) imports this module, and ``dataclasses`` costs more to import than a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from croft.core.envelope import envelope
 from croft.core.problems import Problem, exit_code_for
 from croft.core.record import NamedTuple
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -11,8 +11,8 @@ Only sqlite3 is imported: the every-minute tick opens files through here.
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
     from typing import Literal

@@ -10,10 +10,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core import sqlitefile
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -12,10 +12,10 @@ and ``dataclasses`` costs more to import than their own work.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from croft.core.record import NamedTuple
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

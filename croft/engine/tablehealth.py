@@ -13,12 +13,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core import sqlitefile
 from croft.core.problems import Problem, problem
 from croft.core.record import NamedTuple
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+from typing import TYPE_CHECKING
 
 from croft.core import sqlitefile
 from croft.core.paths import stat_of
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from croft.core.clock import now, parse_instant, to_iso
 from croft.core.identity import ProcessIdentity
@@ -17,7 +18,6 @@ from croft.core.problems import CroftError, Problem
 from croft.core.zones import zone_named
 from croft.history.db import immediate, translate_sqlite_errors
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
 

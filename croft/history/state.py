@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from croft.core.clock import to_iso
 from croft.core.identity import ProcessIdentity
 from croft.history.db import immediate, translate_sqlite_errors
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

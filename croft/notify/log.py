@@ -16,13 +16,13 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from croft.core import knobs
 from croft.core.clock import now, to_iso
 from croft.core.private import open_append
 
-TYPE_CHECKING = False  # loaded by the per-user tick for a failed ping: nothing of typing at run time
 if TYPE_CHECKING:
     from typing import Any
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from typing import TYPE_CHECKING
 
 from croft.core import knobs
 
-TYPE_CHECKING = False  # the idle tick loads this module when a ping is configured: no typing on that path
 if TYPE_CHECKING:
     from typing import Any
 

@@ -9,11 +9,11 @@ its own work.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.problems import Problem
 from croft.core.record import NamedTuple
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
 

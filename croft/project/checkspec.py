@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from croft.core.problems import CroftError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, ClassVar
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from croft.core.paths import require_utf8_path
 from croft.core.paths import state_dir as _state_dir
@@ -22,7 +23,6 @@ from croft.core.problems import CroftError, Problem, problem
 from croft.core.record import NamedTuple
 from croft.core.text import clip, quoted
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -12,6 +12,7 @@ import ast
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft import INGEST_OPTIONS, TRANSFORM_OPTIONS
 from croft.core.duration import parse_seconds
@@ -27,7 +28,6 @@ from croft.project.rules import (
     write_mode_problem,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -19,6 +19,7 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.record import NamedTuple
 from croft.project.asset import AssetFacts
@@ -27,7 +28,6 @@ from croft.project.facts import find_asset_function
 from croft.project.rules import LOCAL_PACKAGES
 from croft.project.sqlfacts import SqlTextError, normalize_sql
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hashlib import _Hash
 

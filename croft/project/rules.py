@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from croft.core.duration import parse_seconds, words
 from croft.core.problems import CroftError, Problem, problem
@@ -22,7 +23,6 @@ from croft.core.record import NamedTuple
 from croft.core.text import clip
 from croft.project.checkspec import is_identifier, parse_check
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

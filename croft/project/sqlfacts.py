@@ -14,6 +14,7 @@ import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.problems import Problem, problem
 from croft.core.record import NamedTuple
@@ -22,7 +23,6 @@ from croft.project.asset import DEFAULT_TIMEOUT_S, AssetFacts
 from croft.project.checkspec import read_only_denies
 from croft.project.facts import parse_duration
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -20,6 +20,7 @@ import re
 from bisect import bisect_right
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from croft.core.problems import CroftError, Problem, problem
@@ -29,7 +30,6 @@ from croft.core.text import quoted
 from croft.core.zones import closest_zone
 from croft.core.zones import zone_named as _zone_named
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 

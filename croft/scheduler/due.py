@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from croft.core import when
 from croft.core.clock import parse_instant, to_iso
@@ -32,7 +33,6 @@ from croft.schedule import cron
 from croft.scheduler.heartbeat import AHEAD_LIMIT
 from croft.scheduler.setting import Scheduling, effective_state
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

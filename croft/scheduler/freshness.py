@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from croft.core.clock import from_iso, to_iso
 from croft.core.duration import words
 from croft.core.record import NamedTuple
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

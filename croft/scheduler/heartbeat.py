@@ -21,13 +21,13 @@ import contextlib
 import os
 from datetime import datetime, timedelta
 from json import dumps, loads
+from typing import TYPE_CHECKING
 
 from croft.core import clock
 from croft.core.clock import from_iso, to_iso
 from croft.core.paths import croft_home
 
-TYPE_CHECKING = False  # the per-user tick writes its beats with this module every minute: it loads
-if TYPE_CHECKING:  # neither SQLite nor the setting's reader, which only the readers of a beat need
+if TYPE_CHECKING:
     from pathlib import Path
 
     from croft.scheduler.setting import Scheduling

@@ -21,10 +21,10 @@ from __future__ import annotations
 import os
 import zlib
 from json import loads
+from typing import TYPE_CHECKING
 
 from croft.core.paths import home_text
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
     from pathlib import Path

@@ -13,12 +13,12 @@ import json
 import sqlite3
 from collections import namedtuple
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.clock import from_iso, to_iso
 from croft.core.problems import CroftError
 from croft.history.peek import peek
 
-TYPE_CHECKING = False  # the per-user tick reads the setting every minute: no typing, no dataclasses
 if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any, Literal

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from croft.core import clock
@@ -26,7 +27,6 @@ from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
 from croft.scheduler.user.registry import Registry
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error, unsafe_problem
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

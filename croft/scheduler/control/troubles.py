@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core import disk
 from croft.core.paths import croft_home
@@ -43,7 +44,6 @@ from croft.scheduler.setting import (
     setting_stored,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -12,6 +12,7 @@ import os
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.clock import to_iso
 from croft.history.state import get_setting, put_setting
@@ -21,7 +22,6 @@ from croft.schedule.cron import CronSpec
 from croft.scheduler.due import AssetInfo
 from croft.scheduler.tick.filekeys import asset_paths, stat_text
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -12,6 +12,7 @@ and ``dataclasses`` costs more to import than their own work.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from croft.core.duration import words
 from croft.core.problems import Problem, problem
@@ -25,7 +26,6 @@ from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
 from croft.scheduler.tick.factcache import load_facts
 from croft.scheduler.tick.gather import due_input
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

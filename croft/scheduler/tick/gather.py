@@ -10,6 +10,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.identity import is_alive
 from croft.history import catalog, leases, state
@@ -19,7 +20,6 @@ from croft.scheduler.due import AssetInfo, DueInput, FailedStart
 from croft.scheduler.setting import Scheduling
 from croft.scheduler.tick.tableholds import HELD_KEY, live, still_lost
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

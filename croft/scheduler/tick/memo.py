@@ -22,12 +22,13 @@ try:  # the C module itself: hashlib would first load OpenSSL's, ~4 ms of every 
 except ImportError:  # pragma: no cover - an interpreter without it
     from hashlib import blake2b
 
+from typing import TYPE_CHECKING
+
 from croft.core import sqlitefile
 from croft.scheduler.incidents import incident_path
 from croft.scheduler.tick.filekeys import files_fingerprint
 from croft.scheduler.tick.report import tick_data
 
-TYPE_CHECKING = False  # typing itself is not loaded on this path: it is what the idle tick saves
 if TYPE_CHECKING:
     from typing import Any
 

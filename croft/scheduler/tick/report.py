@@ -7,7 +7,8 @@ idle tick imports this module every minute, so it imports nothing.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

@@ -17,6 +17,7 @@ import os
 import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.clock import parse_instant, to_iso
 from croft.core.identity import ProcessIdentity, is_alive
@@ -24,7 +25,6 @@ from croft.history.db import immediate, translate_sqlite_errors
 from croft.history.state import get_setting, put_setting
 from croft.scheduler.due import RETRY_BACKOFF, FailedStart
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

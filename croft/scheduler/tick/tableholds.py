@@ -12,12 +12,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.clock import now, to_iso
 from croft.history import state
 from croft.history.db import immediate
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from croft.core import clock
 from croft.core.clock import parse_instant
@@ -24,7 +25,6 @@ from croft.scheduler.tick.factcache import load_facts
 from croft.scheduler.tick.gather import due_input
 from croft.scheduler.tick.settle import settle
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -8,10 +8,11 @@ environment of whoever started the job.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from croft.core.children import detach
 from croft.scheduler.tick.start import tick_argv
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
     from typing import IO

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from json import loads
+from typing import TYPE_CHECKING
 
 from croft.core.clock import from_iso, to_iso
 from croft.core.jsonfile import write_atomic
@@ -52,7 +53,7 @@ MISSING_DAYS = 30
 GONE_DAYS = 7  # a folder or croft.json gone (a checkout, a stash, a move): kept this long, then dropped
 BACKUP = "projects.json.bak"
 LOCK_TIMEOUT_S = 12.0
-TYPE_CHECKING = False  # the per-user tick reads the registry every minute: typing is not loaded for it
+
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Literal

@@ -23,10 +23,10 @@ words load only for a refusal): the per-minute tick checks every project with it
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from croft.core.trust import Unsafe, check
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from croft.core.problems import CroftError, Problem, Severity
 

@@ -24,11 +24,11 @@ the same way). The incident goes once the look finds nothing wrong.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from croft.core import disk
 from croft.scheduler import incidents
 
-TYPE_CHECKING = False  # the per-user tick runs this every minute
 if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
