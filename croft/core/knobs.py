@@ -14,6 +14,7 @@ table (a test keeps the two in step).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from croft.core.instant import parse_instant
@@ -34,18 +35,18 @@ _MAX_TEXT = 4096  # a knob longer than this is not one croft could mean
 _MAX_DELAYS = 10
 
 
+@dataclass(frozen=True, slots=True)
 class Knob:
     """One knob: ``kind`` says how its text is read (``ms``: whole milliseconds; ``count``: a whole
     number; ``seconds``: comma-separated seconds; ``flag``; ``faults``; ``path``; ``label``; ``instant``),
     ``low``/``high`` bound a number (and every item of a list), ``default`` is its value when unset."""
 
-    __slots__ = ("default", "high", "kind", "low", "meaning", "name")
-
-    def __init__(
-        self, name: str, kind: str, default: Any, meaning: str, low: float = 0, high: float = 0
-    ) -> None:
-        self.name, self.kind, self.default, self.meaning = name, kind, default, meaning
-        self.low, self.high = low, high
+    name: str
+    kind: str
+    default: Any
+    meaning: str
+    low: float = 0
+    high: float = 0
 
     def rule(self) -> str:
         """The accepted values, in the words a message and docs/environment.md use."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections import namedtuple
+from dataclasses import dataclass
 
 __all__ = ["Unsafe", "check", "untrusted"]
 
@@ -20,10 +20,10 @@ _OTHERS = stat.S_IWOTH
 _GROUP_OR_OTHERS = stat.S_IWOTH | stat.S_IWGRP
 
 
-class Unsafe(namedtuple("Unsafe", ["path", "why", "fix", "theirs"])):
+@dataclass(frozen=True)
+class Unsafe:
     """One path croft refuses to act on: ``why`` in words, ``fix`` a command (None: none is safe to
-    suggest), ``theirs`` when it belongs to another user (no mode of it is this user's to mend). A plain
-    named tuple: the per-minute tick loads no dataclass machinery."""
+    suggest), ``theirs`` when it belongs to another user (no mode of it is this user's to mend)."""
 
     path: str
     why: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import shlex
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -747,7 +747,7 @@ def _retry_wait(attempt: int, failure: Problem, delays: tuple[float, ...]) -> fl
 
 
 def _with_problem(facts: AssetFacts, extra: Problem) -> AssetFacts:
-    return facts._replace(problems=(*facts.problems, extra))
+    return replace(facts, problems=(*facts.problems, extra))
 
 
 def run_assets(project: Project, options: RunOptions) -> Result:

@@ -12,9 +12,8 @@ and ``dataclasses`` costs more to import than their own work.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from croft.core.record import NamedTuple
 
 if TYPE_CHECKING:
     from typing import Any
@@ -22,7 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["Reason", "data_version", "stale_reasons"]
 
 
-class Reason(NamedTuple):
+@dataclass(frozen=True)
+class Reason:
     code: str  # never_built | code_changed | input_changed
     input: str | None = None
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from croft.core import sqlitefile
 from croft.core.problems import Problem, problem
-from croft.core.record import NamedTuple
 
 if TYPE_CHECKING:
     from typing import Any
@@ -37,7 +37,8 @@ __all__ = [
 _RESERVED = frozenset({"_loaded_at", "_row_hash"})
 
 
-class Seen(NamedTuple):
+@dataclass(frozen=True)
+class Seen:
     """What the warehouse holds under an asset's name right now."""
 
     exists: bool

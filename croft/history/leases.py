@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from croft.core.clock import now, to_iso
 from croft.core.identity import ProcessIdentity, is_alive
-from croft.core.record import NamedTuple
 from croft.history.db import immediate, translate_sqlite_errors
 
 __all__ = ["Holder", "acquire", "holders", "release", "release_dead"]
 
 
-class Holder(NamedTuple):
+@dataclass(frozen=True)
+class Holder:
     """Who holds an asset's lease, and since when (ISO UTC)."""
 
     asset: str

@@ -14,9 +14,9 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from croft.core.children import child_env
-from croft.core.record import NamedTuple
 
 __all__ = [
     "DESKTOP_TIMEOUT_S",
@@ -38,7 +38,8 @@ OSASCRIPT = "/usr/bin/osascript"
 _LINE_BREAKS = str.maketrans({"\u2028": " ", "\u2029": " ", "\x85": " "})
 
 
-class Outcome(NamedTuple):
+@dataclass(frozen=True)
+class Outcome:
     """How a desktop notification went: ``via`` the program used, ``error`` a one-line reason or None. (A
     named tuple, as ``Reach`` is: ``croft status`` loads this module, and dataclasses cost it more.)"""
 
@@ -165,7 +166,8 @@ def _plyer(title: str, body: str, platform: str) -> Outcome:
     return Outcome("plyer")
 
 
-class Reach(NamedTuple):
+@dataclass(frozen=True)
+class Reach:
     """Whether a scheduled run could show a desktop notification from here (``croft doctor`` asks): ``ok``,
     in ``said`` words; when not, ``cause`` (``no_bus``, ``bus_silent``, ``no_sender``, ``unsupported``)
     and ``fix``, a command that repairs it where croft knows one."""

@@ -8,11 +8,11 @@ its own work.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from croft.core.problems import Problem
-from croft.core.record import NamedTuple
 
 if TYPE_CHECKING:
     from typing import Any, Literal
@@ -25,7 +25,8 @@ DEFAULT_RETRIES = 2
 DEFAULT_TIMEOUT_S = 600.0
 
 
-class AssetFacts(NamedTuple):
+@dataclass(frozen=True)
+class AssetFacts:
     """What croft knows about one asset without running it. ``problems`` holds its static errors."""
 
     name: str
@@ -59,7 +60,7 @@ class AssetFacts(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, so a scheduler can cache facts between ticks."""
-        out: dict[str, Any] = self._asdict()
+        out: dict[str, Any] = asdict(self)
         for name, value in out.items():
             if isinstance(value, tuple):
                 out[name] = list(value)

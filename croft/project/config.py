@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
@@ -20,7 +21,6 @@ from typing import TYPE_CHECKING
 from croft.core.paths import require_utf8_path
 from croft.core.paths import state_dir as _state_dir
 from croft.core.problems import CroftError, Problem, problem
-from croft.core.record import NamedTuple
 from croft.core.text import clip, quoted
 
 if TYPE_CHECKING:
@@ -49,7 +49,8 @@ DEFAULT_REMIND = "1 day"
 EXAMPLE = '{"timezone": "Europe/London"}'
 
 
-class Config(NamedTuple):
+@dataclass(frozen=True)
+class Config:
     """croft.json after validation; paths are absolute, defaults filled in, ``raw`` is the file as parsed."""
 
     timezone: str
@@ -65,32 +66,20 @@ class Config(NamedTuple):
     notify_urls: tuple[str, ...] = ()  # Apprise URLs; "$NAME" names a .env key
     history_keep_days: int = DEFAULT_KEEP_DAYS
     max_runtime_s: float | None = None  # the project's default ceiling of a scheduled run (None: 2 h)
-    raw: Mapping[str, Any] = MappingProxyType({})
+    raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def __repr__(self) -> str:  # croft.json as parsed stays out of a repr, as it did (a webhook URL in it)
-        shown = ", ".join(f"{name}={value!r}" for name, value in self._asdict().items() if name != "raw")
+        shown = ", ".join(f"{name}={value!r}" for name, value in vars(self).items() if name != "raw")
         return f"Config({shown})"
 
 
+@dataclass(frozen=True, eq=False)
 class Project:
     """A loaded project. ``env`` and ``redactor`` read ``.env`` on first use, so a tick that needs no secret
-    never opens it (which is why it is a class with a ``__dict__`` for those, not a named tuple)."""
+    never opens it."""
 
     root: Path
     config: Config
-
-    def __init__(self, root: Path, config: Config) -> None:
-        object.__setattr__(self, "root", root)
-        object.__setattr__(self, "config", config)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"a Project is immutable; {name} cannot change")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("a Project is immutable")
-
-    def __repr__(self) -> str:
-        return f"Project(root={self.root!r}, config={self.config!r})"
 
     @cached_property
     def dotenv(self) -> dict[str, str]:

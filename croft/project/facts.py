@@ -11,13 +11,13 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from croft import INGEST_OPTIONS, TRANSFORM_OPTIONS
 from croft.core.duration import parse_seconds
 from croft.core.problems import Problem, problem
-from croft.core.record import NamedTuple
 from croft.project.asset import DEFAULT_RETRIES, AssetFacts
 from croft.project.rules import (
     bound_problem,
@@ -50,7 +50,8 @@ INGEST_FORM = '@ingest(schedule="every hour", key="id")\ndef rows(ctx):\n    yie
 TRANSFORM_FORM = '@transform(inputs=["orders"], key="id")\ndef rows(ctx):\n    yield from ctx.rows("orders")'
 
 
-class DecoratedAsset(NamedTuple):
+@dataclass(frozen=True)
+class DecoratedAsset:
     """The function carrying croft's decorator, as found in a parsed module. A named tuple, not a
     dataclass: ``croft status`` imports this module, and dataclasses cost more to import than its own work."""
 

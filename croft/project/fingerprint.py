@@ -18,10 +18,10 @@ import importlib
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from croft.core.record import NamedTuple
 from croft.project.asset import AssetFacts
 from croft.project.config import Project
 from croft.project.facts import find_asset_function
@@ -57,7 +57,8 @@ def _sha256() -> Callable[..., _Hash]:
 sha256 = _sha256()
 
 
-class ImportClosure(NamedTuple):
+@dataclass(frozen=True)
+class ImportClosure:
     """What an asset pulls in: project-local module files (sorted) and third-party top-level module names.
     A named tuple, not a dataclass: ``croft status`` imports this module, and dataclasses cost more to import
     than its own work."""

@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from croft.core.problems import Problem, problem
-from croft.core.record import NamedTuple
 from croft.core.text import clip
 from croft.project.asset import DEFAULT_TIMEOUT_S, AssetFacts
 from croft.project.checkspec import read_only_denies
@@ -79,7 +79,8 @@ _TOKEN = re.compile(
 _CLOSERS = {"'": "'", '"': '"', "`": "`", "[": "]"}
 
 
-class Token(NamedTuple):
+@dataclass(frozen=True)
+class Token:
     """One token of SQL text: a named tuple, cheap to build (one per token) and, unlike a dataclass, cheap
     to import for ``croft status``."""
 

@@ -17,13 +17,13 @@ import this module, and ``dataclasses`` costs more to import than their own work
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from croft.core.clock import from_iso, to_iso
 from croft.core.duration import words
-from croft.core.record import NamedTuple
 
 if TYPE_CHECKING:
     from typing import Any
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["Cause", "Facts", "Fresh", "assess", "cause_of", "next_breach", "references"]
 
 
-class Cause(NamedTuple):
+@dataclass(frozen=True)
+class Cause:
     """Why an asset is past its promise: a stable ``code``, a sentence, and the command that helps."""
 
     code: str  # scheduling_off | paused | no_tick | held | failing | waiting | not_refreshed
@@ -42,7 +43,8 @@ class Cause(NamedTuple):
         return {"code": self.code, "text": self.text, "fix": self.fix}
 
 
-class Fresh(NamedTuple):
+@dataclass(frozen=True)
+class Fresh:
     """One promise as it stands at ``now``."""
 
     asset: str
@@ -65,14 +67,19 @@ class Fresh(NamedTuple):
         }
 
 
-class Facts(NamedTuple):
+@dataclass(frozen=True)
+class Facts:
     """What the cause needs, gathered by the caller (``scheduler.tick.freshview``)."""
 
     state: str  # on | off | paused (effective)
     paused_until: str | None = None
     no_tick_since: str | None = None  # set when scheduling is on and the tick is stale
-    holds: Mapping[str, tuple[str, str]] = MappingProxyType({})  # asset -> (hold kind, reason)
-    streaks: Mapping[str, int] = MappingProxyType({})  # asset -> scheduled failures in a row
+    holds: Mapping[str, tuple[str, str]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )  # asset -> (hold kind, reason)
+    streaks: Mapping[str, int] = field(
+        default_factory=lambda: MappingProxyType({})
+    )  # asset -> scheduled failures in a row
 
 
 def references(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections import namedtuple
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,17 +43,14 @@ _STATES = ("on", "off", "paused")
 _VIAS = ("os-job", "serve")
 
 
-class Scheduling(
-    namedtuple("Scheduling", ["state", "via", "paused_until", "since"], defaults=("off", None, None, None))
-):
-    """``state`` as stored; ``since`` is when it was last turned on or its way of ticking changed. An
-    immutable record (a named tuple: the per-user tick reads one per project every minute)."""
+@dataclass(frozen=True, slots=True)
+class Scheduling:
+    """``state`` as stored; ``since`` is when it was last turned on or its way of ticking changed."""
 
-    __slots__ = ()
-    state: State
-    via: Via | None
-    paused_until: str | None
-    since: str | None
+    state: State = "off"
+    via: Via | None = None
+    paused_until: str | None = None
+    since: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"state": self.state, "via": self.via, "pausedUntil": self.paused_until, "since": self.since}

@@ -27,6 +27,7 @@ more to import than a status's own work.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,7 +35,6 @@ from typing import TYPE_CHECKING
 from croft.core import disk
 from croft.core.paths import croft_home
 from croft.core.problems import CroftError, Problem, problem
-from croft.core.record import NamedTuple
 from croft.scheduler import incidents
 from croft.scheduler.setting import (
     Scheduling,
@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 __all__ = ["Look", "look", "setting_lost"]
 
 
-class Look(NamedTuple):
+@dataclass(frozen=True)
+class Look:
     """The setting when it could be read (None otherwise), and what stops the project, first things first."""
 
     setting: Scheduling | None

@@ -8,14 +8,14 @@ the command's own work.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
-
-from croft.core.record import NamedTuple
 
 __all__ = ["Link"]
 
 
-class Link(NamedTuple):
+@dataclass(frozen=True)
+class Link:
     check: str  # the name doctor shows ("OS job", "cron daemon", "project <root>", ...)
     ok: bool
     detail: str  # doctor's words, and the end of SCHEDULER_STALE's message when this is the first broken link

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from croft.core.children import child_env
-from croft.core.record import NamedTuple
 
 __all__ = ["Completed", "Runner", "run"]
 
 
-class Completed(NamedTuple):
+@dataclass(frozen=True)
+class Completed:
     argv: tuple[str, ...]
     status: int | None  # None: the program is not installed
     stdout: str

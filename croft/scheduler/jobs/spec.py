@@ -13,12 +13,12 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from croft.core.children import child_env
 from croft.core.paths import croft_home, job_label
 from croft.core.problems import Problem, problem
-from croft.core.record import NamedTuple
 from croft.scheduler.ticklog import tick_log_path
 
 __all__ = ["JobSpec", "interpreter_imports_croft", "job_spec", "temporary_reason", "tick_log"]
@@ -26,7 +26,8 @@ __all__ = ["JobSpec", "interpreter_imports_croft", "job_spec", "temporary_reason
 _TEMPORARY_PARTS = ("/.cache/", "/pip-build-env-", "/pipx/.cache/", "/uv/archive-", "/pytest-of-")
 
 
-class JobSpec(NamedTuple):
+@dataclass(frozen=True)
+class JobSpec:
     label: str
     python: str
     croft_home: str

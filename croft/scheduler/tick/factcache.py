@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -108,7 +109,7 @@ def _read_one(
         slow_after_s=facts.slow_after_s,
         schedule_problem=schedule_problem if kind == "ingest" else None,
     )
-    out = info._asdict()
+    out = asdict(info)
     out["inputs"] = list(info.inputs)
     out["spec"] = _spec_json(info.cron)
     return {"info": out, "deps": deps}

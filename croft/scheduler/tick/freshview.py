@@ -11,6 +11,7 @@ and ``dataclasses`` costs more to import than their own work.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -34,20 +35,13 @@ if TYPE_CHECKING:
 __all__ = ["Standing", "add_freshness", "breach_problem", "freshness_json", "standing"]
 
 
+@dataclass(slots=True)
 class Standing:
     """Every promise of a project at one instant; ``causes`` for the breached ones only."""
 
-    __slots__ = ("causes", "fresh", "next_breach")
-
-    def __init__(
-        self,
-        fresh: dict[str, Fresh] | None = None,
-        causes: dict[str, Cause] | None = None,
-        next_breach: str | None = None,
-    ) -> None:
-        self.fresh: dict[str, Fresh] = {} if fresh is None else fresh
-        self.causes: dict[str, Cause] = {} if causes is None else causes
-        self.next_breach = next_breach
+    fresh: dict[str, Fresh] = field(default_factory=dict)
+    causes: dict[str, Cause] = field(default_factory=dict)
+    next_breach: str | None = None
 
     @property
     def breached(self) -> list[str]:

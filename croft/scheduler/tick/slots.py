@@ -36,6 +36,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -131,15 +132,16 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and knob.low <= value <= knob.high else None
 
 
+@dataclass(slots=True)
 class Want:
     """A due group a project tick would start: its key (assets joined) and the fire it handles."""
 
-    __slots__ = ("fire", "group", "key")
+    group: list[str]
+    fire: str
+    key: str = field(init=False)
 
-    def __init__(self, group: Sequence[str], fire: str):
-        self.group = list(group)
+    def __post_init__(self) -> None:
         self.key = ",".join(self.group)
-        self.fire = fire
 
 
 class Grant:

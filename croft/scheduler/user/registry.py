@@ -24,9 +24,9 @@ import contextlib
 import errno
 import os
 import time
-from collections import namedtuple
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from json import loads
 from typing import TYPE_CHECKING
@@ -65,15 +65,14 @@ else:
 _VIAS = ("os-job", "serve")
 
 
-class Entry(namedtuple("Entry", ["root", "added_at", "via", "missing_since"], defaults=(None,))):
-    """One registered project. An immutable record (a named tuple, not a dataclass: the per-user tick
-    reads every entry every minute, and dataclasses cost it more to import than the entries to read)."""
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One registered project."""
 
-    __slots__ = ()
     root: str
     added_at: str
     via: Via
-    missing_since: str | None
+    missing_since: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"root": self.root, "addedAt": self.added_at, "via": self.via}
@@ -90,7 +89,7 @@ class Entry(namedtuple("Entry", ["root", "added_at", "via", "missing_since"], de
         if not isinstance(root, str) or not os.path.isabs(root) or via not in _VIAS:
             return None
         missing = value.get("missingSince")
-        return cls(  # by position: a thousand entries a minute
+        return cls(
             root, added if isinstance(added, str) else "", via, missing if isinstance(missing, str) else None
         )
 
@@ -384,7 +383,7 @@ class Registry:
         def change(entries: list[Entry]) -> list[Entry]:
             for i, e in enumerate(entries):
                 if e.root == key:
-                    entries[i] = e._replace(via=via, missing_since=None)
+                    entries[i] = replace(e, via=via, missing_since=None)
                     result.append(entries[i])
                     return entries
             result.append(Entry(root=key, added_at=to_iso(now), via=via))
@@ -469,7 +468,7 @@ def _prune_plan(
         if state in ("gone", "missing"):
             days = GONE_DAYS if state == "gone" else MISSING_DAYS
             if e.missing_since is None:
-                kept.append(e._replace(missing_since=to_iso(now)))
+                kept.append(replace(e, missing_since=to_iso(now)))
                 notes.append(
                     f"{e.root} is {state}: {why}; it stays on the schedule, ticks again once it is back, and"
                     f" is removed after {days} days {state}"
@@ -482,7 +481,7 @@ def _prune_plan(
                 )
                 continue
         elif state == "present" and e.missing_since is not None:
-            kept.append(e._replace(missing_since=None))
+            kept.append(replace(e, missing_since=None))
             notes.append(f"{e.root} is back; it stays on the schedule")
             continue
         kept.append(e)

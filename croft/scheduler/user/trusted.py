@@ -23,6 +23,7 @@ words load only for a refusal): the per-minute tick checks every project with it
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from croft.core.trust import Unsafe, check
@@ -81,7 +82,7 @@ def project_unsafe(root: str, state_dir: str | os.PathLike[str] | None = None) -
     for path in project_parts(root):
         found = check(path, group_may_write=not path.endswith(STATE_PART))
         if found is not None:
-            return found._replace(fix=_off(root)) if found.theirs else found
+            return replace(found, fix=_off(root)) if found.theirs else found
     return None if state_dir is None else state_dir_unsafe(root, state_dir)
 
 
@@ -92,7 +93,7 @@ def state_dir_unsafe(root: str, state_dir: str | os.PathLike[str]) -> Unsafe | N
     if path == os.path.join(root, ".croft"):
         return None
     found = check(path)  # the group may not write it: approvals live there
-    return found._replace(fix=_off(root)) if found is not None and found.theirs else found
+    return replace(found, fix=_off(root)) if found is not None and found.theirs else found
 
 
 def _aside(found: Unsafe) -> Unsafe:
@@ -104,7 +105,7 @@ def _aside(found: Unsafe) -> Unsafe:
 
     path = shlex.quote(found.path)
     aside = shlex.quote(found.path + ".untrusted")
-    return found._replace(fix=f"mv {path} {aside}")
+    return replace(found, fix=f"mv {path} {aside}")
 
 
 def _off(root: str) -> str:
