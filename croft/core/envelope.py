@@ -7,6 +7,7 @@ which must not pay for importing ``Result`` (and ``typing`` with it) on an idle 
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,7 +31,6 @@ def dumps(value: Any) -> str:
     """One line of JSON, non-ASCII kept, anything else (a Path, a datetime) as its text. JSON escapes the
     C0 controls itself; DEL, the C1 controls and the bidirectional overrides are escaped too (``\\u009b``),
     so an envelope printed to a terminal is as inert as the human text (``core.text.for_terminal``)."""
-    import json
 
     return json.dumps(value, ensure_ascii=False, default=str).translate(_JSON_ESCAPED)
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections import namedtuple
+from dataclasses import dataclass
 from functools import cache
 
 __all__ = ["ProcessIdentity", "boot_id", "current", "is_alive", "start_time"]
 
 
-class ProcessIdentity(namedtuple("ProcessIdentity", ["pid", "start", "boot"])):
-    """pid, start time, boot id. A plain named tuple: the per-minute tick loads no dataclass machinery."""
+@dataclass(frozen=True, slots=True)
+class ProcessIdentity:
+    """pid, start time, boot id."""
 
     pid: int
     start: str | None
@@ -36,7 +37,7 @@ def boot_id() -> str | None:
     except OSError:
         pass
     if sys.platform == "darwin":
-        import subprocess  # only macOS asks a program; the per-minute tick on Linux never loads it
+        import subprocess  # only macOS asks a program
 
         try:
             out = subprocess.run(["sysctl", "-n", "kern.boottime"], capture_output=True, text=True, timeout=5)

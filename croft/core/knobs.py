@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from croft.core.instant import parse_instant
+from croft.core.problems import CroftError
+from croft.core.text import clip
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -127,8 +129,6 @@ def require_all(environ: Mapping[str, str] | None = None) -> None:
     to the processes it starts: a tick, ``tick --all``, ``croft serve``."""
     bad = problems(environ)
     if bad:
-        from croft.core.problems import CroftError
-
         error = CroftError(bad[0])
         error.extra = bad[1:]
         raise error
@@ -200,8 +200,6 @@ def is_label(text: str) -> bool:
 
 
 def _error(knob: Knob, raw: str, why: str) -> Any:
-    from croft.core.problems import CroftError
-    from croft.core.text import clip
 
     shown = clip(raw.strip(), 80)
     if knob.kind == "instant":

@@ -5,12 +5,9 @@ from __future__ import annotations
 import errno
 import os
 from json import loads
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from croft.core import knobs
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 __all__ = [
     "croft_home",
@@ -29,7 +26,6 @@ DEFAULT_LABEL = knobs.KNOBS["CROFT_JOB_LABEL"].default
 
 def croft_home() -> Path:
     """``CROFT_HOME`` or ``~/.croft``: the registry and the per-user tick log live here."""
-    from pathlib import Path
 
     return Path(home_text())
 
@@ -71,7 +67,6 @@ def job_label() -> str:
 
 def state_dir(root: Path, configured: str | None = None) -> Path:
     """The project's state folder (``.croft`` unless croft.json's ``stateDir`` moves it)."""
-    from pathlib import Path
 
     if not configured:
         return root / ".croft"
@@ -91,14 +86,12 @@ def project_state_dir(root: str | os.PathLike[str]) -> Path:
             configured = raw["stateDir"]
     except (OSError, ValueError, RecursionError):  # RecursionError: a croft.json nested too deep
         pass
-    from pathlib import Path
 
     return state_dir(Path(root), configured)
 
 
 def data_path(*parts: str) -> Path:
     """A file shipped with croft (docs/, launchd/, systemd/): inside the wheel, or the source checkout."""
-    from pathlib import Path
 
     packaged = Path(__file__).resolve().parent.parent / "_data"
     if packaged.is_dir():

@@ -12,8 +12,11 @@ Imports only ``os``: the per-minute tick writes its log through here.
 
 from __future__ import annotations
 
+import errno
 import os
 from typing import TYPE_CHECKING
+
+from croft.core.trust import untrusted
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -47,7 +50,6 @@ def make_dirs(path: str | os.PathLike[str]) -> None:
 
 
 def _in_the_way(folder: str) -> NotADirectoryError:
-    import errno
 
     return NotADirectoryError(errno.ENOTDIR, "something that is not a folder is in its place", folder)
 
@@ -70,7 +72,6 @@ def write_new(folder: Path, name: str, data: bytes) -> None:
     else, and the file is created there, never opened if something is already in its place. For files
     written where another user might have prepared the ground (a shared temporary folder). Raises
     OSError (PermissionError for a folder croft must not trust)."""
-    from croft.core.trust import untrusted  # only when a file is written this way: a crash, not a tick
 
     make_dirs(folder)
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)

@@ -3,9 +3,6 @@
 ``{"ok", "data", "problems", "next"}`` is a contract scripts rely on; the exit code comes from the result
 (0 ok, 1 the work failed, 2 usage or refusal, 3 checks only, 4 busy, 130 interrupted), never from a
 literal in a command.
-
-``Next`` is a NamedTuple and ``Result`` a plain class, not dataclasses: every command (``croft status``
-among them) imports this module, and ``dataclasses`` costs more to import than a status's own work.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ Imports only ``os`` and ``stat``: the per-minute tick checks the registry and ev
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 from dataclasses import dataclass
 
@@ -60,7 +61,6 @@ def check(path: str, *, group_may_write: bool = False) -> Unsafe | None:
         return None
     if st.st_uid not in (os.geteuid(), 0):
         return Unsafe(path, why, None, True)
-    import shlex  # only for a path found unsafe: the per-minute tick's usual answer needs none
 
     bits = "o-w" if group_may_write else "go-w"
     return Unsafe(path, why, f"chmod {bits} {shlex.quote(path)}", False)
