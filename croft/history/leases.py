@@ -2,9 +2,6 @@
 
 A lease names its holder's full process identity (pid, start time, boot id), so a lease left behind by a
 process that died is recognised as dead and taken over instead of blocking the asset forever.
-
-``Holder`` is a NamedTuple, not a dataclass: ``croft status`` and the per-minute tick import this module,
-and ``dataclasses`` costs more to import than their own work.
 """
 
 from __future__ import annotations

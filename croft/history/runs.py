@@ -8,6 +8,7 @@ finish from a process that was merely slow cannot overwrite that verdict.
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -124,7 +125,6 @@ def _step_dict(row: sqlite3.Row) -> dict[str, Any]:
 
 def _secrets() -> Any:
     """``secrets`` is loaded on first use: readers of the history (the idle tick) never choose a run id."""
-    import secrets
 
     return secrets
 

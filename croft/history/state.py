@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from croft.core.clock import to_iso
 from croft.core.identity import ProcessIdentity
+from croft.history import tickrow
 from croft.history.db import immediate, translate_sqlite_errors
 
 if TYPE_CHECKING:
@@ -107,7 +108,6 @@ def claim_tick(conn: sqlite3.Connection, who: ProcessIdentity) -> ProcessIdentit
 
     A holder whose process is gone is taken over. The heartbeat is left as it was.
     """
-    from croft.history import tickrow
 
     with immediate(conn, "claiming the project's tick"):
         return tickrow.claim(conn, who)
@@ -115,7 +115,6 @@ def claim_tick(conn: sqlite3.Connection, who: ProcessIdentity) -> ProcessIdentit
 
 def release_tick(conn: sqlite3.Connection, who: ProcessIdentity) -> None:
     """Let go of the tick claim if ``who`` still holds it; the heartbeat stays."""
-    from croft.history import tickrow
 
     with immediate(conn, "releasing the project's tick"):
         tickrow.release(conn, who)
