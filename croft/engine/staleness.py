@@ -4,9 +4,6 @@ An ingest is stale only when it was never built (its data changes only when it i
 stale when never built, when its code fingerprint differs from the one it was built with, or when an input's
 data version moved past what the transform last read. Unknowns (an input never built, a missing hash) never
 make an asset stale on their own.
-
-``Reason`` is a NamedTuple, not a dataclass: ``croft status`` and the per-minute tick import this module,
-and ``dataclasses`` costs more to import than their own work.
 """
 
 from __future__ import annotations

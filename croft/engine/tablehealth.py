@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING
 
 from croft.core import sqlitefile
 from croft.core.problems import Problem, problem
+from croft.history import catalog
+from croft.history.db import open_readonly
+from croft.project.discovery import discover
 
 if TYPE_CHECKING:
     from typing import Any
@@ -213,9 +216,6 @@ def problems_for(
 def project_problems(project: Any) -> list[Problem]:
     """The table problems of a project's assets, for the views that have no catalog open (schedule status,
     doctor): its facts read statically, its catalog read-only; [] when there is no history yet."""
-    from croft.history import catalog
-    from croft.history.db import open_readonly
-    from croft.project.discovery import discover
 
     facts, _ = discover(project)
     conn = open_readonly(project.config.state_dir)
