@@ -1,9 +1,7 @@
 """One asset as croft knows it without running it: the facts the readers find and every part of croft uses.
 
 The readers (``facts`` for Python assets, ``sqlfacts`` for SQL) produce them, ``rules`` checks them, and
-the engine and the scheduler act on them; the scheduler caches them between ticks as JSON. AssetFacts is a
-named tuple, not a dataclass: ``croft status`` imports this module, and dataclasses cost more to import than
-its own work.
+the engine and the scheduler act on them; the scheduler caches them between ticks as JSON.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from croft import INGEST_OPTIONS, TRANSFORM_OPTIONS
 from croft.core.duration import parse_seconds
 from croft.core.problems import Problem, problem
+from croft.core.suggest import nearest
 from croft.project.asset import DEFAULT_RETRIES, AssetFacts
 from croft.project.rules import (
     bound_problem,
@@ -52,8 +53,7 @@ TRANSFORM_FORM = '@transform(inputs=["orders"], key="id")\ndef rows(ctx):\n    y
 
 @dataclass(frozen=True)
 class DecoratedAsset:
-    """The function carrying croft's decorator, as found in a parsed module. A named tuple, not a
-    dataclass: ``croft status`` imports this module, and dataclasses cost more to import than its own work."""
+    """The function carrying croft's decorator, as found in a parsed module."""
 
     kind: Kind
     function: ast.FunctionDef | ast.AsyncFunctionDef
@@ -214,7 +214,6 @@ class _Reader:
                 line,
             )
             return
-        from croft.core.suggest import nearest  # lazy: only an unknown option needs a suggestion
 
         close = nearest(option, sorted(allowed))
         hint = (

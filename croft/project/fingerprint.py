@@ -59,9 +59,7 @@ sha256 = _sha256()
 
 @dataclass(frozen=True)
 class ImportClosure:
-    """What an asset pulls in: project-local module files (sorted) and third-party top-level module names.
-    A named tuple, not a dataclass: ``croft status`` imports this module, and dataclasses cost more to import
-    than its own work."""
+    """What an asset pulls in: project-local module files (sorted) and third-party top-level module names."""
 
     local: tuple[Path, ...]
     external: tuple[str, ...]

@@ -60,9 +60,7 @@ MAX_NAME_LENGTH = 64
 
 @dataclass(frozen=True)
 class Rule:
-    """One static rule: the code it reports and a bad asset (file under assets/, its text) that breaks it.
-    Rule and Bound are named tuples, not dataclasses: ``croft status`` and the per-minute tick import this
-    module, and dataclasses cost more to import than those commands' own work."""
+    """One static rule: the code it reports and a bad asset (file under assets/, its text) that breaks it."""
 
     name: str
     code: str
