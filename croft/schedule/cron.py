@@ -112,9 +112,7 @@ class CronSpec:
     ``dom_star``/``dow_star`` say the day field starts with ``*`` (or ``?``); when both day fields are
     restricted a day matches if EITHER matches (Vixie cron's OR rule), otherwise both must.
     ``is_interval``: the minute or hour field starts with ``*``; such a cron fires in both passes of a
-    repeated (fall-back) hour. Build one with ``CronSpec.of``, which derives ``times``. (A named tuple,
-    not a dataclass: ``croft status`` and the per-minute tick import this module, and dataclasses cost
-    more to import than their own work.)
+    repeated (fall-back) hour. Build one with ``CronSpec.of``, which derives ``times``.
     """
 
     text: str

@@ -76,10 +76,7 @@ _VOCABULARY_SET = frozenset(VOCABULARY)
 
 @dataclass(frozen=True)
 class Schedule:
-    """A schedule croft can run: the text as written (trimmed), its normalized cron, and the parsed spec.
-
-    A named tuple, not a dataclass: ``croft status`` and the tick read schedules, and dataclasses cost more
-    to import than reading them."""
+    """A schedule croft can run: the text as written (trimmed), its normalized cron, and the parsed spec."""
 
     text: str
     cron: str
