@@ -9,9 +9,6 @@ The data's age is the time since the asset last reflected its sources:
 An asset never built has no age, so no breach: its first run starts the clock. The cause of a breach
 is the first of: scheduling off, paused, no scheduler tick, the asset (or the ingest its age follows)
 held for code nobody ran, failing, waiting on another hold; otherwise its schedule did not refresh it.
-
-``Cause``, ``Fresh`` and ``Facts`` are NamedTuples, not dataclasses: ``croft status`` and the per-user tick
-import this module, and ``dataclasses`` costs more to import than their own work.
 """
 
 from __future__ import annotations

@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import os
 import zlib
+from datetime import timedelta
 from json import loads
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from croft.core.clock import parse_instant, to_iso
+from croft.core.jsonfile import write_atomic
 from croft.core.paths import home_text
 
 if TYPE_CHECKING:
     from datetime import datetime
-    from pathlib import Path
     from typing import Any
 
     from croft.core.problems import Problem
@@ -64,10 +67,6 @@ def read(root: str, home: Path | None = None) -> dict[str, Any] | None:
 def record(root: str, problem: Problem, now: datetime, source: str, home: Path | None = None) -> bool:
     """Remember ``problem`` as the project's incident; whether it should be told now (a new one, or one
     that could not be recorded and whose hourly reminder is due)."""
-    from pathlib import Path  # lazy: a new incident only, which the idle tick never records
-
-    from croft.core.clock import to_iso
-    from croft.core.jsonfile import write_atomic
 
     stamp = to_iso(now)
     before = read(root, home)
@@ -110,9 +109,6 @@ def clock_shown(incident: dict[str, Any], now: datetime) -> bool:
     """Whether a CLOCK_MOVED_BACK incident is still worth showing at ``now``: until the clock passes its
     latest mark (``details.until``), a day at most. The one rule the tick (which clears it then) and the
     views (``control.troubles``) share."""
-    from datetime import timedelta
-
-    from croft.core.clock import parse_instant
 
     try:
         until = parse_instant(str((incident["problem"].get("details") or {}).get("until")))

@@ -10,14 +10,18 @@ never starts work on a guess.
 from __future__ import annotations
 
 import json
+import shlex
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from croft.core import disk
 from croft.core.clock import from_iso, to_iso
-from croft.core.problems import CroftError
+from croft.core.problems import CroftError, problem
+from croft.history.db import problem_for_sqlite_error
 from croft.history.peek import peek
+from croft.history.state import get_setting, put_setting
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -87,7 +91,6 @@ def effective_state(setting: Scheduling, now: datetime) -> State:
 
 
 def read_scheduling(conn: sqlite3.Connection) -> Scheduling:
-    from croft.history.state import get_setting  # lazy: the per-user tick reads through peek, not history.db
 
     return Scheduling.from_json(get_setting(conn, SETTING_KEY))
 
@@ -125,10 +128,7 @@ def _unreadable(exc: BaseException, path: Path) -> Any:
     """The problem of a history the setting could not be read from (lazy: only a broken file pays)."""
     what = "reading the scheduling setting"
     if isinstance(exc, OSError):
-        from croft.core import disk
-
         return disk.os_problem(exc, what, str(path)) or disk.cannot_open(what, str(path), str(exc))
-    from croft.history.db import problem_for_sqlite_error
 
     return problem_for_sqlite_error(exc, what, path)
 
@@ -142,7 +142,6 @@ def write_scheduling(
     paused_until: datetime | None = None,
 ) -> Scheduling:
     """Store the setting; ``since`` moves to ``now`` when scheduling turns on or changes how it ticks."""
-    from croft.history.state import put_setting  # lazy: as in read_scheduling
 
     before = read_scheduling(conn)
     since = before.since
@@ -166,9 +165,6 @@ def history_lost(root: str, via: str) -> Any:
     ``mv``), and the setting and every approval of code went with it: nothing ticks it, and the scheduler
     would hold every asset even if it did. The one wording the per-user tickers (told once) and every view
     (``control.troubles``) use."""
-    import shlex
-
-    from croft.core.problems import problem
 
     ticker = "croft serve" if via == "serve" else "the OS job"
     flag = " --no-os-job" if via == "serve" else ""

@@ -57,8 +57,7 @@ _TICKERS = {"os-job": "the OS job", "serve": "croft serve"}
 
 @dataclass(frozen=True)
 class Place:
-    """One project as the chain sees it. (Named tuples here, not dataclasses: ``croft status`` loads this
-    module whenever scheduling is stale, and dataclasses cost more to import than its own work.)"""
+    """One project as the chain sees it."""
 
     root: str
     via: str | None  # how its setting says it ticks ("os-job" / "serve")

@@ -1,8 +1,4 @@
-"""What the three job backends share: their state as data, their health links, and the one install failure.
-
-``JobState`` is a plain class, not a dataclass: ``croft schedule status`` imports this module, and
-dataclasses cost more to import than the command's own work.
-"""
+"""What the three job backends share: their state as data, their health links, and the one install failure."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """One link of the scheduler chain: a line of ``croft doctor``, and what SCHEDULER_STALE names when it breaks.
 
 It lives here, below ``control/``, because each job backend returns its own links (``Backend.health``);
-``control/chain.py`` orders them with the rest, so doctor and the stale warning say the same words. A named
-tuple, not a dataclass: ``croft schedule status`` imports it, and dataclasses cost more to import than
-the command's own work.
+``control/chain.py`` orders them with the rest, so doctor and the stale warning say the same words.
 """
 
 from __future__ import annotations

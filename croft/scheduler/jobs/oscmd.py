@@ -2,8 +2,7 @@
 
 Each gets the ``program`` environment of ``core.children`` (never croft's own, which may hold secrets) and a
 timeout, and a missing program is an answer (status None), not an exception: the callers turn it into
-INSTALL_FAILED with the right hint. (Its record is a named tuple, not a dataclass: ``croft schedule
-status`` imports this module, and dataclasses cost more to import than the command's own work.)
+INSTALL_FAILED with the right hint.
 """
 
 from __future__ import annotations

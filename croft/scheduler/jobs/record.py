@@ -6,8 +6,6 @@ schedule on`` installed, for the label in force, with the interpreter it runs.
 It is state croft can rebuild: a job.json that is there but cannot be read (empty, garbled) is not "no
 job" (the job may well be running); the reader asks each backend of this platform whether it holds a
 job of the label in force, writes the record again for the one that does, and says so (``note``).
-``InstalledJob`` is a named tuple, not a dataclass: ``croft schedule status`` reads it, and dataclasses
-cost more to import than the command's own work.
 """
 
 from __future__ import annotations

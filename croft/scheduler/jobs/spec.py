@@ -2,9 +2,7 @@
 
 The job must not depend on the shell's PATH (cron and launchd give a bare one) nor on an interpreter that
 will vanish (a temporary or cached environment from ``uvx``/``pipx run``), so the spec records the running
-interpreter's absolute path and says when it looks temporary. (``JobSpec`` is a named tuple, not a
-dataclass: ``croft schedule status`` imports this module, and dataclasses cost more to import than the
-command's own work.)
+interpreter's absolute path and says when it looks temporary.
 """
 
 from __future__ import annotations

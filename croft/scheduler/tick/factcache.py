@@ -12,14 +12,21 @@ import os
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from croft.core.clock import to_iso
+from croft.core.problems import CroftError, Problem
 from croft.history.state import get_setting, put_setting
 from croft.project.config import Project
+from croft.project.discovery import check_name
+from croft.project.facts import read_python_facts
+from croft.project.fingerprint import code_hash, import_closure
+from croft.project.sqlfacts import read_sql_facts
 from croft.schedule import cron
 from croft.schedule.cron import CronSpec
+from croft.schedule.phrase import parse_schedule
 from croft.scheduler.due import AssetInfo
 from croft.scheduler.tick.filekeys import asset_paths, stat_text
 
@@ -40,7 +47,6 @@ def stat_key(root: str, path: str, deps: list[str], zone: str) -> str:
 
 
 def _mtime_iso(path: Path) -> str | None:
-    from datetime import UTC, datetime  # lazy: only for a file that changed
 
     try:
         return to_iso(datetime.fromtimestamp(path.stat().st_mtime, UTC))
@@ -52,14 +58,6 @@ def _read_one(
     project: Project, path: Path, name: str, old: Mapping[str, Any] | None, zone_from: str | None
 ) -> dict[str, Any]:
     """Read one changed file statically (the only place the tick parses anything)."""
-    # lazy: the readers (ast, SQLite's authorizer, the phrase parser) load only when a file changed
-    from croft.core.problems import CroftError, Problem
-    from croft.project.discovery import check_name
-    from croft.project.facts import read_python_facts
-    from croft.project.fingerprint import code_hash, import_closure
-    from croft.project.sqlfacts import read_sql_facts
-    from croft.schedule.phrase import parse_schedule
-
     root = project.root
     rel = path.relative_to(root).as_posix()
     if check_name(name, rel) is not None:

@@ -4,9 +4,6 @@ status`` and ``croft doctor`` all take, so none of them can disagree.
 
 It reads runs.sqlite read-only (never creating it) and the facts cache without writing it, and decides
 holds by the scheduler's own policy (``scheduler.due``), so "held" here is what the tick holds.
-
-``Standing`` is a plain class, not a dataclass: ``croft status`` and the per-user tick import this module,
-and ``dataclasses`` costs more to import than their own work.
 """
 
 from __future__ import annotations

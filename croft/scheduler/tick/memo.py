@@ -22,9 +22,14 @@ try:  # the C module itself: hashlib would first load OpenSSL's, ~4 ms of every 
 except ImportError:  # pragma: no cover - an interpreter without it
     from hashlib import blake2b
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from croft.core import sqlitefile
+from croft.core.identity import current
+from croft.history import tickrow
+from croft.notify.ping import ping_logged
+from croft.project.config import load_project
 from croft.scheduler.incidents import incident_path
 from croft.scheduler.tick.filekeys import files_fingerprint
 from croft.scheduler.tick.report import tick_data
@@ -143,7 +148,6 @@ def _ping(root: str, config: dict[str, Any]) -> None:
     url = _ping_url(config)
     if url is None:
         return
-    from croft.notify.ping import ping_logged
 
     ping_logged(url, os.path.join(root, ".croft"), lambda: project_redactor(root))
 
@@ -151,9 +155,6 @@ def _ping(root: str, config: dict[str, Any]) -> None:
 def project_redactor(root: str) -> Any:
     """Only on a failed ping: the project's redactor, for the line in notify.log (the project is loaded
     then, never on a ping that answered)."""
-    from pathlib import Path
-
-    from croft.project.config import load_project
 
     return load_project(Path(root)).redactor.text
 
@@ -210,8 +211,6 @@ def _idle(start: str, now_iso: str, beat: bool) -> tuple[dict[str, Any], str, di
 
 
 def _beat(conn: sqlite3.Connection, now_iso: str) -> dict[str, Any]:
-    from croft.core.identity import current
-    from croft.history import tickrow
 
     who = current()
     data = tick_data()

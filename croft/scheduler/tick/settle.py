@@ -5,9 +5,6 @@ records its fires, so a later tick can tell what happened: a run still starting 
 that ended without attempting an asset gives that fire back (it stays due); a child that died, refused
 or crashed before starting an asset is a failed start, and the asset waits 15 minutes before one more
 try (settings ``schedule.failedStarts``).
-
-``Settled`` is a plain class, not a dataclass: the per-minute tick imports this module, and
-``dataclasses`` costs more to import than the tick's own work.
 """
 
 from __future__ import annotations

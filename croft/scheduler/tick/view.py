@@ -22,6 +22,7 @@ from croft.scheduler.due import View, due_work
 from croft.scheduler.heartbeat import last_heartbeat
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
 from croft.scheduler.tick.factcache import load_facts
+from croft.scheduler.tick.freshview import add_freshness
 from croft.scheduler.tick.gather import due_input
 from croft.scheduler.tick.settle import settle
 
@@ -140,7 +141,6 @@ def with_schedule(result: Any, project: Project) -> Any:
     result.problems.extend(
         Problem.from_dict(b["invalid"]) for b in view["assets"].values() if b.get("invalid")
     )
-    from croft.scheduler.tick.freshview import add_freshness  # its own look: the promises (issue 23)
 
     return add_freshness(result, project, now, infos)  # the view's facts: not loaded a second time
 

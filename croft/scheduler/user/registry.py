@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
+import shlex
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from json import loads
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from croft.core.clock import from_iso, to_iso
@@ -55,7 +58,6 @@ BACKUP = "projects.json.bak"
 LOCK_TIMEOUT_S = 12.0
 
 if TYPE_CHECKING:
-    from pathlib import Path
     from typing import Any, Literal
 
     Via = Literal["os-job", "serve"]
@@ -96,14 +98,12 @@ class Entry:
 
 def _quote(text: str) -> str:
     """A path shell-quoted for a fix or hint (shlex loads only for such a message, not every minute)."""
-    import shlex
 
     return shlex.quote(text)
 
 
 def canonical(root: str | os.PathLike[str]) -> str:
     """The real path (symlinks resolved) when it exists; the absolute path otherwise (a deleted folder)."""
-    from pathlib import Path  # a change or a look-up by a command: the per-minute read needs none
 
     path = Path(root).expanduser()
     try:
@@ -124,7 +124,6 @@ _MOUNT_ROOTS: tuple[tuple[tuple[str, ...], int], ...] = (
 
 def removable_mount(root: str) -> list[str]:
     """The folders that would be the mount point of a removable disk holding ``root`` (may be several)."""
-    from pathlib import Path  # only for a project whose croft.json is not there
 
     parts = Path(root).parts[1:]
     found = []
@@ -219,7 +218,6 @@ def _corrupt(path: str, why: str) -> CroftError:
 
 
 def _as_path(text: str) -> Path:
-    from pathlib import Path
 
     return Path(text)
 
@@ -325,7 +323,6 @@ class Registry:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the OS lock; DB_BUSY when another croft keeps it longer than ``lock_timeout``."""
-        import fcntl  # lazy: only a change takes the lock, and the per-user tick rarely makes one
 
         make_dirs(self._home)
         fd = os.open(self._lock, os.O_RDWR | os.O_CREAT, 0o600)

@@ -23,13 +23,15 @@ words load only for a refusal): the per-minute tick checks every project with it
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from croft.core.problems import CroftError, problem
 from croft.core.trust import Unsafe, check
 
 if TYPE_CHECKING:
-    from croft.core.problems import CroftError, Problem, Severity
+    from croft.core.problems import Problem, Severity
 
 __all__ = [
     "HOME_FILES",
@@ -101,7 +103,6 @@ def _aside(found: Unsafe) -> Unsafe:
     (``croft schedule on`` starts a new one)."""
     if not found.theirs:
         return found
-    import shlex  # only for a refusal
 
     path = shlex.quote(found.path)
     aside = shlex.quote(found.path + ".untrusted")
@@ -110,14 +111,12 @@ def _aside(found: Unsafe) -> Unsafe:
 
 def _off(root: str) -> str:
     """Another user's project: take it off this user's schedule (``schedule off`` writes nothing into it)."""
-    import shlex  # only for a refusal
 
     return f"croft schedule off --project {shlex.quote(root)}"
 
 
 def unsafe_problem(found: Unsafe, *, severity: Severity = "error", project: str | None = None) -> Problem:
     """UNSAFE_PERMISSIONS for one path, in the words doctor shows for it."""
-    from croft.core.problems import problem
 
     if project is None:
         head = f"the scheduler does nothing for this user: {found.path}: {found.why}"
@@ -145,7 +144,6 @@ def unsafe_problem(found: Unsafe, *, severity: Severity = "error", project: str 
 
 
 def unsafe_error(found: Unsafe, *, project: str | None = None) -> CroftError:
-    from croft.core.problems import CroftError
 
     return CroftError(unsafe_problem(found, project=project))
 
