@@ -9,6 +9,7 @@ not a body.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -25,7 +26,6 @@ class Late(TimeoutError):
 def within(seconds: float, work: Callable[[], T]) -> T:
     """``work()``'s result, when it returns within ``seconds``; else :class:`Late` (the thread it runs in
     is left to end with the process). Its own exception is raised here."""
-    import threading
 
     done: list[tuple[bool, object]] = []
 

@@ -9,8 +9,10 @@ Every child gets an explicit environment: nothing from ``.env`` can reach it.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -40,8 +42,7 @@ _LINE_BREAKS = str.maketrans({"\u2028": " ", "\u2029": " ", "\x85": " "})
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a desktop notification went: ``via`` the program used, ``error`` a one-line reason or None. (A
-    named tuple, as ``Reach`` is: ``croft status`` loads this module, and dataclasses cost it more.)"""
+    """How a desktop notification went: ``via`` the program used, ``error`` a one-line reason or None."""
 
     via: str | None
     error: str | None = None
@@ -206,8 +207,6 @@ def reach(
             return Reach(True, f"shown with {OSASCRIPT}")
         return Reach(False, f"{OSASCRIPT} is missing", "no_sender")
     if not (platform.startswith("linux") or platform.startswith("freebsd")):
-        import importlib.util
-
         if importlib.util.find_spec("plyer") is not None:
             return Reach(True, "shown with plyer")
         return Reach(False, f"desktop notifications are not supported on {platform}", "unsupported")
@@ -230,7 +229,6 @@ def reach(
 def _bus_answers(address: str) -> tuple[str, bool]:
     """(the bus as a person reads it, whether its socket takes a connection); an address croft cannot
     try (tcp:, launchd:) counts as answering."""
-    import socket  # doctor only
 
     for part in address.split(";"):
         kind, _, rest = part.partition(":")
