@@ -6,8 +6,6 @@ Two ways in: ``os_problem`` reads an OSError that was raised (its errno, its fil
 ``folder_problem`` looks at a folder before anything fails (``statvfs`` and ``access``: one system call
 each), which is how the scheduler's views and the per-user tick see a full or read-only disk even when
 nothing has tried to write yet (an idle minute's heartbeat fits in a block the file already has).
-
-Only ``os`` and ``errno`` are imported: the per-user tick looks at every project's folder every minute.
 """
 
 from __future__ import annotations

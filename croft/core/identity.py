@@ -9,6 +9,7 @@ returning None for the parts it could not read.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -37,8 +38,6 @@ def boot_id() -> str | None:
     except OSError:
         pass
     if sys.platform == "darwin":
-        import subprocess  # only macOS asks a program
-
         try:
             out = subprocess.run(["sysctl", "-n", "kern.boottime"], capture_output=True, text=True, timeout=5)
             return out.stdout.strip() or None
@@ -54,8 +53,6 @@ def start_time(pid: int) -> str | None:
             stat = handle.read()
     except OSError:
         if sys.platform == "darwin":
-            import subprocess
-
             try:
                 out = subprocess.run(
                     ["ps", "-o", "lstart=", "-p", str(pid)], capture_output=True, text=True, timeout=5

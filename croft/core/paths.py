@@ -8,6 +8,7 @@ from json import loads
 from pathlib import Path
 
 from croft.core import knobs
+from croft.core.problems import CroftError
 
 __all__ = [
     "croft_home",
@@ -31,16 +32,15 @@ def croft_home() -> Path:
 
 
 def home_text() -> str:
-    """``str(croft_home())``, without loading pathlib: the per-minute tick works with text, and names the
-    folder in its messages (and in the ticks it starts) in the words the other commands use."""
+    """``str(croft_home())``: the folder as the per-user tick names it in its messages (and in the ticks it
+    starts), in the words the other commands use."""
     override: str | None = knobs.value("CROFT_HOME")
     return path_text(override or os.path.join(os.path.expanduser("~"), ".croft"))
 
 
 def stat_of(path: str | os.PathLike[str]) -> os.stat_result | None:
     """``os.stat``, or None where pathlib's ``exists`` and ``is_file`` answer False (nothing there, a file
-    where a folder is named, a link loop, a bad name); what they raise (no permission) raises: for the
-    per-minute tick, which keeps its paths as text."""
+    where a folder is named, a link loop, a bad name); what they raise (no permission) raises."""
     try:
         return os.stat(path)
     except OSError as exc:
@@ -52,8 +52,8 @@ def stat_of(path: str | os.PathLike[str]) -> os.stat_result | None:
 
 
 def path_text(*parts: str | os.PathLike[str]) -> str:
-    """``str(Path(*parts))`` without loading pathlib (no doubled or trailing slash, no ``.`` part; ``..``
-    kept): the per-minute tick, which keeps its folders and files as text, spells each as a Path would."""
+    """``str(Path(*parts))`` (no doubled or trailing slash, no ``.`` part; ``..`` kept), for the callers
+    that keep their folders and files as text."""
     text = os.path.join(*parts)
     root = "//" if text[:2] == "//" and text[2:3] != "/" else "/" if text[:1] == "/" else ""
     return root + "/".join(part for part in text.split("/") if part and part != ".") or "."
@@ -108,8 +108,6 @@ def require_utf8_path(path: Path) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        from croft.core.problems import CroftError
-
         shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         raise CroftError(
             "PATH_UNWRITABLE",

@@ -6,8 +6,6 @@ own code makes; what croft makes for itself is private by construction: every fo
 made 0700 (``Path.mkdir(parents=True)`` would give the levels above the last the umask's mode), and every
 file it creates 0600. SQLite makes a database's -wal, -shm and journal with the database's own mode, so
 creating the database file first is enough. Folders and files that exist already are left as they are.
-
-Imports only ``os``: the per-minute tick writes its log through here.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ A path is trusted when it belongs to this user (or to root, who can change anyth
 else can write it: not others, and for the per-user files not the group either. Anything else is
 ``Unsafe``, in words, with the one ``chmod`` that mends a mode; a path that belongs to another user has
 no fix croft can offer that is safe to run blindly, so its fix says whose it is instead.
-
-Imports only ``os`` and ``stat``: the per-minute tick checks the registry and every project with it.
 """
 
 from __future__ import annotations
@@ -55,7 +53,7 @@ def check(path: str, *, group_may_write: bool = False) -> Unsafe | None:
     except OSError as exc:
         return Unsafe(path, f"croft cannot look at it ({exc.strerror or exc})", None, False)
     if st.st_uid == os.geteuid() and not st.st_mode & (_OTHERS if group_may_write else _GROUP_OR_OTHERS):
-        return None  # the usual answer, without the words (the per-minute tick asks for every project)
+        return None  # the usual answer, without the words
     why = untrusted(st, group_may_write=group_may_write)
     if why is None:
         return None
