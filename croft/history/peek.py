@@ -1,7 +1,5 @@
 """One read-only query of a SQLite file that may not exist: status views and the per-user tick look into a
 project's runs.sqlite without creating, migrating or locking it for writing.
-
-Only sqlite3 is imported, so the per-user tick can use it every minute.
 """
 
 from __future__ import annotations

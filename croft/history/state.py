@@ -97,8 +97,6 @@ def read_tick(conn: sqlite3.Connection) -> dict[str, Any] | None:
 
 def write_tick(conn: sqlite3.Connection, who: ProcessIdentity, heartbeat_at: str) -> None:
     """Record the heartbeat and the tick process that wrote it."""
-    from croft.history import tickrow  # lazy, here and below: only a tick writes its row; status reads
-
     with immediate(conn, "writing the tick heartbeat"):
         tickrow.heartbeat(conn, who, heartbeat_at)
 
