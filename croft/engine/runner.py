@@ -23,6 +23,7 @@ from croft.core.problems import CroftError, Problem, Stopped, problem
 from croft.core.result import Next, Result
 from croft.core.suggest import unknown_asset
 from croft.engine import settings
+from croft.engine.backfill import Book
 from croft.engine.catalog import mirror
 from croft.engine.context import StepLog
 from croft.engine.reconcile import reconcile
@@ -37,6 +38,7 @@ from croft.history.db import open_history
 from croft.history.prune import prune_after_run
 from croft.notify.policy import Policy
 from croft.notify.runping import RunPings, tail_of
+from croft.notify.send import after_run
 from croft.project.asset import AssetFacts
 from croft.project.config import Project
 from croft.project.discovery import discover
@@ -266,8 +268,6 @@ class _Run:
                 step.refill = refill
                 step.on_chunk = self.options.on_chunk
                 if refill.window is not None:
-                    from croft.engine.backfill import Book
-
                     step.book = Book(self.conn, name, refill, self.run_id)
             done = _execute_or_internal_error(step)
             log(
@@ -602,8 +602,6 @@ class _Run:
             # The scheduler already ended this run (past its ceiling: scheduler.tick.ceiling), recorded it
             # TIMEOUT and notified; saying "interrupted" now would be a second, wrong message.
             return result
-        from croft.notify.send import after_run  # lazy: decides in one settings read; never raises
-
         after_run(self.project, self.conn, self.options, self.redactor.obj(summary), self.facts)
         return result
 
