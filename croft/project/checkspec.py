@@ -62,8 +62,8 @@ def is_identifier(name: object) -> bool:
 class Check:
     """One parsed check; ``text`` is what the user wrote, used to name it in problems.
 
-    Not named tuples: ``unique(a)`` and ``not_null(a)`` hold the same fields and must still differ (a
-    dataclass equals only its own class)."""
+    ``unique(a)`` and ``not_null(a)`` hold the same fields and still differ: a dataclass equals only its
+    own class."""
 
     text: str
 
