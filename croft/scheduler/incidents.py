@@ -44,8 +44,7 @@ CLOCK_SHOWN_DAYS = 1  # at most: a mark years ahead (a CROFT_NOW of 2099) is not
 
 def incident_path(root: str, home: str | Path | None = None) -> str:
     """The incident file of the project at ``root`` (its real path, as the registry keeps it). Named by two
-    checksums of the path (zlib: hashlib would cost the idle tick more than the rest of its imports); the
-    file names its root, and one that names another is not this project's."""
+    checksums of the path (zlib's); the file names its root, and one that names another is not this project's."""
     raw = root.encode("utf-8", "surrogateescape")
     name = (zlib.crc32(raw) << 32 | zlib.adler32(raw)).to_bytes(8, "big").hex()  # both, 8 hex digits each
     return f"{home or home_text()}/{FOLDER}/{name}.json"

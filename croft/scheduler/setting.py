@@ -125,7 +125,7 @@ def setting_stored(state_dir: str | Path) -> bool:
 
 
 def _unreadable(exc: BaseException, path: Path) -> Any:
-    """The problem of a history the setting could not be read from (lazy: only a broken file pays)."""
+    """The problem of a history the setting could not be read from."""
     what = "reading the scheduling setting"
     if isinstance(exc, OSError):
         return disk.os_problem(exc, what, str(path)) or disk.cannot_open(what, str(path), str(exc))

@@ -1,7 +1,6 @@
 """The scheduler's view of the asset files: static facts cached in runs.sqlite, keyed by ``stat`` data.
 
-The tick runs every minute, so a file is read (and ``ast``, the SQL reader and the fingerprint code are
-imported) only when its key moved: its size and mtime, those of the project-local modules it imported
+The tick runs every minute, so a file is read only when its key moved: its size and mtime, those of the project-local modules it imported
 when it was last read, and the project's zone. A tick where nothing changed lists the folder, stats the
 files and reads nothing else. Nothing here ever imports or executes asset code.
 """

@@ -16,6 +16,7 @@ from pathlib import Path
 from croft.core import disk
 from croft.core.paths import project_state_dir
 from croft.core.problems import CroftError, Problem, problem
+from croft.notify.send import notify_scheduler_problem
 from croft.project.config import Config, Project, load_project
 from croft.scheduler import incidents
 from croft.scheduler.setting import effective_state, read_scheduling_file
@@ -49,8 +50,6 @@ def note_incident(
     try:
         news = incidents.record(str(root), found, now, source)
         if news:
-            from croft.notify.send import notify_scheduler_problem  # only for news: webhooks load httpx
-
             notify_scheduler_problem(project or _project_for_telling(root), found)
         return news
     except Exception:  # its memory and its message are a best effort; the problem is reported anyway

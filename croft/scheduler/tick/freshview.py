@@ -16,6 +16,7 @@ from croft.core.duration import words
 from croft.core.problems import Problem, problem
 from croft.engine.staleness import stale_reasons
 from croft.history.db import open_readonly
+from croft.notify import streaks
 from croft.project.config import Project
 from croft.scheduler.due import due_work
 from croft.scheduler.freshness import Cause, Facts, Fresh, assess, cause_of, next_breach, references
@@ -57,8 +58,6 @@ def standing(project: Project, now: datetime, infos: dict[str, AssetInfo] | None
         promises = {n: i.fresh_within_s for n, i in infos.items() if i.fresh_within_s}
         if not promises or conn is None:
             return Standing()
-        from croft.notify import streaks  # lazy: only a project that promises freshness reads them
-
         setting = read_scheduling(conn)
         given = due_input(conn, infos, now=now, tz=project.config.timezone, setting=setting, next_fires=False)
         going = streaks.read(conn)

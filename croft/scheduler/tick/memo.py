@@ -16,12 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-
-try:  # the C module itself: hashlib would first load OpenSSL's, ~4 ms of every idle minute
-    from _blake2 import blake2b
-except ImportError:  # pragma: no cover - an interpreter without it
-    from hashlib import blake2b
-
+from hashlib import blake2b
 from pathlib import Path
 from typing import TYPE_CHECKING
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from croft.core.clock import from_iso, to_iso
+from croft.core.duration import words
 from croft.core.jsonfile import write_atomic
 from croft.core.paths import home_text, path_text, project_state_dir, stat_of
 from croft.core.private import make_dirs
@@ -97,7 +98,7 @@ class Entry:
 
 
 def _quote(text: str) -> str:
-    """A path shell-quoted for a fix or hint (shlex loads only for such a message, not every minute)."""
+    """A path shell-quoted for a fix or hint."""
 
     return shlex.quote(text)
 
@@ -234,8 +235,7 @@ class Registry:
     """``projects.json`` in ``home`` (CROFT_HOME by default), and its last good copy ``projects.json.bak``.
 
     Its folder and files are kept as text, spelled as Paths would spell them; ``home``, ``path``,
-    ``backup_path`` and ``lock_path`` are Paths made when asked for: the per-user tick reads the registry
-    every minute, and loads no pathlib for it."""
+    ``backup_path`` and ``lock_path`` are Paths made when asked for."""
 
     def __init__(self, home: str | os.PathLike[str] | None = None, lock_timeout: float = LOCK_TIMEOUT_S):
         self._home = home_text() if home is None else path_text(home)
@@ -336,8 +336,6 @@ class Registry:
                     if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                         raise
                     if time.monotonic() >= deadline:
-                        from croft.core.duration import words  # lazy: the error path only
-
                         raise CroftError(
                             "DB_BUSY",
                             f"another croft has been changing {self._file} for more than"

@@ -16,8 +16,7 @@ files, croft refuses to act on any of them that another user owns or could chang
   the owner runs it by hand.
 
 One rule in one place: the per-user tick, croft serve, ``croft schedule on`` and the chain of ``croft
-doctor`` and ``croft status`` all ask this module. Imports only ``os`` and ``core.trust`` (the problem's
-words load only for a refusal): the per-minute tick checks every project with it.
+doctor`` and ``croft status`` all ask this module.
 """
 
 from __future__ import annotations
