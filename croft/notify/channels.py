@@ -1,9 +1,8 @@
 """Every other channel (Slack, Discord, ntfy, Pushover, e-mail, ...) through Apprise, an optional extra.
 
 ``notify.urls`` lists Apprise URLs; one written ``$NAME`` is the value of ``NAME`` in ``.env``, so a
-channel's token stays there and is redacted like any secret. Apprise is imported here only, and this
-module only when something is sent: it costs a tenth of a second and pulls in ``requests``, which the
-every-minute tick must never pay for. The signed webhook, the desktop and the pings stay croft's own.
+channel's token stays there and is redacted like any secret. Apprise is an optional extra, imported
+here only, when something is sent. The signed webhook, the desktop and the pings stay croft's own.
 """
 
 from __future__ import annotations

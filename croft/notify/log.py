@@ -16,6 +16,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -162,8 +163,6 @@ def _now_iso() -> str:
     try:
         return to_iso(now())
     except Exception:  # an invalid CROFT_NOW must not stop the log line
-        from datetime import UTC, datetime
-
         return to_iso(datetime.now(UTC))
 
 
