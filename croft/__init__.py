@@ -1,17 +1,9 @@
 """croft: local data pipelines that keep themselves fresh.
 
-This module is the asset author's API and nothing else: ``@ingest(...)`` and ``@transform(...)``. It
-imports nothing heavy, because every asset file imports it.
+This module is the asset author's API and nothing else: ``@ingest(...)`` and ``@transform(...)``. Every
+asset file and every croft process (the minute gate's included) imports it, so it imports nothing: its
+types are in ``__init__.pyi`` beside it, which type checkers read instead.
 """
-
-from __future__ import annotations
-
-TYPE_CHECKING = False  # typing is not loaded at run time: every asset and every tick imports this module
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any, TypeVar
-
-    F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["ingest", "transform"]
 __version__ = "0.1.0"
@@ -27,19 +19,19 @@ INGEST_OPTIONS = frozenset(
 TRANSFORM_OPTIONS = frozenset({"inputs", "key", "checks", "description", "max_runtime", *ALERT_OPTIONS})
 
 
-def _mark(kind: str, allowed: frozenset[str], options: dict[str, Any]) -> Callable[[F], F]:
+def _mark(kind, allowed, options):
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise TypeError(f"@{kind}() got unknown option(s) {', '.join(unknown)}; allowed: {sorted(allowed)}")
 
-    def decorate(func: F) -> F:
-        func.__croft__ = {"kind": kind, **options}  # type: ignore[attr-defined]
+    def decorate(func):
+        func.__croft__ = {"kind": kind, **options}
         return func
 
     return decorate
 
 
-def ingest(**options: Any) -> Callable[[F], F]:
+def ingest(**options):
     """Mark ``def rows(ctx)`` as an ingest: a generator yielding dicts (rows) or lists of dicts (batches).
 
     croft reads these options from the file's text without importing it, so they must be literals.
@@ -47,6 +39,6 @@ def ingest(**options: Any) -> Callable[[F], F]:
     return _mark("ingest", INGEST_OPTIONS, options)
 
 
-def transform(**options: Any) -> Callable[[F], F]:
+def transform(**options):
     """Mark ``def rows(ctx)`` as a Python transform over ``inputs=[...]``, rebuilt in full when stale."""
     return _mark("transform", TRANSFORM_OPTIONS, options)

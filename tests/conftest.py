@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from croft.history.db import open_history
 
 MakeProject = Callable[..., Path]
 
@@ -24,6 +27,14 @@ def _croft_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     # in the project's own zone unless a test moves the reader elsewhere
     monkeypatch.setenv("TZ", "Europe/London")
     return home
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    """A project's history (runs.sqlite, migrated) in a fresh state folder."""
+    connection = open_history(tmp_path / "state")
+    yield connection
+    connection.close()
 
 
 @pytest.fixture

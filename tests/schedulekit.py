@@ -179,7 +179,6 @@ def note(root: Path, run_id: str, assets: list[str], at: str, fires: dict[str, s
 
 TICK_PROBE = """
 import json, sys
-watched = sys.argv[1:]
 sys.argv = ["croft", "tick", "--json"]
 from croft.cli.main import main
 import io, contextlib
@@ -191,17 +190,15 @@ with contextlib.redirect_stdout(out):
         pass
 data = json.loads(out.getvalue())["data"]
 data["fullTick"] = "croft.scheduler.tick.project_tick" in sys.modules
-data["typing"] = "typing" in sys.modules or "dataclasses" in sys.modules
-data["heavy"] = [m for m in watched if m in sys.modules]
 print(json.dumps(data))
 """
 
 
-def probe_tick(root: Path, now: str, heavy: tuple[str, ...], **extra: str) -> dict[str, Any]:
-    """A real ``croft tick`` in a process that then says which path it took (``fullTick``), whether it
-    loaded ``typing`` and which of the ``heavy`` modules it imported; waits for the runs it started."""
+def probe_tick(root: Path, now: str, **extra: str) -> dict[str, Any]:
+    """A real ``croft tick`` in a process that then says which path it took (``fullTick``); waits for the
+    runs it started."""
     out = subprocess.run(
-        [sys.executable, "-c", TICK_PROBE, *heavy],
+        [sys.executable, "-c", TICK_PROBE],
         cwd=root,
         env=env_at(now, **extra),
         capture_output=True,

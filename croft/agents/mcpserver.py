@@ -15,6 +15,7 @@ import json
 import signal
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -213,7 +214,6 @@ def build_server(root: Path, allow_run: bool) -> MCPServer:
 
 def check(root: Path, allow_run: bool) -> Result:
     """What ``croft mcp --check`` says: the server can start for ``root``, with these tools."""
-    from importlib.metadata import version
 
     tools = anyio.run(build_server(root, allow_run).list_tools)
     return Result(data={"project": str(root), "sdk": version("mcp"), "tools": [t.name for t in tools]})

@@ -11,12 +11,24 @@ This module imports no click and nothing heavy: it wraps the click-free fast pat
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # the idle tick passes through here every minute: nothing is imported until it fails
+from croft.core import clock, disk, knobs, when
+from croft.core.envelope import dumps, envelope
+from croft.core.paths import project_state_dir
+from croft.core.private import write_new
+from croft.core.problems import CroftError, Stopped, exit_code_for, problem
+from croft.core.sqlitefile import machine_problem as sqlite_machine
+from croft.core.text import for_terminal
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from pathlib import Path
     from typing import Any
 
     from croft.core.problems import Problem
@@ -37,8 +49,6 @@ def wants_json(args: Sequence[str]) -> bool:
 def problem_lines(problems: Sequence[Problem]) -> list[str]:
     """The human form of problems: one ``severity: CODE: message`` line each, then hint, try and fix; their
     control characters escaped (a message may quote an API's answer or a file name)."""
-    from croft.core import clock, when  # light: the machine's instants in a message read as a clock
-    from croft.core.text import for_terminal
 
     try:
         now = clock.now() if problems else None
@@ -63,8 +73,6 @@ def fail(
     problems: list[Problem], as_json: bool, exit_code: int | None = None, data: dict[str, Any] | None = None
 ) -> int:
     """Print a failure (envelope on stdout, or problem lines on stderr); return its exit code."""
-    from croft.core.envelope import dumps, envelope
-    from croft.core.problems import exit_code_for
 
     code = exit_code if exit_code is not None else (exit_code_for(problems) or 1)
     if as_json:
@@ -90,12 +98,9 @@ def crash_folder(args: Sequence[str]) -> Path:
     The project is found cheaply (``--project`` or a ``croft.json`` at or above the working folder) and its
     ``stateDir`` is read only if croft.json still parses, since reading it may be what crashed.
     """
-    from pathlib import Path
 
     root = _project_root(args)
     if root is not None:
-        from croft.core.paths import project_state_dir
-
         return project_state_dir(root) / "crashes"
     cache = os.environ.get("XDG_CACHE_HOME")
     if cache:
@@ -108,7 +113,6 @@ def crash_folder(args: Sequence[str]) -> Path:
 
 
 def _project_root(args: Sequence[str]) -> Path | None:
-    from pathlib import Path
 
     start: Path | None = None
     for i, arg in enumerate(args):
@@ -132,11 +136,6 @@ def _crash_file(exc: BaseException, args: Sequence[str], text: str) -> Path | No
     written. Each file is new, 0600, in a folder of this user's that no one else can write, and no link is
     followed on the way (``core.private.write_new``): a crash of root's must not land where another user
     pointed it."""
-    import tempfile
-    import time
-    from pathlib import Path
-
-    from croft.core.private import write_new
 
     name = f"crash-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}.txt"
     header = f"croft {' '.join(args)}\n{type(exc).__name__}\n\n"
@@ -154,8 +153,6 @@ def _crash_file(exc: BaseException, args: Sequence[str], text: str) -> Path | No
 
 def temp_crash_folder() -> Path:
     """The last resort: ``$TMPDIR/croft-crashes-<uid>``, one per user, since the temporary folder is shared."""
-    import tempfile
-    from pathlib import Path
 
     return Path(tempfile.gettempdir()) / f"croft-crashes-{os.geteuid()}"
 
@@ -177,9 +174,6 @@ def _redact(args: Sequence[str]) -> Callable[[str], str]:
 
 def internal_error(exc: BaseException, args: Sequence[str]) -> Problem:
     """The INTERNAL_ERROR for an exception croft did not expect, with its traceback saved (and shown)."""
-    import traceback
-
-    from croft.core.problems import problem
 
     redact = _redact(args)
     text = redact("".join(traceback.format_exception(exc)))
@@ -198,8 +192,6 @@ def internal_error(exc: BaseException, args: Sequence[str]) -> Problem:
 
 def _debug() -> bool:
     """``CROFT_DEBUG``; a bad value must not hide the error being reported, so it reads as off here."""
-    from croft.core import knobs
-    from croft.core.problems import CroftError
 
     try:
         return bool(knobs.value("CROFT_DEBUG"))
@@ -208,7 +200,6 @@ def _debug() -> bool:
 
 
 def interrupted() -> Problem:
-    from croft.core.problems import problem
 
     return problem(
         "INTERRUPTED",
@@ -235,7 +226,6 @@ def last_resort(main: Callable[..., None]) -> Callable[..., None]:
 
 def _failed(exc: BaseException, args: list[str]) -> int:
     """Say what escaped, in the shape the caller asked for; return the exit code."""
-    from croft.core.problems import CroftError, Stopped
 
     as_json = wants_json(args)
     if isinstance(exc, CroftError):
@@ -258,22 +248,18 @@ def machine_problem(exc: BaseException, args: Sequence[str]) -> Problem | None:
     """DISK_FULL or PATH_UNWRITABLE for an error of the machine that no command turned into a problem
     itself (an OSError of a full or read-only disk, or SQLite's word for one), naming the file when the
     error does, else the folder that is full or read-only."""
-    from croft.core import disk
 
     state = crash_folder(args).parent if _project_root(args) is not None else None
     guess = disk.guess_folder([state] if state is not None else [])
     found = disk.os_problem(exc, path=guess)
     if found is not None:
         return found
-    import sqlite3  # already loaded by whatever raised it
 
     inner: BaseException | None = exc
     for _ in range(10):
         if inner is None:
             break
         if isinstance(inner, sqlite3.Error):
-            from croft.core.sqlitefile import machine_problem as sqlite_machine
-
             return sqlite_machine(inner, "croft could not use a database", guess)
         inner = inner.__cause__ or inner.__context__
     return None

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from croft.agents.context import context
 from croft.cli.project_option import load, project_option
 from croft.cli.render import json_option, run_command
 from croft.core import clock, when
@@ -87,6 +88,5 @@ def command(asset: str | None, project_dir: str | None) -> Result:
     """What a coding agent reads first: the project, each asset (schedule, hold, freshness, last run, columns,
     reads and read by), what is running, recent failures with their log tails, the fixes croft computed, and
     what to ask the user first. At most 20 KB; `truncated` says when something was left out."""
-    from croft.agents.context import context
 
     return context(load(project_dir), asset)

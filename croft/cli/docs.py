@@ -3,6 +3,7 @@ shipped with croft, so a user gets from any error to its fix without leaving the
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 import click
@@ -198,7 +199,6 @@ def resolve(word: str) -> tuple[str, Path] | None:
 
 def _closest(word: str, choices: list[str]) -> list[str]:
     """Up to three near names; difflib is loaded here, on the error path only."""
-    import difflib
 
     return difflib.get_close_matches(word, choices, n=3, cutoff=0.6)
 

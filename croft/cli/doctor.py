@@ -6,9 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from croft.cli.logs import log_line
 from croft.cli.render import json_option, run_command
+from croft.core import clock, when
 from croft.core.problems import CroftError
 from croft.core.result import Result
+from croft.project.config import load_project
+from croft.scheduler.control.doctor import doctor
 
 if TYPE_CHECKING:
     from croft.project.config import Project
@@ -23,7 +27,6 @@ def _human(result: Result) -> str:
 @run_command(_human)
 def command() -> Result:
     """Check the scheduler chain: registry, OS job, daemon, interpreter, serve and each project's last tick."""
-    from croft.scheduler.control.doctor import doctor
 
     return doctor(project=_here())
 
@@ -31,7 +34,6 @@ def command() -> Result:
 def _here() -> Project | None:
     """The project doctor is run in, if any: checked too, so one missing from the registry (a moved folder)
     shows up. Doctor must work anywhere, so a folder that is no project, or a broken one, is just skipped."""
-    from croft.project.config import load_project
 
     try:
         return load_project()
@@ -40,8 +42,6 @@ def _here() -> Project | None:
 
 
 def doctor_text(data: dict[str, Any]) -> str:
-    from croft.cli.logs import log_line
-    from croft.core import clock, when
 
     now = clock.now()
     lines = []

@@ -7,13 +7,15 @@ from pathlib import Path
 
 import click
 
+from croft.agents.agentfiles import plan_agent_files, write_agent_files
 from croft.cli.render import json_option, run_command
+from croft.core.problems import CroftError
 from croft.core.result import Next, Result
+from croft.project.config import load_project
+from croft.project.scaffold import init_project
 
 
 def _init(directory: str, timezone: str | None) -> Result:
-    from croft.agents.agentfiles import plan_agent_files, write_agent_files
-    from croft.project.scaffold import init_project
 
     planned = plan_agent_files(
         Path(directory).resolve()
@@ -37,8 +39,6 @@ def _init(directory: str, timezone: str | None) -> Result:
 
 def _agents(directory: str) -> Result:
     """``croft init --agents``: refresh croft's block in the agent files of an existing project."""
-    from croft.agents.agentfiles import write_agent_files
-    from croft.project.config import load_project
 
     root = load_project(Path(directory)).root
     found = write_agent_files(root)
@@ -77,8 +77,6 @@ def command(directory: str, timezone: str | None, agents: bool) -> Result:
     existing project, keeping your own text around it."""
     if agents:
         if timezone is not None:
-            from croft.core.problems import CroftError
-
             raise CroftError(
                 "USAGE",
                 "--timezone makes a new project; --agents only refreshes the agent files of an existing one",

@@ -12,6 +12,7 @@ from croft.core import clock, when
 from croft.core.clock import parse_instant
 from croft.core.duration import words
 from croft.core.result import Result
+from croft.engine.logs import show_logs
 from croft.history.runs import started_by_words
 
 
@@ -117,6 +118,5 @@ def command(
     target: str | None, failed: bool, runs_only: bool, since: str | None, project_dir: str | None
 ) -> Result:
     """The history of attempts, newest first: for one ASSET, or one run's whole report by its id prefix (r_...)."""
-    from croft.engine.logs import show_logs
 
     return show_logs(load(project_dir), target, failed=failed, runs_only=runs_only, since=since)

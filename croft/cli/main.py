@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import TYPE_CHECKING
 
 from croft.cli.boundary import last_resort
 
-TYPE_CHECKING = False  # the idle tick goes through main() without loading typing
 if TYPE_CHECKING:
     from typing import Any
 

@@ -4,6 +4,7 @@ connect to (``croft.agents.mcpserver``), from the optional ``mcp`` extra."""
 from __future__ import annotations
 
 import sys
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import click
@@ -18,7 +19,6 @@ _SDK_PACKAGES = ("mcp", "mcp_types", "anyio", "pydantic", "pydantic_core")
 
 
 def _missing() -> CroftError:
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         have = version("mcp")

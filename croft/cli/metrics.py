@@ -9,6 +9,7 @@ import click
 from croft.cli.render import emit, json_option, problem_lines, respond
 from croft.core.problems import CroftError
 from croft.core.result import Result
+from croft.scheduler.control.metrics import gather
 
 
 def _human(result: Result) -> str:
@@ -21,7 +22,6 @@ def command(as_json: bool) -> None:
     """Print Prometheus text for every registered project: last success, failures in a row, data age and
     promise, run durations, the queue and the last tick; the numbers `croft status --json` shows. For
     node_exporter's textfile collector; `croft serve --metrics HOST:PORT` serves the same at /metrics."""
-    from croft.scheduler.control.metrics import gather
 
     if as_json:
         respond(True, None, gather)

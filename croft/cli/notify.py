@@ -7,6 +7,7 @@ import click
 from croft.cli.project_option import load, project_option
 from croft.cli.render import json_option, run_command
 from croft.core.result import Result
+from croft.notify.probe import notify_test
 
 __all__ = ["group"]
 
@@ -37,6 +38,5 @@ def test(project_dir: str | None) -> Result:
 
     Exits 1 when any channel failed, or when none is configured.
     """
-    from croft.notify.probe import notify_test
 
     return notify_test(load(project_dir))

@@ -6,9 +6,12 @@ import json
 
 import click
 
+from croft.cli.preview_watch import watch as watch_loop
 from croft.cli.project_option import load, project_option
 from croft.cli.render import command_line, json_option, run_command
 from croft.core.result import Result
+from croft.engine.runner import RunOptions, run_assets
+from croft.engine.settings import starter
 
 
 def _human(result: Result) -> str:
@@ -53,11 +56,7 @@ def command(asset: str, project_dir: str | None, watch: bool = False) -> Result:
     preview and a last one when it stops.
     """
     if watch:
-        from croft.cli.preview_watch import watch as watch_loop
-
         return watch_loop(load(project_dir), asset, as_json=click.get_current_context().params["as_json"])
-    from croft.engine.runner import RunOptions, run_assets
-    from croft.engine.settings import starter
 
     trigger, human = starter()
     options = RunOptions(

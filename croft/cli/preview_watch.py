@@ -20,12 +20,17 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import click
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
 
 from croft.core.children import croft_argv
 from croft.core.clock import now
 from croft.core.result import Result
+from croft.core.suggest import unknown_asset
 from croft.engine.peek import table_versions
 from croft.project.config import Project
+from croft.project.discovery import discover
+from croft.project.fingerprint import import_closure
 
 __all__ = ["Targets", "signature", "targets", "watch"]
 
@@ -36,8 +41,6 @@ Targets = tuple[tuple[Path, ...], tuple[str, ...]]
 
 def targets(project: Project, asset: str) -> Targets | None:
     """(files whose change re-runs the preview, input tables), or None when the asset is not there now."""
-    from croft.project.discovery import discover
-    from croft.project.fingerprint import import_closure
 
     facts = discover(project)[0].get(asset)
     if facts is None:
@@ -93,16 +96,10 @@ def _stop(child: subprocess.Popen[bytes] | None) -> None:
 
 
 def watch(project: Project, asset: str, as_json: bool) -> Result:
-    from croft.project.discovery import discover
 
     known = discover(project)[0]
     if asset not in known:
-        from croft.core.suggest import unknown_asset
-
         raise unknown_asset(asset, known, "preview --watch")  # its fix watches the close name, never writes
-
-    from watchdog.events import FileSystemEvent, FileSystemEventHandler
-    from watchdog.observers import Observer
 
     woken = threading.Event()
     state_dir = str(project.config.state_dir)

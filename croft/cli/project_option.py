@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
+import click
+
+from croft.project.config import load_project
+
 if TYPE_CHECKING:
     from typing import Any
 
@@ -16,7 +20,6 @@ def __getattr__(name: str) -> Any:
     without click; ``load`` never needs it)."""
     if name != "project_option":
         raise AttributeError(name)
-    import click
 
     option = click.option(
         "--project",
@@ -30,6 +33,5 @@ def __getattr__(name: str) -> Any:
 
 
 def load(project_dir: str | None):  # -> croft.project.config.Project
-    from croft.project.config import load_project
 
     return load_project(Path(project_dir) if project_dir else None)

@@ -8,6 +8,8 @@ import sys
 import time
 from typing import Any, TextIO
 
+import click
+
 from croft.core.duration import words
 
 __all__ = ["ChunkProgress", "confirm_full_refresh"]
@@ -18,8 +20,6 @@ _BAR = 24
 def confirm_full_refresh(asset: str, rows: int | None, *, ask: Any = None) -> bool:
     """Ask before a table is replaced, saying how many rows it holds; True to go on."""
     if ask is None:
-        import click
-
         ask = click.confirm
     if rows is None:
         question = f"{asset} has no table now: load it from the source's beginning?"

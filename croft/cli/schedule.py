@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from croft.cli.project_option import load, project_option
-from croft.cli.render import json_option, run_command
+from croft.cli.render import emit, json_option, run_command
+from croft.cli.schedule_text import explain_text, schedule_text
+from croft.core import clock
+from croft.core.problems import CroftError, problem
 from croft.core.result import Result
+from croft.project.config import find_root, load_config
+from croft.schedule.explain import explain_schedule
+from croft.scheduler.control.commands import schedule_off, schedule_on, schedule_pause, schedule_status
 
 __all__ = ["group"]
 
@@ -51,8 +60,6 @@ def _group_options(work: Callable[..., None]) -> Callable[..., None]:
     --json`` means: the group's options are the action's, never silently dropped. Two different project
     folders, one on each side, are refused: croft would have to guess which one was meant."""
 
-    import inspect
-
     takes_project = "project_dir" in inspect.signature(work).parameters
 
     @functools.wraps(work)
@@ -79,20 +86,16 @@ def _group_options(work: Callable[..., None]) -> Callable[..., None]:
 
 
 def _same_folder(a: str, b: str) -> bool:
-    from pathlib import Path
 
     return Path(a).resolve() == Path(b).resolve()
 
 
 def _refuse(as_json: bool, message: str, hint: str) -> None:
-    from croft.cli.render import emit
-    from croft.core.problems import problem
 
     emit(Result(problems=[problem("USAGE", message, hint)]), as_json)
 
 
 def _human(result: Result) -> str:
-    from croft.cli.schedule_text import explain_text
 
     return explain_text(result.data) if result.data else ""
 
@@ -121,9 +124,6 @@ def explain(
       croft schedule explain "weekdays at 9am"
       croft schedule explain "30 2 * * *" --tz America/Los_Angeles --after 2026-03-07T00:00:00Z
     """
-    from croft.core import clock
-    from croft.core.problems import CroftError
-    from croft.schedule.explain import explain_schedule
 
     start = clock.now()
     if after is not None:
@@ -139,10 +139,6 @@ def explain(
 def _project_zone(project_dir: str | None = None) -> str:
     """The zone of the project the command runs in (croft.json "timezone"), or UTC outside any project.
     ``project_dir``: ``croft schedule --project DIR explain``'s folder, whose zone it then is."""
-    from pathlib import Path
-
-    from croft.core.problems import CroftError
-    from croft.project.config import find_root, load_config
 
     try:
         return load_config(find_root(Path(project_dir) if project_dir else None)).timezone
@@ -153,13 +149,11 @@ def _project_zone(project_dir: str | None = None) -> str:
 
 
 def _state_human(result: Result) -> str:
-    from croft.cli.schedule_text import schedule_text
 
     return schedule_text(result.data)
 
 
 def _progress() -> object:
-    import sys
 
     if not sys.stderr.isatty():
         return None
@@ -184,7 +178,6 @@ def _progress() -> object:
 def on(no_os_job: bool, backend: str, project_dir: str | None) -> Result:
     """Let the scheduler run this project's ingests: records the setting, registers the project, installs
     the per-user job and waits for its first tick (CROFT_HEARTBEAT_WAIT_MS, default 70 s)."""
-    from croft.scheduler.control.commands import schedule_on
 
     return schedule_on(
         load(project_dir),
@@ -201,7 +194,6 @@ def on(no_os_job: bool, backend: str, project_dir: str | None) -> Result:
 @run_command(_state_human)
 def off(project_dir: str | None) -> Result:
     """Stop scheduling this project; the OS job goes once no project needs it."""
-    from croft.scheduler.control.commands import schedule_off
 
     return schedule_off(load(project_dir))
 
@@ -214,7 +206,6 @@ def off(project_dir: str | None) -> Result:
 @run_command(_state_human)
 def pause(length: str | None, project_dir: str | None) -> Result:
     """Start nothing until the pause ends or `croft schedule on`."""
-    from croft.scheduler.control.commands import schedule_pause
 
     return schedule_pause(load(project_dir), length)
 
@@ -226,6 +217,5 @@ def pause(length: str | None, project_dir: str | None) -> Result:
 @run_command(_state_human)
 def status(project_dir: str | None) -> Result:
     """The setting, the OS job, the last tick (and whether it is stale), and each asset's schedule."""
-    from croft.scheduler.control.commands import schedule_status
 
     return schedule_status(load(project_dir))

@@ -8,6 +8,9 @@ import click
 
 from croft.cli.render import json_option, run_command
 from croft.core.result import Result
+from croft.core.text import for_terminal
+from croft.scheduler.control.metricserver import parse_address, start
+from croft.scheduler.user.serve import serve
 
 
 def _human(result: Result) -> str:
@@ -22,8 +25,6 @@ def _human(result: Result) -> str:
 def _echo() -> Callable[[str], None]:
     """Where each line the tick log gains goes: standard output, or standard error with --json (whose
     standard output is the one envelope at the end); control characters escaped."""
-    from croft.core.text import for_terminal
-
     as_json = bool(click.get_current_context().params.get("as_json"))
     return lambda line: click.echo(for_terminal(line), err=as_json)
 
@@ -43,12 +44,8 @@ def command(metrics_at: str | None) -> Result:
     each minute is a `croft tick --all` of its own, as the OS job's, which ticks the `--no-os-job`
     projects while serve runs. For servers, containers and WSL, where no OS job runs. Each line the tick
     log gains meanwhile is printed too (on standard error with --json)."""
-    from croft.scheduler.user.serve import serve
-
     if metrics_at is None:
         return Result(data=serve(lambda line: click.echo(line, err=True), _echo()))
-    from croft.scheduler.control.metricserver import parse_address, start
-
     metrics = start(parse_address(metrics_at))  # bound before serve starts: a taken port stops it here
     click.echo(f"croft serve: metrics at http://{metrics.address}/metrics", err=True)
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from croft.cli.project_option import load
 from croft.cli.render import respond, run_command
@@ -18,7 +19,6 @@ from croft.core import clock, when
 from croft.core.clock import parse_instant
 from croft.core.result import Result
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -8,8 +8,8 @@ the click group and this module parses its two flags itself. ``command`` (the cl
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # nothing of typing (or pathlib) is loaded on the idle path
 if TYPE_CHECKING:
     from typing import Any
 

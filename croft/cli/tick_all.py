@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import gc
 import os
+import stat
 import sys
+from typing import Any
 
+from croft.cli.boundary import problem_lines
+from croft.core.envelope import dumps, envelope
 from croft.core.problems import Problem, exit_code_for, problem
+from croft.core.text import for_terminal
 from croft.scheduler.user.tick_all import minute
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["main"]
 
@@ -24,8 +25,6 @@ def _into_a_file(as_json: bool) -> bool:
     """Whether what this would print goes to a regular file: the OS job appends its output to the tick log
     in CROFT_HOME, and a CROFT_HOME others can write may have that log pointing anywhere (root's job would
     append through the link). A terminal or a pipe (a person, a test) still gets the refusal."""
-    import stat
-
     try:
         return stat.S_ISREG(os.fstat((sys.stdout if as_json else sys.stderr).fileno()).st_mode)
     except (OSError, ValueError, AttributeError):
@@ -50,17 +49,11 @@ def main(args: list[str]) -> int:
         code = exit_code_for(problems)
     if any(p.code == "UNSAFE_PERMISSIONS" for p in problems) and _into_a_file(as_json):
         return code  # the job's output goes to a file in that CROFT_HOME: not a byte more into it
-    if as_json:  # the OS job asks for none: the envelope's code loads only for a person
-        from croft.core.envelope import dumps, envelope
-
+    if as_json:
         sys.stdout.write(dumps(envelope(code == 0, data, [p.to_dict() for p in problems])) + "\n")
     elif problems:
-        from croft.cli.boundary import problem_lines
-
         sys.stderr.write("\n".join(problem_lines(problems)) + "\n")
     elif sys.stdout.isatty():
-        from croft.core.text import for_terminal
-
         notes = "\n".join(data.get("notes", []))
         sys.stdout.write(for_terminal(notes) + ("\n" if notes else ""))
     return code

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+import webbrowser
+
 import click
 
 from croft.cli.project_option import load, project_option
 from croft.cli.render import json_option, run_command
+from croft.core.problems import CroftError
 from croft.core.result import Result
+from croft.ui.server import start
+from croft.ui.snapshot import Targets
 
 
 def _human(result: Result) -> str:
@@ -23,12 +30,6 @@ def _human(result: Result) -> str:
 def command(project_dir: str | None, every: bool, port: int, no_open: bool) -> Result:
     """Serve a live status page on 127.0.0.1: one row per asset with its state, schedule, last run, trend
     and next fire; Run now, Pause 2h and Resume; each asset's runs and logs. Prints its address first."""
-    import signal
-    import threading
-
-    from croft.core.problems import CroftError
-    from croft.ui.server import start
-    from croft.ui.snapshot import Targets
 
     if every and project_dir:
         raise CroftError(
@@ -38,8 +39,6 @@ def command(project_dir: str | None, every: bool, port: int, no_open: bool) -> R
     server = start(port, targets)
     click.echo(f"croft ui: {server.url}")  # the one line, first, on stdout: scripts read the address here
     if not no_open:
-        import webbrowser
-
         webbrowser.open(server.url)
     stop = threading.Event()
     old = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -7,6 +7,7 @@ import click
 from croft.cli.project_option import load, project_option
 from croft.cli.render import json_option, run_command
 from croft.core.result import Result
+from croft.project.validate import validate_project
 
 
 def _human(result: Result) -> str:
@@ -35,6 +36,5 @@ def command(project_dir: str | None) -> Result:
 
     Exits 2 when any error is found.
     """
-    from croft.project.validate import validate_project
 
     return validate_project(load(project_dir))

@@ -21,11 +21,11 @@ bare. So each kind of child gets exactly the names the table lists for it:
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # the per-user tick imports this every minute: nothing of typing on its path
 if TYPE_CHECKING:
-    import subprocess
     from collections.abc import Iterable, Mapping
     from typing import IO, Literal
 
@@ -134,7 +134,6 @@ def detach(
     stdout and stderr to ``out``, and exactly ``env``. Raises OSError when it cannot start.
 
     ``talk``: the starter speaks to it (its stdin and stdout are pipes; only stderr goes to ``out``)."""
-    import subprocess  # only when something starts: an idle minute does not pay for it
 
     return subprocess.Popen(
         argv,

@@ -7,6 +7,7 @@ including the times written to runs.sqlite.
 from __future__ import annotations
 
 import os
+import time
 from datetime import UTC, datetime
 
 from croft.core import knobs
@@ -38,6 +39,5 @@ def from_iso(text: str) -> datetime:
 def pause(seconds: float) -> None:
     """Every wait of a run or a notification (retry delays, Retry-After, webhook backoff) goes through
     here: the clock's other half, so tests record waits instead of sleeping."""
-    import time
 
     time.sleep(seconds)

@@ -6,16 +6,19 @@ Two ways in: ``os_problem`` reads an OSError that was raised (its errno, its fil
 ``folder_problem`` looks at a folder before anything fails (``statvfs`` and ``access``: one system call
 each), which is how the scheduler's views and the per-user tick see a full or read-only disk even when
 nothing has tried to write yet (an idle minute's heartbeat fits in a block the file already has).
-
-Only ``os`` and ``errno`` are imported: the per-user tick looks at every project's folder every minute.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import shlex
+import stat
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
+from croft.core.paths import croft_home
+from croft.core.problems import problem
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
@@ -40,7 +43,6 @@ UNWRITABLE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 
 def disk_full(what: str, where: str, cause: str) -> Problem:
     """DISK_FULL for a write that found no space (the history, the warehouse, a log, a state file)."""
-    from croft.core.problems import problem
 
     return problem(
         "DISK_FULL",
@@ -54,7 +56,6 @@ def disk_full(what: str, where: str, cause: str) -> Problem:
 def unwritable(what: str, where: str, cause: str, *, read_only: bool = False) -> Problem:
     """PATH_UNWRITABLE for a path croft cannot write (a read-only disk, no permission), with the fix that
     works as written when croft knows one (a chmod of a path this user owns)."""
-    from croft.core.problems import problem
 
     fix = None
     if read_only:
@@ -75,7 +76,6 @@ def unwritable(what: str, where: str, cause: str, *, read_only: bool = False) ->
 
 def cannot_open(what: str, where: str, cause: str) -> Problem:
     """PATH_UNWRITABLE for a SQLite file that cannot be opened or created (a folder, no permission)."""
-    from croft.core.problems import problem
 
     mode = _chmod_fix(where)
     return problem(
@@ -98,8 +98,6 @@ def _chmod_fix(where: str) -> str | None:
         return None
     if st.st_uid != os.geteuid() or os.access(where, os.R_OK | os.W_OK):
         return None
-    import shlex
-    import stat
 
     mode = "u+rwx" if stat.S_ISDIR(st.st_mode) else "u+rw"
     return f"chmod {mode} {shlex.quote(where)}"
@@ -109,9 +107,6 @@ def not_a_folder(what: str, where: str) -> Problem:
     """STATE_DIR_INVALID: a folder croft keeps its state in (``.croft/``, its ``logs/``, CROFT_HOME's) has
     a file (or a link to one) in its place, so nothing croft writes there can be written. The fix moves
     it aside, keeping it; croft makes the folder again on its next write."""
-    import shlex
-
-    from croft.core.problems import problem
 
     aside = f"mv {shlex.quote(where)} {shlex.quote(where + '.not-a-folder')}"
     return problem(
@@ -199,7 +194,6 @@ def folder_problem(
 def guess_folder(candidates: Iterable[Any]) -> str | None:
     """The first of ``candidates`` (or croft's home) whose folder cannot take a write, for an error that
     did not say which file it was writing."""
-    from croft.core.paths import croft_home
 
     try:
         home = croft_home()

@@ -9,8 +9,8 @@ long something lasted or waits says it through ``words``, so two messages never 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

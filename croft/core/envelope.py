@@ -1,13 +1,14 @@
 """The one JSON envelope every command prints under ``--json``: ``{"ok", "data", "problems", "next"}``.
 
 Scripts rely on this shape, so it is built here only: by ``Result.envelope`` for the click commands, and
-directly by the click-free fast paths (``croft tick``, ``croft tick --all``) and the error boundary,
-which must not pay for importing ``Result`` (and ``typing`` with it) on an idle minute.
+directly by the click-free paths (``croft tick``, ``croft tick --all``) and the error boundary.
 """
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+import json
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
@@ -29,7 +30,6 @@ def dumps(value: Any) -> str:
     """One line of JSON, non-ASCII kept, anything else (a Path, a datetime) as its text. JSON escapes the
     C0 controls itself; DEL, the C1 controls and the bidirectional overrides are escaped too (``\\u009b``),
     so an envelope printed to a terminal is as inert as the human text (``core.text.for_terminal``)."""
-    import json
 
     return json.dumps(value, ensure_ascii=False, default=str).translate(_JSON_ESCAPED)
 

@@ -9,15 +9,17 @@ returning None for the parts it could not read.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
-from collections import namedtuple
+from dataclasses import dataclass
 from functools import cache
 
 __all__ = ["ProcessIdentity", "boot_id", "current", "is_alive", "start_time"]
 
 
-class ProcessIdentity(namedtuple("ProcessIdentity", ["pid", "start", "boot"])):
-    """pid, start time, boot id. A plain named tuple: the per-minute tick loads no dataclass machinery."""
+@dataclass(frozen=True, slots=True)
+class ProcessIdentity:
+    """pid, start time, boot id."""
 
     pid: int
     start: str | None
@@ -36,8 +38,6 @@ def boot_id() -> str | None:
     except OSError:
         pass
     if sys.platform == "darwin":
-        import subprocess  # only macOS asks a program; the per-minute tick on Linux never loads it
-
         try:
             out = subprocess.run(["sysctl", "-n", "kern.boottime"], capture_output=True, text=True, timeout=5)
             return out.stdout.strip() or None
@@ -53,8 +53,6 @@ def start_time(pid: int) -> str | None:
             stat = handle.read()
     except OSError:
         if sys.platform == "darwin":
-            import subprocess
-
             try:
                 out = subprocess.run(
                     ["ps", "-o", "lstart=", "-p", str(pid)], capture_output=True, text=True, timeout=5

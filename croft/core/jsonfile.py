@@ -8,14 +8,15 @@ for the files whose loss would silently stop the scheduler (the registry).
 
 from __future__ import annotations
 
+import json
 import os
 from json import loads
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.private import make_dirs
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
     from typing import Any
 
 __all__ = ["read_object", "write_atomic"]
@@ -35,11 +36,6 @@ def write_atomic(
     path: str | os.PathLike[str], value: Any, *, indent: int | None = 2, durable: bool = False
 ) -> None:
     """Write ``value`` as JSON to ``path`` (its folder made 0700 when missing), replacing it in one rename."""
-    # only here, both: an idle minute of the per-user tick writes no file this way, and what a person may
-    # read (indented, not escaped) is the json package's to write; the per-minute reads need neither
-    import json
-    from pathlib import Path
-
     path = Path(path)
     make_dirs(path.parent)
     text = json.dumps(value, indent=indent, ensure_ascii=False) + ("\n" if indent is not None else "")

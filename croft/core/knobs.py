@@ -14,10 +14,13 @@ table (a test keeps the two in step).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from croft.core.instant import parse_instant
+from croft.core.problems import CroftError
+from croft.core.text import clip
 
-TYPE_CHECKING = False  # read on the idle tick's path: nothing of typing is loaded
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
@@ -34,18 +37,18 @@ _MAX_TEXT = 4096  # a knob longer than this is not one croft could mean
 _MAX_DELAYS = 10
 
 
+@dataclass(frozen=True, slots=True)
 class Knob:
     """One knob: ``kind`` says how its text is read (``ms``: whole milliseconds; ``count``: a whole
     number; ``seconds``: comma-separated seconds; ``flag``; ``faults``; ``path``; ``label``; ``instant``),
     ``low``/``high`` bound a number (and every item of a list), ``default`` is its value when unset."""
 
-    __slots__ = ("default", "high", "kind", "low", "meaning", "name")
-
-    def __init__(
-        self, name: str, kind: str, default: Any, meaning: str, low: float = 0, high: float = 0
-    ) -> None:
-        self.name, self.kind, self.default, self.meaning = name, kind, default, meaning
-        self.low, self.high = low, high
+    name: str
+    kind: str
+    default: Any
+    meaning: str
+    low: float = 0
+    high: float = 0
 
     def rule(self) -> str:
         """The accepted values, in the words a message and docs/environment.md use."""
@@ -126,8 +129,6 @@ def require_all(environ: Mapping[str, str] | None = None) -> None:
     to the processes it starts: a tick, ``tick --all``, ``croft serve``."""
     bad = problems(environ)
     if bad:
-        from croft.core.problems import CroftError
-
         error = CroftError(bad[0])
         error.extra = bad[1:]
         raise error
@@ -199,8 +200,6 @@ def is_label(text: str) -> bool:
 
 
 def _error(knob: Knob, raw: str, why: str) -> Any:
-    from croft.core.problems import CroftError
-    from croft.core.text import clip
 
     shown = clip(raw.strip(), 80)
     if knob.kind == "instant":

@@ -5,12 +5,10 @@ from __future__ import annotations
 import errno
 import os
 from json import loads
+from pathlib import Path
 
 from croft.core import knobs
-
-TYPE_CHECKING = False  # pathlib is imported where a Path is made: the idle tick asks only for home_text()
-if TYPE_CHECKING:
-    from pathlib import Path
+from croft.core.problems import CroftError
 
 __all__ = [
     "croft_home",
@@ -29,22 +27,20 @@ DEFAULT_LABEL = knobs.KNOBS["CROFT_JOB_LABEL"].default
 
 def croft_home() -> Path:
     """``CROFT_HOME`` or ``~/.croft``: the registry and the per-user tick log live here."""
-    from pathlib import Path
 
     return Path(home_text())
 
 
 def home_text() -> str:
-    """``str(croft_home())``, without loading pathlib: the per-minute tick works with text, and names the
-    folder in its messages (and in the ticks it starts) in the words the other commands use."""
+    """``str(croft_home())``: the folder as the per-user tick names it in its messages (and in the ticks it
+    starts), in the words the other commands use."""
     override: str | None = knobs.value("CROFT_HOME")
     return path_text(override or os.path.join(os.path.expanduser("~"), ".croft"))
 
 
 def stat_of(path: str | os.PathLike[str]) -> os.stat_result | None:
     """``os.stat``, or None where pathlib's ``exists`` and ``is_file`` answer False (nothing there, a file
-    where a folder is named, a link loop, a bad name); what they raise (no permission) raises: for the
-    per-minute tick, which keeps its paths as text."""
+    where a folder is named, a link loop, a bad name); what they raise (no permission) raises."""
     try:
         return os.stat(path)
     except OSError as exc:
@@ -56,8 +52,8 @@ def stat_of(path: str | os.PathLike[str]) -> os.stat_result | None:
 
 
 def path_text(*parts: str | os.PathLike[str]) -> str:
-    """``str(Path(*parts))`` without loading pathlib (no doubled or trailing slash, no ``.`` part; ``..``
-    kept): the per-minute tick, which keeps its folders and files as text, spells each as a Path would."""
+    """``str(Path(*parts))`` (no doubled or trailing slash, no ``.`` part; ``..`` kept), for the callers
+    that keep their folders and files as text."""
     text = os.path.join(*parts)
     root = "//" if text[:2] == "//" and text[2:3] != "/" else "/" if text[:1] == "/" else ""
     return root + "/".join(part for part in text.split("/") if part and part != ".") or "."
@@ -71,7 +67,6 @@ def job_label() -> str:
 
 def state_dir(root: Path, configured: str | None = None) -> Path:
     """The project's state folder (``.croft`` unless croft.json's ``stateDir`` moves it)."""
-    from pathlib import Path
 
     if not configured:
         return root / ".croft"
@@ -91,14 +86,12 @@ def project_state_dir(root: str | os.PathLike[str]) -> Path:
             configured = raw["stateDir"]
     except (OSError, ValueError, RecursionError):  # RecursionError: a croft.json nested too deep
         pass
-    from pathlib import Path
 
     return state_dir(Path(root), configured)
 
 
 def data_path(*parts: str) -> Path:
     """A file shipped with croft (docs/, launchd/, systemd/): inside the wheel, or the source checkout."""
-    from pathlib import Path
 
     packaged = Path(__file__).resolve().parent.parent / "_data"
     if packaged.is_dir():
@@ -115,8 +108,6 @@ def require_utf8_path(path: Path) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        from croft.core.problems import CroftError
-
         shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         raise CroftError(
             "PATH_UNWRITABLE",

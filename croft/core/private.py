@@ -6,15 +6,16 @@ own code makes; what croft makes for itself is private by construction: every fo
 made 0700 (``Path.mkdir(parents=True)`` would give the levels above the last the umask's mode), and every
 file it creates 0600. SQLite makes a database's -wal, -shm and journal with the database's own mode, so
 creating the database file first is enough. Folders and files that exist already are left as they are.
-
-Imports only ``os``: the per-minute tick writes its log through here.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
+from croft.core.trust import untrusted
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -47,7 +48,6 @@ def make_dirs(path: str | os.PathLike[str]) -> None:
 
 
 def _in_the_way(folder: str) -> NotADirectoryError:
-    import errno
 
     return NotADirectoryError(errno.ENOTDIR, "something that is not a folder is in its place", folder)
 
@@ -70,7 +70,6 @@ def write_new(folder: Path, name: str, data: bytes) -> None:
     else, and the file is created there, never opened if something is already in its place. For files
     written where another user might have prepared the ground (a shared temporary folder). Raises
     OSError (PermissionError for a folder croft must not trust)."""
-    from croft.core.trust import untrusted  # only when a file is written this way: a crash, not a tick
 
     make_dirs(folder)
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)

@@ -17,10 +17,12 @@ reading message text later.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING
+
 from croft.core.text import MESSAGE_LIMIT, cut
 
-TYPE_CHECKING = False  # every command imports this, the per-user tick's minute included: no typing,
-if TYPE_CHECKING:  # and no dataclasses (it imports inspect and ast: more than the minute's own work)
+if TYPE_CHECKING:
     from typing import Any, Literal
 
     Severity = Literal["error", "warning", "info"]
@@ -92,79 +94,23 @@ CODES: dict[str, tuple[str, int]] = {
 }
 
 
-_FIELDS = (
-    "code",
-    "message",
-    "hint",
-    "severity",
-    "fix",
-    "suggestion",
-    "details",
-    "retryable",
-    "asset",
-    "file",
-    "line",
-)
-
-
+@dataclass(frozen=True, slots=True)
 class Problem:
     """One thing that is wrong (or worth a word), in the shape every envelope and history row uses.
 
-    An immutable value (equal by its fields, changed only through ``with_``), written by hand rather
-    than as a dataclass: this module is on the path of every command and of the every-minute tick."""
-
-    __slots__ = _FIELDS
+    An immutable value, changed only through ``with_``."""
 
     code: str
     message: str
     hint: str
-    severity: Severity
-    fix: dict[str, Any] | None
-    suggestion: str | None
-    details: dict[str, Any] | None
-    retryable: bool
-    asset: str | None
-    file: str | None
-    line: int | None
-
-    def __init__(
-        self,
-        code: str,
-        message: str,
-        hint: str,
-        severity: Severity = "error",
-        fix: dict[str, Any] | None = None,
-        suggestion: str | None = None,
-        details: dict[str, Any] | None = None,
-        retryable: bool = False,
-        asset: str | None = None,
-        file: str | None = None,
-        line: int | None = None,
-    ) -> None:
-        values = (code, message, hint, severity, fix, suggestion, details, retryable, asset, file, line)
-        for name, value in zip(_FIELDS, values, strict=True):
-            object.__setattr__(self, name, value)
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in _FIELDS)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"a Problem is immutable; use with_({name}=...)")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("a Problem is immutable")
-
-    def __eq__(self, other: object) -> bool:
-        return self._values() == other._values() if isinstance(other, Problem) else NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return "Problem(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in _FIELDS) + ")"
-
-    def __reduce__(self) -> tuple[Any, ...]:  # copy and pickle rebuild it through __init__
-        return (Problem, self._values())
+    severity: Severity = "error"
+    fix: dict[str, Any] | None = None
+    suggestion: str | None = None
+    details: dict[str, Any] | None = None
+    retryable: bool = False
+    asset: str | None = None
+    file: str | None = None
+    line: int | None = None
 
     def __post_init__(self) -> None:
         # The last resort of ``core.text``'s rule: a message quoting a huge input never grows with it.
@@ -196,13 +142,14 @@ class Problem:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Problem:
-        return cls(**{k: v for k, v in data.items() if k in _FIELDS})
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
     def with_(self, **changes: Any) -> Problem:
-        unknown = set(changes) - set(_FIELDS)
+        unknown = set(changes) - {f.name for f in fields(self)}
         if unknown:
             raise TypeError(f"not fields of a Problem: {sorted(unknown)}")
-        return Problem(**{name: changes.get(name, getattr(self, name)) for name in _FIELDS})
+        return replace(self, **changes)
 
 
 def problem(code: str, message: str, hint: str, **extra: Any) -> Problem:

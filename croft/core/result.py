@@ -3,25 +3,24 @@
 ``{"ok", "data", "problems", "next"}`` is a contract scripts rely on; the exit code comes from the result
 (0 ok, 1 the work failed, 2 usage or refusal, 3 checks only, 4 busy, 130 interrupted), never from a
 literal in a command.
-
-``Next`` is a NamedTuple and ``Result`` a plain class, not dataclasses: every command (``croft status``
-among them) imports this module, and ``dataclasses`` costs more to import than a status's own work.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from croft.core.envelope import envelope
 from croft.core.problems import Problem, exit_code_for
-from croft.core.record import NamedTuple
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["Next", "Result"]
 
 
-class Next(NamedTuple):
+@dataclass(frozen=True)
+class Next:
     command: str
     reason: str
 
@@ -29,22 +28,13 @@ class Next(NamedTuple):
         return {"command": self.command, "reason": self.reason}
 
 
+@dataclass(slots=True)
 class Result:
-    __slots__ = ("data", "exit", "next", "ok", "problems")
-
-    def __init__(
-        self,
-        data: dict[str, Any] | None = None,
-        problems: list[Problem] | None = None,
-        next: list[Next] | None = None,
-        ok: bool | None = None,
-        exit: int | None = None,
-    ) -> None:
-        self.data: dict[str, Any] = {} if data is None else data
-        self.problems: list[Problem] = [] if problems is None else problems
-        self.next: list[Next] = [] if next is None else next
-        self.ok = ok
-        self.exit = exit
+    data: dict[str, Any] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    next: list[Next] = field(default_factory=list)
+    ok: bool | None = None
+    exit: int | None = None
 
     @property
     def is_ok(self) -> bool:

@@ -10,11 +10,13 @@ Only sqlite3 is imported: the every-minute tick opens files through here.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
+from croft.core import disk
+
 if TYPE_CHECKING:
-    import os
     from typing import Literal
 
     from croft.core.problems import Problem
@@ -66,7 +68,6 @@ def machine_problem(exc: BaseException, what: str, path: str | os.PathLike[str] 
     permission, an I/O error), naming ``path``; None for any other error. By result code, never by
     message; an I/O error (SQLite says "disk I/O error" when a full disk will not even take a reader's
     shared-memory file) is told apart by looking at the disk."""
-    from croft.core import disk
 
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
     if code not in _MACHINE:
@@ -84,7 +85,6 @@ def machine_problem(exc: BaseException, what: str, path: str | os.PathLike[str] 
 
 
 def _folder(path: str | os.PathLike[str] | None) -> str | None:
-    import os
 
     if path is None or str(path) in ("", ":memory:"):
         return None

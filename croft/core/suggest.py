@@ -7,6 +7,7 @@ language, where one typo in "mnoday" must still find "monday".
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 
 from croft.core.problems import CroftError
@@ -22,7 +23,6 @@ def nearest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | Non
 
     difflib is imported here, on the error path only: discovery, which the tick runs, imports this module.
     """
-    import difflib
 
     if len(word) > NEAREST_CHARS:  # no name is that long, and difflib's cost grows with it
         return None

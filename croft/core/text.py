@@ -8,6 +8,8 @@ cuts any message past ``MESSAGE_LIMIT`` as a last resort (``cut``), keeping both
 
 from __future__ import annotations
 
+import json
+
 __all__ = ["ECHO_LIMIT", "MESSAGE_LIMIT", "clip", "cut", "for_terminal", "quoted"]
 
 ECHO_LIMIT = 200  # characters of a value a message repeats
@@ -23,7 +25,6 @@ def clip(text: str, limit: int = ECHO_LIMIT) -> str:
 
 def quoted(text: str, limit: int = ECHO_LIMIT) -> str:
     """``text`` as a JSON string (how messages quote a schedule or a key), its start only when long."""
-    import json
 
     if len(text) <= limit:
         return json.dumps(text, ensure_ascii=False)

@@ -4,15 +4,14 @@ A path is trusted when it belongs to this user (or to root, who can change anyth
 else can write it: not others, and for the per-user files not the group either. Anything else is
 ``Unsafe``, in words, with the one ``chmod`` that mends a mode; a path that belongs to another user has
 no fix croft can offer that is safe to run blindly, so its fix says whose it is instead.
-
-Imports only ``os`` and ``stat``: the per-minute tick checks the registry and every project with it.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import stat
-from collections import namedtuple
+from dataclasses import dataclass
 
 __all__ = ["Unsafe", "check", "untrusted"]
 
@@ -20,10 +19,10 @@ _OTHERS = stat.S_IWOTH
 _GROUP_OR_OTHERS = stat.S_IWOTH | stat.S_IWGRP
 
 
-class Unsafe(namedtuple("Unsafe", ["path", "why", "fix", "theirs"])):
+@dataclass(frozen=True)
+class Unsafe:
     """One path croft refuses to act on: ``why`` in words, ``fix`` a command (None: none is safe to
-    suggest), ``theirs`` when it belongs to another user (no mode of it is this user's to mend). A plain
-    named tuple: the per-minute tick loads no dataclass machinery."""
+    suggest), ``theirs`` when it belongs to another user (no mode of it is this user's to mend)."""
 
     path: str
     why: str
@@ -54,13 +53,12 @@ def check(path: str, *, group_may_write: bool = False) -> Unsafe | None:
     except OSError as exc:
         return Unsafe(path, f"croft cannot look at it ({exc.strerror or exc})", None, False)
     if st.st_uid == os.geteuid() and not st.st_mode & (_OTHERS if group_may_write else _GROUP_OR_OTHERS):
-        return None  # the usual answer, without the words (the per-minute tick asks for every project)
+        return None  # the usual answer, without the words
     why = untrusted(st, group_may_write=group_may_write)
     if why is None:
         return None
     if st.st_uid not in (os.geteuid(), 0):
         return Unsafe(path, why, None, True)
-    import shlex  # only for a path found unsafe: the per-minute tick's usual answer needs none
 
     bits = "o-w" if group_may_write else "go-w"
     return Unsafe(path, why, f"chmod {bits} {shlex.quote(path)}", False)

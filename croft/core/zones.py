@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, available_timezones
+
+from croft.core.suggest import nearest
 
 __all__ = ["closest_zone", "zone_named"]
 
@@ -19,9 +21,6 @@ def closest_zone(value: str) -> str | None:
 
     The zone list is read only here, on the error path.
     """
-    from zoneinfo import available_timezones
-
-    from croft.core.suggest import nearest
 
     zones = sorted(available_timezones())
     by_fold = {zone.casefold(): zone for zone in zones}

@@ -7,10 +7,12 @@ from typing import Any
 from croft.core.clock import parse_instant, to_iso
 from croft.core.problems import CroftError
 from croft.core.result import Result
+from croft.core.suggest import unknown_asset
 from croft.engine.reconcile import reconcile
 from croft.history import runs, steplogs
 from croft.history.db import open_history
 from croft.project.config import Project
+from croft.project.discovery import discover
 
 __all__ = ["recent_failures", "show_logs"]
 
@@ -115,8 +117,6 @@ def show_logs(
 
 def _require_asset(project: Project, conn: Any, asset: str) -> None:
     """A name with no history must at least be an asset: a typo is UNKNOWN_ASSET, not "no history yet"."""
-    from croft.core.suggest import unknown_asset
-    from croft.project.discovery import discover
 
     facts, _ = discover(project)
     if asset in facts or runs.list_steps(conn, asset=asset, limit=1):

@@ -10,10 +10,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core import sqlitefile
+from croft.engine.rows import RESERVED_COLUMNS
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -70,7 +71,6 @@ def table_versions(database: Path, tables: Iterable[str]) -> tuple[Any, ...]:
 def table_columns(database: Path) -> dict[str, list[tuple[str, str]]]:
     """Every table's user columns and declared types, in table order, in one query (``croft context``
     lists them for an agent); {} when the file is missing or cannot be read."""
-    from croft.engine.rows import RESERVED_COLUMNS  # lazy: the project tick imports this module, not rows
 
     if not Path(database).is_file():
         return {}

@@ -11,27 +11,34 @@ from __future__ import annotations
 import contextlib
 import shlex
 import time
-from dataclasses import dataclass, field
+import zlib
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from croft.core import clock
+from croft.core import clock, disk
 from croft.core.clock import now, to_iso
 from croft.core.identity import current
 from croft.core.problems import CroftError, Problem, Stopped, problem
 from croft.core.result import Next, Result
 from croft.core.suggest import unknown_asset
 from croft.engine import settings
+from croft.engine.backfill import Book
 from croft.engine.catalog import mirror
 from croft.engine.context import StepLog
 from croft.engine.reconcile import reconcile
 from croft.engine.sandbox import output_routing
 from croft.engine.staleness import stale_reasons
-from croft.engine.steps import StepInput, execute
+from croft.engine.steps import StepInput, execute, write_mode
 from croft.engine.stopping import stop_signals
+from croft.engine.warehouse import Warehouse
+from croft.engine.window import refill_refusal
 from croft.history import catalog, leases, runs, state, steplogs
 from croft.history.db import open_history
 from croft.history.prune import prune_after_run
+from croft.notify.policy import Policy
+from croft.notify.runping import RunPings, tail_of
+from croft.notify.send import after_run
 from croft.project.asset import AssetFacts
 from croft.project.config import Project
 from croft.project.discovery import discover
@@ -100,7 +107,6 @@ def _errors(facts: AssetFacts) -> list[Problem]:
 
 class _Run:
     def __init__(self, project: Project, options: RunOptions):
-        from croft.engine.warehouse import Warehouse
 
         self.project = project
         self.options = options
@@ -194,8 +200,6 @@ class _Run:
         """A scheduled run's pings (``notify.runPing``, each asset's ``run_ping``); none by hand."""
         if self.options.trigger != "schedule" or self.options.preview:
             return None
-        from croft.notify.policy import Policy
-        from croft.notify.runping import RunPings
 
         pings = RunPings(self.project, Policy(self.project, self.facts), self.run_id)
         pings.run_started()
@@ -203,7 +207,6 @@ class _Run:
 
     def _ping_body(self, steps: list[dict[str, Any]]) -> str:
         """A failure ping's body: each failed step's error, then the redacted tail of its log."""
-        from croft.notify.runping import tail_of
 
         failed = [s for s in steps if s.get("status") in ("failed", "crashed", "interrupted")]
         lines = [f"croft: {self.project.root.name}: run {self.run_id}"]
@@ -265,8 +268,6 @@ class _Run:
                 step.refill = refill
                 step.on_chunk = self.options.on_chunk
                 if refill.window is not None:
-                    from croft.engine.backfill import Book
-
                     step.book = Book(self.conn, name, refill, self.run_id)
             done = _execute_or_internal_error(step)
             log(
@@ -463,8 +464,6 @@ class _Run:
         refill = self.options.refill
         if refill is None:
             return
-        from croft.engine.steps import write_mode
-        from croft.engine.window import refill_refusal
 
         flag = "--full-refresh" if refill.full_refresh else "--from"
         if self.options.trigger == "schedule" or self.rules is not None:
@@ -603,8 +602,6 @@ class _Run:
             # The scheduler already ended this run (past its ceiling: scheduler.tick.ceiling), recorded it
             # TIMEOUT and notified; saying "interrupted" now would be a second, wrong message.
             return result
-        from croft.notify.send import after_run  # lazy: decides in one settings read; never raises
-
         after_run(self.project, self.conn, self.options, self.redactor.obj(summary), self.facts)
         return result
 
@@ -652,7 +649,6 @@ class _Run:
 def _unloggable(exc: OSError, asset: str, path: Any) -> Problem:
     """The problem of a step whose log file cannot be opened: a file where ``logs/`` should be
     (STATE_DIR_INVALID), a full or read-only disk; anything else is named with the path."""
-    from croft.core import disk
 
     found = disk.os_problem(exc, f"opening the log of {asset}", str(path))
     if found is not None:
@@ -672,8 +668,6 @@ def _log_name(run_id: str, asset: str, attempt: int) -> str:
     past the name rule's bound (one validate refuses, but a run must not crash on) is cut and given a
     digest, so the file name stays a file name."""
     if len(asset) > MAX_NAME_LENGTH:
-        import zlib
-
         asset = f"{asset[:MAX_NAME_LENGTH]}-{zlib.crc32(asset.encode()):08x}"
     return f"{run_id}.{asset}.log" if attempt == 1 else f"{run_id}.{asset}.attempt{attempt}.log"
 
@@ -693,7 +687,6 @@ def _stop_at_once() -> None:
 def _os_error(exc: OSError, asset: str) -> CroftError:
     """An OS error while a step wrote (its log, the warehouse): DISK_FULL or PATH_UNWRITABLE naming the
     path (``core.disk``), or the OS's own words."""
-    from croft.core import disk
 
     machine = disk.os_problem(exc, f"writing {asset}")
     if machine is not None:
@@ -747,7 +740,7 @@ def _retry_wait(attempt: int, failure: Problem, delays: tuple[float, ...]) -> fl
 
 
 def _with_problem(facts: AssetFacts, extra: Problem) -> AssetFacts:
-    return facts._replace(problems=(*facts.problems, extra))
+    return replace(facts, problems=(*facts.problems, extra))
 
 
 def run_assets(project: Project, options: RunOptions) -> Result:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,8 +61,6 @@ def problem_for(
             **where,
         )
     if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
-        import shlex
-
         aside = f"mv {shlex.quote(str(path))} {shlex.quote(str(path) + '.corrupt')}"
         return CroftError(
             "WAREHOUSE_CORRUPT",

@@ -4,25 +4,22 @@ An ingest is stale only when it was never built (its data changes only when it i
 stale when never built, when its code fingerprint differs from the one it was built with, or when an input's
 data version moved past what the transform last read. Unknowns (an input never built, a missing hash) never
 make an asset stale on their own.
-
-``Reason`` is a NamedTuple, not a dataclass: ``croft status`` and the per-minute tick import this module,
-and ``dataclasses`` costs more to import than their own work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from croft.core.record import NamedTuple
-
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["Reason", "data_version", "stale_reasons"]
 
 
-class Reason(NamedTuple):
+@dataclass(frozen=True)
+class Reason:
     code: str  # never_built | code_changed | input_changed
     input: str | None = None
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from croft.core.clock import parse_instant
 from croft.core.problems import CroftError
 from croft.core.result import Next, Result
@@ -14,7 +16,6 @@ from croft.project.config import Project
 from croft.project.discovery import discover
 from croft.project.fingerprint import code_hash
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

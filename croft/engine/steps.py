@@ -13,12 +13,21 @@ from typing import Any
 from croft.core import clock
 from croft.core.clock import now
 from croft.core.problems import CroftError
+from croft.engine.backfill import run_chunks
+from croft.engine.checks import read_only
 from croft.engine.context import IngestContext, LazyHttp, StepLog, TransformContext
+from croft.engine.cursor import since_for
 from croft.engine.extract import Extraction
+from croft.engine.http import HttpClient
 from croft.engine.loader import code_error, load_asset_function
+from croft.engine.sandbox import step_guard
 from croft.engine.sqlclock import sql_deadline
+from croft.engine.tablehealth import lost_rows, seen_in, table_problem
+from croft.engine.warehouse import Warehouse
+from croft.engine.window import since_at
 from croft.project.asset import AssetFacts
 from croft.project.config import Project
+from croft.project.rules import resolved_write_mode
 
 __all__ = ["StepInput", "execute", "write_mode"]
 
@@ -42,19 +51,15 @@ class StepInput:
 
 def write_mode(facts: AssetFacts) -> str:
     """The mode by the one write-mode rule (``project.rules``) that validate applies too."""
-    from croft.project.rules import resolved_write_mode
 
     return resolved_write_mode(facts.write, facts.key, bool(facts.incremental), facts.name)
 
 
 def execute(step: StepInput) -> dict[str, Any]:
-    from croft.engine.sandbox import step_guard
 
     with step_guard(step.log):  # asset output goes to the step log; os._exit cannot end croft
         if step.facts.kind == "ingest":
             if step.refill is not None and step.refill.window is not None:
-                from croft.engine.backfill import run_chunks
-
                 return run_chunks(step, lambda window: _ingest(step, window))
             return _ingest(step)
         if step.facts.kind == "sql":
@@ -96,7 +101,6 @@ def _check_secrets(step: StepInput) -> None:
 def _lost_table(step: StepInput, state: dict[str, Any], incremental: dict[str, Any]) -> None:
     """An incremental ingest whose table was dropped or emptied outside croft refuses to run from its
     old cursor: it would load only the newest rows and lose the rest (``engine.tablehealth``)."""
-    from croft.engine.tablehealth import lost_rows, seen_in, table_problem
 
     if not incremental or state.get("cursor_value") is None:
         return
@@ -110,8 +114,6 @@ def _lost_table(step: StepInput, state: dict[str, Any], incremental: dict[str, A
 
 def _since(step: StepInput, state: dict[str, Any], incremental: dict[str, Any], window: Any) -> Any:
     """``ctx.since``: nothing for a full refresh, a backfill window's start, else the saved cursor."""
-    from croft.engine.cursor import since_for
-    from croft.engine.window import since_at
 
     if not incremental or (step.refill is not None and step.refill.full_refresh):
         return None
@@ -188,7 +190,6 @@ def _count(n: int, noun: str) -> str:
 
 
 def _http_client(step: StepInput, on_progress: Any) -> Any:
-    from croft.engine.http import HttpClient
 
     return HttpClient(
         redactor=step.project.redactor,
@@ -222,7 +223,6 @@ def _sql(step: StepInput) -> dict[str, Any]:
 
 def _sample(conn: Any, sql: str, limit: int = 10) -> list[dict[str, Any]]:
     """The first rows a SQL transform would build, read under the same read-only guard as its write."""
-    from croft.engine.checks import read_only
 
     with read_only(conn):
         cursor = conn.execute(f"SELECT * FROM ({sql}) LIMIT {limit}")
@@ -242,7 +242,6 @@ def _python_transform(step: StepInput) -> dict[str, Any]:
     seen = {name: step.warehouse.version(name) for name in facts.inputs}
 
     def read(name: str) -> Any:
-        from croft.engine.warehouse import Warehouse
 
         reader = Warehouse(reader_path)
         try:

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core import sqlitefile
 from croft.core.problems import Problem, problem
-from croft.core.record import NamedTuple
+from croft.history import catalog
+from croft.history.db import open_readonly
+from croft.project.discovery import discover
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -37,7 +40,8 @@ __all__ = [
 _RESERVED = frozenset({"_loaded_at", "_row_hash"})
 
 
-class Seen(NamedTuple):
+@dataclass(frozen=True)
+class Seen:
     """What the warehouse holds under an asset's name right now."""
 
     exists: bool
@@ -212,9 +216,6 @@ def problems_for(
 def project_problems(project: Any) -> list[Problem]:
     """The table problems of a project's assets, for the views that have no catalog open (schedule status,
     doctor): its facts read statically, its catalog read-only; [] when there is no history yet."""
-    from croft.history import catalog
-    from croft.history.db import open_readonly
-    from croft.project.discovery import discover
 
     facts, _ = discover(project)
     conn = open_readonly(project.config.state_dir)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import TYPE_CHECKING
 
 from croft.core.clock import now, to_iso
 from croft.history.db import immediate, translate_sqlite_errors
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

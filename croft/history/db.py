@@ -10,6 +10,7 @@ by a newer croft is refused before anything is written to it.
 from __future__ import annotations
 
 import itertools
+import shlex
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -72,7 +73,6 @@ def history_path(state_dir: Path) -> Path:
 
 
 def _move_aside_fix(path: Path) -> dict[str, object]:
-    import shlex  # only for a damaged history: every command opens one
 
     aside = path.with_name(path.name + ".broken")
     return {

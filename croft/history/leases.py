@@ -2,25 +2,23 @@
 
 A lease names its holder's full process identity (pid, start time, boot id), so a lease left behind by a
 process that died is recognised as dead and taken over instead of blocking the asset forever.
-
-``Holder`` is a NamedTuple, not a dataclass: ``croft status`` and the per-minute tick import this module,
-and ``dataclasses`` costs more to import than their own work.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from croft.core.clock import now, to_iso
 from croft.core.identity import ProcessIdentity, is_alive
-from croft.core.record import NamedTuple
 from croft.history.db import immediate, translate_sqlite_errors
 
 __all__ = ["Holder", "acquire", "holders", "release", "release_dead"]
 
 
-class Holder(NamedTuple):
+@dataclass(frozen=True)
+class Holder:
     """Who holds an asset's lease, and since when (ISO UTC)."""
 
     asset: str

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from croft.core.clock import to_iso
 from croft.history.db import translate_sqlite_errors
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -1,7 +1,5 @@
 """One read-only query of a SQLite file that may not exist: status views and the per-user tick look into a
 project's runs.sqlite without creating, migrating or locking it for writing.
-
-Only sqlite3 is imported, so the per-user tick can use it every minute.
 """
 
 from __future__ import annotations
@@ -9,11 +7,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+from typing import TYPE_CHECKING
 
 from croft.core import sqlitefile
 from croft.core.paths import stat_of
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

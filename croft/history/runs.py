@@ -8,8 +8,10 @@ finish from a process that was merely slow cannot overwrite that verdict.
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from croft.core.clock import now, parse_instant, to_iso
 from croft.core.identity import ProcessIdentity
@@ -17,7 +19,6 @@ from croft.core.problems import CroftError, Problem
 from croft.core.zones import zone_named
 from croft.history.db import immediate, translate_sqlite_errors
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
 
@@ -124,7 +125,6 @@ def _step_dict(row: sqlite3.Row) -> dict[str, Any]:
 
 def _secrets() -> Any:
     """``secrets`` is loaded on first use: readers of the history (the idle tick) never choose a run id."""
-    import secrets
 
     return secrets
 

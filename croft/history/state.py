@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from croft.core.clock import to_iso
 from croft.core.identity import ProcessIdentity
+from croft.history import tickrow
 from croft.history.db import immediate, translate_sqlite_errors
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -96,8 +97,6 @@ def read_tick(conn: sqlite3.Connection) -> dict[str, Any] | None:
 
 def write_tick(conn: sqlite3.Connection, who: ProcessIdentity, heartbeat_at: str) -> None:
     """Record the heartbeat and the tick process that wrote it."""
-    from croft.history import tickrow  # lazy, here and below: only a tick writes its row; status reads
-
     with immediate(conn, "writing the tick heartbeat"):
         tickrow.heartbeat(conn, who, heartbeat_at)
 
@@ -107,7 +106,6 @@ def claim_tick(conn: sqlite3.Connection, who: ProcessIdentity) -> ProcessIdentit
 
     A holder whose process is gone is taken over. The heartbeat is left as it was.
     """
-    from croft.history import tickrow
 
     with immediate(conn, "claiming the project's tick"):
         return tickrow.claim(conn, who)
@@ -115,7 +113,6 @@ def claim_tick(conn: sqlite3.Connection, who: ProcessIdentity) -> ProcessIdentit
 
 def release_tick(conn: sqlite3.Connection, who: ProcessIdentity) -> None:
     """Let go of the tick claim if ``who`` still holds it; the heartbeat stays."""
-    from croft.history import tickrow
 
     with immediate(conn, "releasing the project's tick"):
         tickrow.release(conn, who)

@@ -4,8 +4,8 @@ A log is a few lines (the rows written, a retry, an error), and a file for each 
 block for 44 bytes: 100k runs made 200k files and most of a gigabyte under ``.croft/``. So the step
 writes its file as before (``engine.context.StepLog``: line by line, flushed, so a crash leaves what
 was said and ``croft logs`` can show a running step), and when the attempt ends its text moves into
-``step_logs`` and the file goes. An empty log leaves no row. A crashed step, or a log written by an
-older croft, is still its file, which ``text`` reads when there is no row; pruning removes both.
+``step_logs`` and the file goes. An empty log leaves no row. A crashed step's log is still its file,
+which ``text`` reads when there is no row; pruning removes both.
 """
 
 from __future__ import annotations

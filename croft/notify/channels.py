@@ -1,9 +1,8 @@
 """Every other channel (Slack, Discord, ntfy, Pushover, e-mail, ...) through Apprise, an optional extra.
 
 ``notify.urls`` lists Apprise URLs; one written ``$NAME`` is the value of ``NAME`` in ``.env``, so a
-channel's token stays there and is redacted like any secret. Apprise is imported here only, and this
-module only when something is sent: it costs a tenth of a second and pulls in ``requests``, which the
-every-minute tick must never pay for. The signed webhook, the desktop and the pings stay croft's own.
+channel's token stays there and is redacted like any secret. Apprise is an optional extra, imported
+here only, when something is sent. The signed webhook, the desktop and the pings stay croft's own.
 """
 
 from __future__ import annotations
@@ -11,6 +10,8 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from requests.adapters import HTTPAdapter
 
 from croft.notify.deadline import ANSWER_BYTES, Late, within
 from croft.notify.policy import resolve_env_value
@@ -75,7 +76,6 @@ def _cap_answers() -> None:
     ``ANSWER_BYTES`` are read (``requests`` otherwise reads a whole body into memory, and one that never
     ends grows the process until it dies). Installed once per process and left in place, so a send
     still going past its deadline stays capped too; in croft's processes only Apprise uses requests."""
-    from requests.adapters import HTTPAdapter
 
     if getattr(HTTPAdapter.send, "croft_capped", False):
         return

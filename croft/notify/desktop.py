@@ -9,14 +9,16 @@ Every child gets an explicit environment: nothing from ``.env`` can reach it.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from croft.core.children import child_env
-from croft.core.record import NamedTuple
 
 __all__ = [
     "DESKTOP_TIMEOUT_S",
@@ -38,9 +40,9 @@ OSASCRIPT = "/usr/bin/osascript"
 _LINE_BREAKS = str.maketrans({"\u2028": " ", "\u2029": " ", "\x85": " "})
 
 
-class Outcome(NamedTuple):
-    """How a desktop notification went: ``via`` the program used, ``error`` a one-line reason or None. (A
-    named tuple, as ``Reach`` is: ``croft status`` loads this module, and dataclasses cost it more.)"""
+@dataclass(frozen=True)
+class Outcome:
+    """How a desktop notification went: ``via`` the program used, ``error`` a one-line reason or None."""
 
     via: str | None
     error: str | None = None
@@ -165,7 +167,8 @@ def _plyer(title: str, body: str, platform: str) -> Outcome:
     return Outcome("plyer")
 
 
-class Reach(NamedTuple):
+@dataclass(frozen=True)
+class Reach:
     """Whether a scheduled run could show a desktop notification from here (``croft doctor`` asks): ``ok``,
     in ``said`` words; when not, ``cause`` (``no_bus``, ``bus_silent``, ``no_sender``, ``unsupported``)
     and ``fix``, a command that repairs it where croft knows one."""
@@ -204,8 +207,6 @@ def reach(
             return Reach(True, f"shown with {OSASCRIPT}")
         return Reach(False, f"{OSASCRIPT} is missing", "no_sender")
     if not (platform.startswith("linux") or platform.startswith("freebsd")):
-        import importlib.util
-
         if importlib.util.find_spec("plyer") is not None:
             return Reach(True, "shown with plyer")
         return Reach(False, f"desktop notifications are not supported on {platform}", "unsupported")
@@ -228,7 +229,6 @@ def reach(
 def _bus_answers(address: str) -> tuple[str, bool]:
     """(the bus as a person reads it, whether its socket takes a connection); an address croft cannot
     try (tcp:, launchd:) counts as answering."""
-    import socket  # doctor only
 
     for part in address.split(";"):
         kind, _, rest = part.partition(":")

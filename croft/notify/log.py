@@ -15,14 +15,16 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from croft.core import knobs
 from croft.core.clock import now, to_iso
 from croft.core.private import open_append
 
-TYPE_CHECKING = False  # loaded by the per-user tick for a failed ping: nothing of typing at run time
 if TYPE_CHECKING:
     from typing import Any
 
@@ -94,14 +96,15 @@ def _note(state_dir: Path, run_id: str | None, text: str) -> None:
     _append(path, f"{_now_iso()} {token} {text}\n")
 
 
+@dataclass(frozen=True, slots=True)
 class Logged:
     """One line of notify.log: when (ISO UTC), the run it was about (None: no run), what it says, and
     ``order``, its place in the log (later lines are larger: two lines of one moment still have an order)."""
 
-    __slots__ = ("at", "order", "run_id", "text")
-
-    def __init__(self, at: str, run_id: str | None, text: str, order: int = 0) -> None:
-        self.at, self.run_id, self.text, self.order = at, run_id, text, order
+    at: str
+    run_id: str | None
+    text: str
+    order: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"at": self.at, "runId": self.run_id, "text": self.text}
@@ -160,8 +163,6 @@ def _now_iso() -> str:
     try:
         return to_iso(now())
     except Exception:  # an invalid CROFT_NOW must not stop the log line
-        from datetime import UTC, datetime
-
         return to_iso(datetime.now(UTC))
 
 

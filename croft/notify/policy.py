@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from croft.project.discovery import discover
 from croft.project.rules import REMIND_NEVER
 
 if TYPE_CHECKING:
@@ -47,8 +48,6 @@ class Policy:
     @property
     def facts(self) -> Mapping[str, AssetFacts]:
         if self._facts is None:
-            from croft.project.discovery import discover  # the readers: only when something is said
-
             self._facts = discover(self.project)[0]
         return self._facts
 

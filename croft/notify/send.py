@@ -20,10 +20,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from croft import __version__
 from croft.core.clock import now
 from croft.history import runs
 from croft.history.db import open_history
 from croft.notify import streaks
+from croft.notify.channels import send_one
+from croft.notify.desktop import show
 from croft.notify.log import host_of, is_dry, log_miss, log_sent, record
 from croft.notify.message import (
     Failed,
@@ -34,7 +37,9 @@ from croft.notify.message import (
     scheduler_message,
     scheduler_payload,
 )
+from croft.notify.ping import ping_logged
 from croft.notify.policy import Policy
+from croft.notify.webhook import post, sign
 
 if TYPE_CHECKING:
     import sqlite3
@@ -200,7 +205,6 @@ def ping_after_tick(project: Project) -> None:
     url = project.config.notify_ping
     if not url:
         return
-    from croft.notify.ping import ping_logged
 
     ping_logged(url, project.config.state_dir, lambda: project.redactor.text)
 
@@ -298,7 +302,6 @@ def deliver_channel(
 ) -> str:
     """One ``notify.urls`` entry through Apprise (imported here, only when something is sent): the
     outcome in a few words ("sent", or why not); a miss is logged, naming the channel by its scheme only."""
-    from croft.notify.channels import send_one
 
     outcome = send_one(project, configured, title, body)
     if is_dry():
@@ -320,8 +323,6 @@ def deliver_channel(
 def deliver_desktop(project: Project, run_id: str | None, event: str, title: str, body: str) -> str | None:
     """The desktop notification (recorded instead in dry mode); why it was not shown, or None."""
 
-    from croft.notify.desktop import show
-
     state = project.config.state_dir
     via = {"darwin": "osascript", "linux": "notify-send"}.get(sys.platform)
     if is_dry():
@@ -340,9 +341,6 @@ def deliver_webhook(
     project: Project, run_id: str | None, event: str, url: str, payload: dict[str, Any]
 ) -> str | None:
     """The signed webhook POST; why it was not delivered, or None."""
-
-    from croft import __version__
-    from croft.notify.webhook import post, sign
 
     host = host_of(url)
     secret, refusal = _signing_secret(project)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from croft.core.clock import from_iso, to_iso
 from croft.history.db import immediate
 from croft.history.state import get_setting, put_setting
 
-TYPE_CHECKING = False  # croft status reads the streaks: typing is not loaded for it
 if TYPE_CHECKING:
     from typing import Any, TypeVar
 

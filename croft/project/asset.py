@@ -1,19 +1,17 @@
 """One asset as croft knows it without running it: the facts the readers find and every part of croft uses.
 
 The readers (``facts`` for Python assets, ``sqlfacts`` for SQL) produce them, ``rules`` checks them, and
-the engine and the scheduler act on them; the scheduler caches them between ticks as JSON. AssetFacts is a
-named tuple, not a dataclass: ``croft status`` imports this module, and dataclasses cost more to import than
-its own work.
+the engine and the scheduler act on them; the scheduler caches them between ticks as JSON.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.problems import Problem
-from croft.core.record import NamedTuple
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
 
@@ -25,7 +23,8 @@ DEFAULT_RETRIES = 2
 DEFAULT_TIMEOUT_S = 600.0
 
 
-class AssetFacts(NamedTuple):
+@dataclass(frozen=True)
+class AssetFacts:
     """What croft knows about one asset without running it. ``problems`` holds its static errors."""
 
     name: str
@@ -59,7 +58,7 @@ class AssetFacts(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, so a scheduler can cache facts between ticks."""
-        out: dict[str, Any] = self._asdict()
+        out: dict[str, Any] = asdict(self)
         for name, value in out.items():
             if isinstance(value, tuple):
                 out[name] = list(value)

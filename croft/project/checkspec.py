@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from croft.core.problems import CroftError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, ClassVar
+    pass
 
 __all__ = [
     "DENIED_FUNCTIONS",
@@ -57,88 +58,34 @@ def is_identifier(name: object) -> bool:
     return isinstance(name, str) and bool(IDENTIFIER.match(name))
 
 
+@dataclass(frozen=True, slots=True)
 class Check:
     """One parsed check; ``text`` is what the user wrote, used to name it in problems.
 
-    The checks are small immutable classes written by hand, not dataclasses (``croft status`` and the
-    per-minute tick import this module, and dataclasses cost more to import than their own work), and not
-    named tuples: ``unique(a)`` and ``not_null(a)`` hold the same fields and must still differ."""
-
-    __slots__ = ("text",)
-    _fields: ClassVar[tuple[str, ...]] = ("text",)
+    ``unique(a)`` and ``not_null(a)`` hold the same fields and still differ: a dataclass equals only its
+    own class."""
 
     text: str
 
-    def __init__(self, text: str) -> None:
-        object.__setattr__(self, "text", text)
 
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self._fields)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"a check is immutable; {name} cannot change")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("a check is immutable")
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Check) and type(other) is type(self):
-            return self._values() == other._values()
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
-        return f"{type(self).__name__}({shown})"
-
-    def __reduce__(self) -> tuple[Any, ...]:  # copy and pickle rebuild it through __init__
-        return (type(self), self._values())
-
-
+@dataclass(frozen=True, slots=True)
 class Unique(Check):
-    __slots__ = ("columns",)
-    _fields = ("text", "columns")
-
     columns: tuple[str, ...]
 
-    def __init__(self, text: str, columns: tuple[str, ...]) -> None:
-        super().__init__(text)
-        object.__setattr__(self, "columns", columns)
 
-
+@dataclass(frozen=True, slots=True)
 class NotNull(Check):
-    __slots__ = ("columns",)
-    _fields = ("text", "columns")
-
     columns: tuple[str, ...]
 
-    def __init__(self, text: str, columns: tuple[str, ...]) -> None:
-        super().__init__(text)
-        object.__setattr__(self, "columns", columns)
 
-
+@dataclass(frozen=True, slots=True)
 class MinRows(Check):
-    __slots__ = ("count",)
-    _fields = ("text", "count")
-
     count: int
 
-    def __init__(self, text: str, count: int) -> None:
-        super().__init__(text)
-        object.__setattr__(self, "count", count)
 
-
+@dataclass(frozen=True, slots=True)
 class Expression(Check):
-    __slots__ = ("sql",)
-    _fields = ("text", "sql")
-
     sql: str
-
-    def __init__(self, text: str, sql: str) -> None:
-        super().__init__(text)
-        object.__setattr__(self, "sql", sql)
 
 
 def _invalid(text: str, why: str) -> CroftError:

@@ -2,9 +2,6 @@
 
 Every refusal is ``CONFIG_INVALID`` naming the file and the key, with a hint and, where croft can guess the
 intended value (a misspelt key or zone), a ``suggestion``.
-
-Config is a named tuple and Project a plain class, not dataclasses: ``croft status`` and the per-minute
-tick import this module, and dataclasses cost more to import than those commands' own work.
 """
 
 from __future__ import annotations
@@ -12,21 +9,27 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfoNotFoundError
 
+from croft.core.duration import parse_seconds
 from croft.core.paths import require_utf8_path
 from croft.core.paths import state_dir as _state_dir
 from croft.core.problems import CroftError, Problem, problem
-from croft.core.record import NamedTuple
+from croft.core.redact import Redactor
+from croft.core.suggest import nearest
 from croft.core.text import clip, quoted
+from croft.core.zones import closest_zone, zone_named
+from croft.project.env import checked_sizes, read_dotenv
+from croft.project.rules import bound_problem, remind_problem, remind_seconds, url_or_env_problem
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from croft.core.redact import Redactor
 
 __all__ = [
     "CONFIG_FILE",
@@ -49,7 +52,8 @@ DEFAULT_REMIND = "1 day"
 EXAMPLE = '{"timezone": "Europe/London"}'
 
 
-class Config(NamedTuple):
+@dataclass(frozen=True)
+class Config:
     """croft.json after validation; paths are absolute, defaults filled in, ``raw`` is the file as parsed."""
 
     timezone: str
@@ -65,37 +69,24 @@ class Config(NamedTuple):
     notify_urls: tuple[str, ...] = ()  # Apprise URLs; "$NAME" names a .env key
     history_keep_days: int = DEFAULT_KEEP_DAYS
     max_runtime_s: float | None = None  # the project's default ceiling of a scheduled run (None: 2 h)
-    raw: Mapping[str, Any] = MappingProxyType({})
+    raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def __repr__(self) -> str:  # croft.json as parsed stays out of a repr, as it did (a webhook URL in it)
-        shown = ", ".join(f"{name}={value!r}" for name, value in self._asdict().items() if name != "raw")
+        shown = ", ".join(f"{name}={value!r}" for name, value in vars(self).items() if name != "raw")
         return f"Config({shown})"
 
 
+@dataclass(frozen=True, eq=False)
 class Project:
     """A loaded project. ``env`` and ``redactor`` read ``.env`` on first use, so a tick that needs no secret
-    never opens it (which is why it is a class with a ``__dict__`` for those, not a named tuple)."""
+    never opens it."""
 
     root: Path
     config: Config
 
-    def __init__(self, root: Path, config: Config) -> None:
-        object.__setattr__(self, "root", root)
-        object.__setattr__(self, "config", config)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"a Project is immutable; {name} cannot change")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("a Project is immutable")
-
-    def __repr__(self) -> str:
-        return f"Project(root={self.root!r}, config={self.config!r})"
-
     @cached_property
     def dotenv(self) -> dict[str, str]:
         """The pairs written in ``<root>/.env`` (not the shell's)."""
-        from croft.project.env import read_dotenv  # lazy: runs and notifications read it, status never
 
         return read_dotenv(self.root / ".env")
 
@@ -103,7 +94,6 @@ class Project:
     def env(self) -> dict[str, str]:
         """The names ``.env`` defines, with the shell's value winning over the file's; ENV_INVALID naming
         a key whose value is larger than a secret may be (``env.checked_sizes``)."""
-        from croft.project.env import checked_sizes
 
         values = {name: os.environ.get(name, value) for name, value in self.dotenv.items()}
         return checked_sizes(values, self.root / ".env")
@@ -111,7 +101,6 @@ class Project:
     @cached_property
     def redactor(self) -> Redactor:
         """Hides the values of the names ``.env`` defines, as code sees them (shell wins); nothing else."""
-        from croft.core.redact import Redactor
 
         return Redactor(self.env)
 
@@ -226,8 +215,6 @@ def validate(raw: Any, path: Path) -> list[Problem]:
     problems.extend(_notify_problems(raw.get("notify"), path))
     problems.extend(_history_problems(raw.get("history"), path))
     if "maxRuntime" in raw:
-        from croft.project.rules import bound_problem
-
         why = bound_problem("maxRuntime", raw["maxRuntime"], as_json=True)
         if why:
             problems.append(
@@ -252,7 +239,6 @@ def _history_problems(history: Any, path: Path) -> list[Problem]:
         for key in history
         if key not in HISTORY_KEYS
     ]
-    from croft.project.rules import bound_problem
 
     why = bound_problem("history.keepDays", history.get("keepDays", DEFAULT_KEEP_DAYS), as_json=True)
     if why:
@@ -268,22 +254,17 @@ def _history_problems(history: Any, path: Path) -> list[Problem]:
 
 
 def _remind(value: Any) -> float:
-    from croft.project.rules import remind_seconds
 
     return remind_seconds(value)
 
 
 def _max_runtime(value: Any) -> float | None:
-    from croft.core.duration import parse_seconds
 
     return parse_seconds(value) if value is not None else None
 
 
 def check_timezone(value: Any) -> tuple[str, str, str | None] | None:
     """None for a real IANA zone, else (message, hint, suggestion). The zone list is only read on failure."""
-    from zoneinfo import ZoneInfoNotFoundError
-
-    from croft.core.zones import closest_zone, zone_named
 
     hint = 'use a name from the tz database, such as "Europe/London" or "America/New_York"'
     if not isinstance(value, str) or not value.strip():
@@ -341,7 +322,6 @@ def _notify_problems(notify: Any, path: Path) -> list[Problem]:
 def _alert_problems(notify: dict[str, Any], path: Path) -> list[Problem]:
     """notify.after, notify.remind, notify.runPing and notify.urls, by the rules the assets' own
     options use (``project.rules``)."""
-    from croft.project.rules import bound_problem, remind_problem, url_or_env_problem
 
     found: list[Problem] = []
     checks = (
@@ -374,7 +354,6 @@ def _alert_problems(notify: dict[str, Any], path: Path) -> list[Problem]:
 
 
 def _unknown(path: Path, key: str, known: tuple[str, ...] | list[str]) -> Problem:
-    from croft.core.suggest import nearest  # difflib only on the error path: config is on the tick path
 
     by_fold = {k.casefold().replace("_", ""): k for k in known}
     folded = key.casefold().replace("_", "")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from croft.core.problems import Problem, problem
@@ -73,7 +74,7 @@ def discover(
         else:
             facts = read_python_facts(path, name, rel)
         ruled = static_problems(facts)
-        assets[name] = facts._replace(problems=(*facts.problems, *ruled)) if ruled else facts
+        assets[name] = replace(facts, problems=(*facts.problems, *ruled)) if ruled else facts
     return assets, problems
 
 

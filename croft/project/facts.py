@@ -11,12 +11,14 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft import INGEST_OPTIONS, TRANSFORM_OPTIONS
 from croft.core.duration import parse_seconds
 from croft.core.problems import Problem, problem
-from croft.core.record import NamedTuple
+from croft.core.suggest import nearest
 from croft.project.asset import DEFAULT_RETRIES, AssetFacts
 from croft.project.rules import (
     bound_problem,
@@ -27,7 +29,6 @@ from croft.project.rules import (
     write_mode_problem,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -50,9 +51,9 @@ INGEST_FORM = '@ingest(schedule="every hour", key="id")\ndef rows(ctx):\n    yie
 TRANSFORM_FORM = '@transform(inputs=["orders"], key="id")\ndef rows(ctx):\n    yield from ctx.rows("orders")'
 
 
-class DecoratedAsset(NamedTuple):
-    """The function carrying croft's decorator, as found in a parsed module. A named tuple, not a
-    dataclass: ``croft status`` imports this module, and dataclasses cost more to import than its own work."""
+@dataclass(frozen=True)
+class DecoratedAsset:
+    """The function carrying croft's decorator, as found in a parsed module."""
 
     kind: Kind
     function: ast.FunctionDef | ast.AsyncFunctionDef
@@ -213,7 +214,6 @@ class _Reader:
                 line,
             )
             return
-        from croft.core.suggest import nearest  # lazy: only an unknown option needs a suggestion
 
         close = nearest(option, sorted(allowed))
         hint = (

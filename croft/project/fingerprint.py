@@ -14,20 +14,21 @@ package upgrade, which the next code hash (taken when the asset runs) picks up.
 from __future__ import annotations
 
 import ast
-import importlib
+import importlib.metadata
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from hashlib import sha256
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from croft.core.record import NamedTuple
 from croft.project.asset import AssetFacts
 from croft.project.config import Project
 from croft.project.facts import find_asset_function
 from croft.project.rules import LOCAL_PACKAGES
 from croft.project.sqlfacts import SqlTextError, normalize_sql
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hashlib import _Hash
 
@@ -40,27 +41,9 @@ _SCAN_CACHE: dict[tuple[str, int, int, str], tuple[tuple[Path, ...], tuple[str, 
 _DISTS_CACHE: dict[tuple[str, ...], Mapping[str, Sequence[str]]] = {}
 
 
-def _sha256() -> Callable[..., _Hash]:
-    """The interpreter's built-in SHA-256 (``_sha256`` in 3.11, ``_sha2`` after), as ``random`` takes its
-    SHA-512: the same digests as ``hashlib.sha256``, without loading OpenSSL, which cost ``croft status``
-    more than reading every asset. ``hashlib`` where a build has no such module."""
-    for name in ("_sha256", "_sha2"):
-        try:
-            return importlib.import_module(name).sha256
-        except (ImportError, AttributeError):
-            continue
-    from hashlib import sha256
-
-    return sha256
-
-
-sha256 = _sha256()
-
-
-class ImportClosure(NamedTuple):
-    """What an asset pulls in: project-local module files (sorted) and third-party top-level module names.
-    A named tuple, not a dataclass: ``croft status`` imports this module, and dataclasses cost more to import
-    than its own work."""
+@dataclass(frozen=True)
+class ImportClosure:
+    """What an asset pulls in: project-local module files (sorted) and third-party top-level module names."""
 
     local: tuple[Path, ...]
     external: tuple[str, ...]
@@ -99,8 +82,6 @@ def file_key(project: Project, facts: AssetFacts) -> str:
 
 def package_version(dist: str) -> str | None:
     """The installed version of distribution ``dist``, or None when it is not installed."""
-    import importlib.metadata  # slow to import; only hashing (not the file key) needs it
-
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
@@ -291,8 +272,6 @@ def _is_stdlib(name: str) -> bool:
 
 def _distributions_of(module: str) -> Sequence[str]:
     """Distributions providing top-level ``module``; the (slow) mapping is read once per ``sys.path``."""
-    import importlib.metadata
-
     key = tuple(sys.path)
     mapping = _DISTS_CACHE.get(key)
     if mapping is None:

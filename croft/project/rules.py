@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from croft.core.duration import parse_seconds, words
 from croft.core.problems import CroftError, Problem, problem
-from croft.core.record import NamedTuple
 from croft.core.text import clip
 from croft.project.checkspec import is_identifier, parse_check
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -58,10 +58,9 @@ LOCAL_PACKAGES = ("lib",)
 MAX_NAME_LENGTH = 64
 
 
-class Rule(NamedTuple):
-    """One static rule: the code it reports and a bad asset (file under assets/, its text) that breaks it.
-    Rule and Bound are named tuples, not dataclasses: ``croft status`` and the per-minute tick import this
-    module, and dataclasses cost more to import than those commands' own work."""
+@dataclass(frozen=True)
+class Rule:
+    """One static rule: the code it reports and a bad asset (file under assets/, its text) that breaks it."""
 
     name: str
     code: str
@@ -186,7 +185,8 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-class Bound(NamedTuple):
+@dataclass(frozen=True)
+class Bound:
     """The range of one number or duration croft reads from croft.json, a decorator or a SQL header.
 
     A value outside it once passed ``validate`` and then broke the run (``keepDays`` 999999 overflowed

@@ -7,9 +7,11 @@ import json
 import os
 import shlex
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from croft.core.paths import require_utf8_path
 from croft.core.problems import CroftError
+from croft.project.config import check_timezone
 
 __all__ = ["detect_timezone", "init_project"]
 
@@ -56,7 +58,6 @@ ENV_EXAMPLE = """\
 
 def detect_timezone() -> str:
     """The machine's IANA zone name: $TZ, /etc/timezone, or the /etc/localtime link; UTC when none says."""
-    from zoneinfo import ZoneInfo
 
     candidates: list[str] = []
     if os.environ.get("TZ"):
@@ -112,7 +113,6 @@ def init_project(directory: Path, timezone: str | None = None) -> dict[str, obje
 
 def _checked_zone(name: str) -> str:
     """``--timezone`` goes through the same rule as croft.json's "timezone", so init never writes a bad one."""
-    from croft.project.config import check_timezone
 
     bad = check_timezone(name)
     if bad is None:

@@ -13,16 +13,25 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from croft.core.duration import parse_seconds
 from croft.core.problems import Problem, problem
-from croft.core.record import NamedTuple
+from croft.core.suggest import nearest
 from croft.core.text import clip
 from croft.project.asset import DEFAULT_TIMEOUT_S, AssetFacts
 from croft.project.checkspec import read_only_denies
 from croft.project.facts import parse_duration
+from croft.project.rules import (
+    bound_problem,
+    max_runtime_problem,
+    remind_problem,
+    remind_seconds,
+    url_or_env_problem,
+)
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -79,9 +88,9 @@ _TOKEN = re.compile(
 _CLOSERS = {"'": "'", '"': '"', "`": "`", "[": "]"}
 
 
-class Token(NamedTuple):
-    """One token of SQL text: a named tuple, cheap to build (one per token) and, unlike a dataclass, cheap
-    to import for ``croft status``."""
+@dataclass(frozen=True, slots=True)
+class Token:
+    """One token of SQL text (one per token: slots keep it small)."""
 
     kind: str  # ws, comment, string, blob, qident, number, param, word, op, other
     text: str
@@ -232,8 +241,6 @@ def read_sql_facts(
 def _alerts(header: dict[str, Any], add: Any) -> dict[str, Any]:
     """``-- notify after: 3``, ``-- notify remind: 2h``, ``-- run ping: URL``, ``-- fresh within: 6h``,
     ``-- slow after: 10m``, the same rules (``rules``) as the decorator's keywords and croft.json's."""
-    from croft.core.duration import parse_seconds
-    from croft.project.rules import bound_problem, remind_problem, remind_seconds, url_or_env_problem
 
     out: dict[str, Any] = {}
     for name in sorted(ALERT_HEADERS & set(header)):
@@ -268,7 +275,6 @@ def _alerts(header: dict[str, Any], add: Any) -> dict[str, Any]:
 
 def _timeout(value: str | None, add: Any, line: int | None) -> float:
     """``-- timeout: 30s`` read by the same duration rule as a Python asset's ``timeout=``."""
-    from croft.project.rules import bound_problem
 
     if value is None:
         return DEFAULT_TIMEOUT_S
@@ -286,7 +292,6 @@ def _timeout(value: str | None, add: Any, line: int | None) -> float:
 
 def _max_runtime(value: str | None, add: Any, line: int | None) -> float | None:
     """``-- max_runtime: 30m``: the scheduled run's ceiling, by the one rule (``rules.max_runtime_problem``)."""
-    from croft.project.rules import max_runtime_problem
 
     if value is None:
         return None
@@ -306,8 +311,6 @@ def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any
     header: dict[str, Any] = {}
     for name, value, line in entries:
         if name not in HEADER_NAMES:
-            from croft.core.suggest import nearest  # lazy: only an unknown header needs a suggestion
-
             close = nearest(name, HEADER_NAMES, cutoff=0.5)
             hint = (
                 (f"did you mean `-- {close}:`? " if close else "")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from croft.core.clock import now
 from croft.core.problems import CroftError, Problem
 from croft.core.result import Next, Result
+from croft.core.zones import zone_named
 from croft.project.config import Project
 from croft.project.discovery import discover
 from croft.project.fingerprint import code_hash
@@ -22,7 +24,6 @@ APPRISE_INSTALL = "pip install 'croft[apprise]'"
 def channel_problems(project: Project) -> list[Problem]:
     """A warning when ``notify.urls`` is set and Apprise, which sends to them, is not installed (validate
     and doctor both say it): the project runs, but those channels would hear nothing."""
-    import importlib.util
 
     urls = project.config.notify_urls
     if not urls:
@@ -63,7 +64,6 @@ def _schedule(
 
 
 def _zone(name: str) -> Any:
-    from croft.core.zones import zone_named
 
     return zone_named(name)
 

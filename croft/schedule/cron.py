@@ -18,18 +18,18 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from croft.core.problems import CroftError, Problem, problem
-from croft.core.record import NamedTuple
 from croft.core.suggest import closest
 from croft.core.text import quoted
 from croft.core.zones import closest_zone
 from croft.core.zones import zone_named as _zone_named
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 
@@ -73,7 +73,8 @@ _MINUTE = timedelta(minutes=1)
 _DAY = timedelta(days=1)
 
 
-class _Field(NamedTuple):
+@dataclass(frozen=True)
+class _Field:
     name: str  # as used in messages: "day of month"
     low: int
     high: int  # the highest number that may be written (day of week: 7)
@@ -104,15 +105,14 @@ _QUARTZ_DOM_L = r"(?i)^(L(-[0-9]+)?|[0-9]+L)$"
 _QUARTZ_DOW_L = r"(?i)^[0-9a-z]*L$"
 
 
-class CronSpec(NamedTuple):
+@dataclass(frozen=True)
+class CronSpec:
     """A parsed 5-field cron: the allowed values of each field and the flags cron's rules need.
 
     ``dom_star``/``dow_star`` say the day field starts with ``*`` (or ``?``); when both day fields are
     restricted a day matches if EITHER matches (Vixie cron's OR rule), otherwise both must.
     ``is_interval``: the minute or hour field starts with ``*``; such a cron fires in both passes of a
-    repeated (fall-back) hour. Build one with ``CronSpec.of``, which derives ``times``. (A named tuple,
-    not a dataclass: ``croft status`` and the per-minute tick import this module, and dataclasses cost
-    more to import than their own work.)
+    repeated (fall-back) hour. Build one with ``CronSpec.of``, which derives ``times``.
     """
 
     text: str
@@ -435,7 +435,8 @@ def clear_caches() -> None:
 # Fires
 
 
-class DstNote(NamedTuple):
+@dataclass(frozen=True)
+class DstNote:
     """Why a fire is not simply its wall time: DST moved it out of a gap, or kept a repeated time single.
 
     kind: "gap" (the walls do not exist that day; the fire is the first minute after the gap),
@@ -448,7 +449,8 @@ class DstNote(NamedTuple):
     walls: tuple[str, ...]  # "02:30", in the order the cron lists them
 
 
-class Fire(NamedTuple):
+@dataclass(frozen=True)
+class Fire:
     at: datetime  # aware UTC
     note: DstNote | None = None
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from croft.core.problems import Problem, problem
-from croft.core.record import NamedTuple
 from croft.core.text import quoted
 from croft.schedule.cron import CronSpec, check_cron, closest, parse_cron, whole_number
 
@@ -74,11 +74,9 @@ VOCABULARY = (
 _VOCABULARY_SET = frozenset(VOCABULARY)
 
 
-class Schedule(NamedTuple):
-    """A schedule croft can run: the text as written (trimmed), its normalized cron, and the parsed spec.
-
-    A named tuple, not a dataclass: ``croft status`` and the tick read schedules, and dataclasses cost more
-    to import than reading them."""
+@dataclass(frozen=True)
+class Schedule:
+    """A schedule croft can run: the text as written (trimmed), its normalized cron, and the parsed spec."""
 
     text: str
     cron: str

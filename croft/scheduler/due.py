@@ -12,27 +12,24 @@ gather the facts and pass ``now`` in, so every rule is tested by handing in data
   clock moved back since, or a tick ran with a ``CROFT_NOW`` ahead) counts as covering the fires up to
   now and no further, so the next fire by today's clock runs. ``DueWork.ahead`` names those marks; the
   tick writes the correction and tells of it once (CLOCK_MOVED_BACK).
-
-The records are named tuples and plain classes, not dataclasses: ``croft status`` and the per-minute tick
-import this module, and dataclasses cost more to import than the decision itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from croft.core import when
 from croft.core.clock import parse_instant, to_iso
 from croft.core.problems import CODES, Problem, problem
-from croft.core.record import NamedTuple
 from croft.engine.staleness import data_version, stale_reasons
 from croft.project.graph import Graph
 from croft.schedule import cron
 from croft.scheduler.heartbeat import AHEAD_LIMIT
 from croft.scheduler.setting import Scheduling, effective_state
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -75,7 +72,8 @@ HOLD_CODES = {
 }
 
 
-class AssetInfo(NamedTuple):
+@dataclass(frozen=True)
+class AssetInfo:
     """An asset's static facts as the scheduler knows them (read from its text, never by running it).
 
     ``code_hash`` is the current fingerprint (None when unknown); ``zone_hash`` the fingerprint in
@@ -101,7 +99,8 @@ class AssetInfo(NamedTuple):
     schedule_problem: dict[str, Any] | None = None
 
 
-class FailedStart(NamedTuple):
+@dataclass(frozen=True)
+class FailedStart:
     """A run an earlier tick spawned that never started these assets (its child died or refused)."""
 
     run_id: str
@@ -110,70 +109,34 @@ class FailedStart(NamedTuple):
     reason: str
 
 
+@dataclass(slots=True)
 class DueInput:
     """Everything the decision needs. Steps are runs.sqlite step rows as dicts (``run_id``, ``status``,
     ``started_at``, ``finished_at``, ``attempt``, ``error``, ``code_hash``, ``reason``)."""
 
-    __slots__ = (
-        "assets",
-        "catalog",
-        "failed_starts",
-        "large_reprocess",
-        "last_ok",
-        "latest",
-        "leases",
-        "next_fires",
-        "now",
-        "rollbacks",
-        "setting",
-        "starting",
-        "state",
-        "tables",
-        "tz",
-    )
-
-    def __init__(
-        self,
-        assets: Mapping[str, AssetInfo],
-        now: datetime,
-        tz: str,
-        setting: Scheduling = _ON,
-        state: Mapping[str, Mapping[str, Any]] | None = None,
-        catalog: Mapping[str, Mapping[str, Any]] | None = None,
-        last_ok: Mapping[str, str] | None = None,
-        latest: Mapping[str, Mapping[str, Any]] | None = None,
-        large_reprocess: frozenset[str] = frozenset(),
-        leases: Mapping[str, str] | None = None,
-        starting: Sequence[tuple[str, Sequence[str]]] = (),
-        failed_starts: Sequence[FailedStart] = (),
-        rollbacks: Mapping[str, str | None] | None = None,
-        next_fires: bool = True,
-        tables: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> None:
-        self.assets = assets
-        self.now = now
-        self.tz = tz
-        self.setting = setting
-        self.state: Mapping[str, Mapping[str, Any]] = {} if state is None else state
-        self.catalog: Mapping[str, Mapping[str, Any]] = {} if catalog is None else catalog
-        self.last_ok: Mapping[str, str] = {} if last_ok is None else last_ok
-        self.latest: Mapping[str, Mapping[str, Any]] = {} if latest is None else latest
-        self.large_reprocess = large_reprocess
-        # asset -> run id of a live holder
-        self.leases: Mapping[str, str] = {} if leases is None else leases
-        # (run id, assets) of runs still starting
-        self.starting = starting
-        self.failed_starts = failed_starts
-        # asset -> the last_fire_at to read instead of the stored one
-        self.rollbacks: Mapping[str, str | None] = {} if rollbacks is None else rollbacks
-        # views carry the next fire and the missed count (status); the tick skips them
-        self.next_fires = next_fires
-        # asset -> {code, message, since}: an incremental ingest whose table a scheduled run found
-        # dropped or emptied (scheduler.tick.tableholds), held until a person loads it again
-        self.tables: Mapping[str, Mapping[str, Any]] = {} if tables is None else tables
+    assets: Mapping[str, AssetInfo]
+    now: datetime
+    tz: str
+    setting: Scheduling = _ON
+    state: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    catalog: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    last_ok: Mapping[str, str] = field(default_factory=dict)
+    latest: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    large_reprocess: frozenset[str] = frozenset()
+    leases: Mapping[str, str] = field(default_factory=dict)  # asset -> run id of a live holder
+    starting: Sequence[tuple[str, Sequence[str]]] = ()  # (run id, assets) of runs still starting
+    failed_starts: Sequence[FailedStart] = ()
+    # asset -> the last_fire_at to read instead of the stored one
+    rollbacks: Mapping[str, str | None] = field(default_factory=dict)
+    # views carry the next fire and the missed count (status); the tick skips them
+    next_fires: bool = True
+    # asset -> {code, message, since}: an incremental ingest whose table a scheduled run found
+    # dropped or emptied (scheduler.tick.tableholds), held until a person loads it again
+    tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
-class Hold(NamedTuple):
+@dataclass(frozen=True)
+class Hold:
     kind: str  # paused | SCHEDULE_HELD | LARGE_REPROCESS | leased | starting | backoff | table_*
     reason: str
     hint: str
@@ -194,52 +157,21 @@ class Hold(NamedTuple):
         )
 
 
+@dataclass(slots=True)
 class View:
-    __slots__ = (
-        "asset",
-        "cron",
-        "due",
-        "hold",
-        "kind",
-        "last_attempt_at",
-        "last_fire_at",
-        "missed",
-        "next_fire_at",
-        "primary",
-        "reason",
-        "schedule",
-        "schedule_problem",
-    )
-
-    def __init__(
-        self,
-        asset: str,
-        kind: str,
-        schedule: str | None,
-        cron: str | None,
-        next_fire_at: str | None,
-        last_fire_at: str | None,
-        last_attempt_at: str | None,
-        due: bool = False,
-        reason: str | None = None,
-        hold: Hold | None = None,
-        missed: int = 0,
-        primary: bool = False,
-        schedule_problem: dict[str, Any] | None = None,
-    ) -> None:
-        self.asset = asset
-        self.kind = kind
-        self.schedule = schedule
-        self.cron = cron
-        self.next_fire_at = next_fire_at
-        self.last_fire_at = last_fire_at
-        self.last_attempt_at = last_attempt_at
-        self.due = due
-        self.reason = reason
-        self.hold = hold
-        self.missed = missed
-        self.primary = primary
-        self.schedule_problem = schedule_problem  # SCHEDULE_INVALID: this ingest never fires
+    asset: str
+    kind: str
+    schedule: str | None
+    cron: str | None
+    next_fire_at: str | None
+    last_fire_at: str | None
+    last_attempt_at: str | None
+    due: bool = False
+    reason: str | None = None
+    hold: Hold | None = None
+    missed: int = 0
+    primary: bool = False
+    schedule_problem: dict[str, Any] | None = None  # SCHEDULE_INVALID: this ingest never fires
 
     def invalid(self) -> Problem | None:
         """The SCHEDULE_INVALID warning of an ingest whose schedule never fires, or None."""
@@ -255,24 +187,15 @@ class View:
         )
 
 
+@dataclass(slots=True)
 class DueWork:
-    __slots__ = ("ahead", "fires", "groups", "held", "views")
-
-    def __init__(
-        self,
-        views: dict[str, View],
-        held: list[tuple[str, Hold]],
-        groups: list[list[str]],
-        fires: dict[str, str],
-        ahead: dict[str, tuple[str | None, str]] | None = None,
-    ) -> None:
-        self.views = views
-        self.held = held
-        self.groups = groups
-        self.fires = fires  # ready ingest -> the fire its run handles
-        # ingest -> (its stored last fire, the fire it is corrected to) when what it handled lies ahead of
-        # the clock: the clock moved back
-        self.ahead: dict[str, tuple[str | None, str]] = {} if ahead is None else ahead
+    views: dict[str, View]
+    held: list[tuple[str, Hold]]
+    groups: list[list[str]]
+    fires: dict[str, str]  # ready ingest -> the fire its run handles
+    # ingest -> (its stored last fire, the fire it is corrected to) when what it handled lies ahead of
+    # the clock: the clock moved back
+    ahead: dict[str, tuple[str | None, str]] = field(default_factory=dict)
 
     def group_reason(self, group: Sequence[str]) -> str:
         parts = [(a, self.views[a].reason or "") for a in group]

@@ -9,29 +9,27 @@ The data's age is the time since the asset last reflected its sources:
 An asset never built has no age, so no breach: its first run starts the clock. The cause of a breach
 is the first of: scheduling off, paused, no scheduler tick, the asset (or the ingest its age follows)
 held for code nobody ran, failing, waiting on another hold; otherwise its schedule did not refresh it.
-
-``Cause``, ``Fresh`` and ``Facts`` are NamedTuples, not dataclasses: ``croft status`` and the per-user tick
-import this module, and ``dataclasses`` costs more to import than their own work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from croft.core.clock import from_iso, to_iso
 from croft.core.duration import words
-from croft.core.record import NamedTuple
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["Cause", "Facts", "Fresh", "assess", "cause_of", "next_breach", "references"]
 
 
-class Cause(NamedTuple):
+@dataclass(frozen=True)
+class Cause:
     """Why an asset is past its promise: a stable ``code``, a sentence, and the command that helps."""
 
     code: str  # scheduling_off | paused | no_tick | held | failing | waiting | not_refreshed
@@ -42,7 +40,8 @@ class Cause(NamedTuple):
         return {"code": self.code, "text": self.text, "fix": self.fix}
 
 
-class Fresh(NamedTuple):
+@dataclass(frozen=True)
+class Fresh:
     """One promise as it stands at ``now``."""
 
     asset: str
@@ -65,14 +64,19 @@ class Fresh(NamedTuple):
         }
 
 
-class Facts(NamedTuple):
+@dataclass(frozen=True)
+class Facts:
     """What the cause needs, gathered by the caller (``scheduler.tick.freshview``)."""
 
     state: str  # on | off | paused (effective)
     paused_until: str | None = None
     no_tick_since: str | None = None  # set when scheduling is on and the tick is stale
-    holds: Mapping[str, tuple[str, str]] = MappingProxyType({})  # asset -> (hold kind, reason)
-    streaks: Mapping[str, int] = MappingProxyType({})  # asset -> scheduled failures in a row
+    holds: Mapping[str, tuple[str, str]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )  # asset -> (hold kind, reason)
+    streaks: Mapping[str, int] = field(
+        default_factory=lambda: MappingProxyType({})
+    )  # asset -> scheduled failures in a row
 
 
 def references(

@@ -21,15 +21,16 @@ import contextlib
 import os
 from datetime import datetime, timedelta
 from json import dumps, loads
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core import clock
 from croft.core.clock import from_iso, to_iso
 from croft.core.paths import croft_home
+from croft.history.peek import peek
+from croft.scheduler.setting import effective_state
 
-TYPE_CHECKING = False  # the per-user tick writes its beats with this module every minute: it loads
-if TYPE_CHECKING:  # neither SQLite nor the setting's reader, which only the readers of a beat need
-    from pathlib import Path
-
+if TYPE_CHECKING:
     from croft.scheduler.setting import Scheduling
 
 __all__ = [
@@ -57,7 +58,6 @@ def last_heartbeat(state_dir: Path, now: datetime | None = None) -> str | None:
     """The latest of the tick row's heartbeat (read-only: runs.sqlite is never created here), the idle
     beat of this user's per-user tick (``write_user_beats``) and a ``tick-beat`` beside it; None when
     there is none. One far ahead of ``now`` (the clock) loses to one that is not (``_latest``)."""
-    from pathlib import Path
 
     beats = [b for b in (_row_heartbeat(Path(state_dir)), read_beat(state_dir), _user_beat(state_dir)) if b]
     return _latest(beats, now or clock.now())
@@ -124,7 +124,6 @@ def _user_beat(state_dir: str | Path) -> str | None:
 
 
 def _row_heartbeat(state_dir: Path) -> str | None:
-    from croft.history.peek import peek
 
     rows = peek(state_dir / "runs.sqlite", "SELECT heartbeat_at FROM tick WHERE id = 1")
     row = rows[0] if rows else None
@@ -147,7 +146,6 @@ def quiet_since(setting: Scheduling, heartbeat: str | None, now: datetime) -> st
 
 def is_stale(setting: Scheduling, heartbeat: str | None, now: datetime) -> bool:
     """On, and quiet for more than ``STALE_AFTER``, or quiet since a mark ahead of the clock."""
-    from croft.scheduler.setting import effective_state
 
     if effective_state(setting, now) != "on":
         return False

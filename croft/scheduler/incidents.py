@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import os
 import zlib
+from datetime import timedelta
 from json import loads
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from croft.core.clock import parse_instant, to_iso
+from croft.core.jsonfile import write_atomic
 from croft.core.paths import home_text
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
-    from pathlib import Path
     from typing import Any
 
     from croft.core.problems import Problem
@@ -41,8 +44,7 @@ CLOCK_SHOWN_DAYS = 1  # at most: a mark years ahead (a CROFT_NOW of 2099) is not
 
 def incident_path(root: str, home: str | Path | None = None) -> str:
     """The incident file of the project at ``root`` (its real path, as the registry keeps it). Named by two
-    checksums of the path (zlib: hashlib would cost the idle tick more than the rest of its imports); the
-    file names its root, and one that names another is not this project's."""
+    checksums of the path (zlib's); the file names its root, and one that names another is not this project's."""
     raw = root.encode("utf-8", "surrogateescape")
     name = (zlib.crc32(raw) << 32 | zlib.adler32(raw)).to_bytes(8, "big").hex()  # both, 8 hex digits each
     return f"{home or home_text()}/{FOLDER}/{name}.json"
@@ -64,10 +66,6 @@ def read(root: str, home: Path | None = None) -> dict[str, Any] | None:
 def record(root: str, problem: Problem, now: datetime, source: str, home: Path | None = None) -> bool:
     """Remember ``problem`` as the project's incident; whether it should be told now (a new one, or one
     that could not be recorded and whose hourly reminder is due)."""
-    from pathlib import Path  # lazy: a new incident only, which the idle tick never records
-
-    from croft.core.clock import to_iso
-    from croft.core.jsonfile import write_atomic
 
     stamp = to_iso(now)
     before = read(root, home)
@@ -110,9 +108,6 @@ def clock_shown(incident: dict[str, Any], now: datetime) -> bool:
     """Whether a CLOCK_MOVED_BACK incident is still worth showing at ``now``: until the clock passes its
     latest mark (``details.until``), a day at most. The one rule the tick (which clears it then) and the
     views (``control.troubles``) share."""
-    from datetime import timedelta
-
-    from croft.core.clock import parse_instant
 
     try:
         until = parse_instant(str((incident["problem"].get("details") or {}).get("until")))

@@ -10,15 +10,19 @@ never starts work on a guess.
 from __future__ import annotations
 
 import json
+import shlex
 import sqlite3
-from collections import namedtuple
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from croft.core import disk
 from croft.core.clock import from_iso, to_iso
-from croft.core.problems import CroftError
+from croft.core.problems import CroftError, problem
+from croft.history.db import problem_for_sqlite_error
 from croft.history.peek import peek
+from croft.history.state import get_setting, put_setting
 
-TYPE_CHECKING = False  # the per-user tick reads the setting every minute: no typing, no dataclasses
 if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any, Literal
@@ -43,17 +47,14 @@ _STATES = ("on", "off", "paused")
 _VIAS = ("os-job", "serve")
 
 
-class Scheduling(
-    namedtuple("Scheduling", ["state", "via", "paused_until", "since"], defaults=("off", None, None, None))
-):
-    """``state`` as stored; ``since`` is when it was last turned on or its way of ticking changed. An
-    immutable record (a named tuple: the per-user tick reads one per project every minute)."""
+@dataclass(frozen=True, slots=True)
+class Scheduling:
+    """``state`` as stored; ``since`` is when it was last turned on or its way of ticking changed."""
 
-    __slots__ = ()
-    state: State
-    via: Via | None
-    paused_until: str | None
-    since: str | None
+    state: State = "off"
+    via: Via | None = None
+    paused_until: str | None = None
+    since: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"state": self.state, "via": self.via, "pausedUntil": self.paused_until, "since": self.since}
@@ -90,7 +91,6 @@ def effective_state(setting: Scheduling, now: datetime) -> State:
 
 
 def read_scheduling(conn: sqlite3.Connection) -> Scheduling:
-    from croft.history.state import get_setting  # lazy: the per-user tick reads through peek, not history.db
 
     return Scheduling.from_json(get_setting(conn, SETTING_KEY))
 
@@ -125,13 +125,10 @@ def setting_stored(state_dir: str | Path) -> bool:
 
 
 def _unreadable(exc: BaseException, path: Path) -> Any:
-    """The problem of a history the setting could not be read from (lazy: only a broken file pays)."""
+    """The problem of a history the setting could not be read from."""
     what = "reading the scheduling setting"
     if isinstance(exc, OSError):
-        from croft.core import disk
-
         return disk.os_problem(exc, what, str(path)) or disk.cannot_open(what, str(path), str(exc))
-    from croft.history.db import problem_for_sqlite_error
 
     return problem_for_sqlite_error(exc, what, path)
 
@@ -145,7 +142,6 @@ def write_scheduling(
     paused_until: datetime | None = None,
 ) -> Scheduling:
     """Store the setting; ``since`` moves to ``now`` when scheduling turns on or changes how it ticks."""
-    from croft.history.state import put_setting  # lazy: as in read_scheduling
 
     before = read_scheduling(conn)
     since = before.since
@@ -169,9 +165,6 @@ def history_lost(root: str, via: str) -> Any:
     ``mv``), and the setting and every approval of code went with it: nothing ticks it, and the scheduler
     would hold every asset even if it did. The one wording the per-user tickers (told once) and every view
     (``control.troubles``) use."""
-    import shlex
-
-    from croft.core.problems import problem
 
     ticker = "croft serve" if via == "serve" else "the OS job"
     flag = " --no-os-job" if via == "serve" else ""

@@ -13,16 +13,14 @@ prints, tracebacks included, as whole lines ``<ISO now> NAME: …`` (``NamedLine
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.paths import path_text
 from croft.core.private import open_append
 
-TYPE_CHECKING = (
-    False  # a project tick started with --log-as loads this on its idle path: no pathlib, no typing
-)
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
-    from pathlib import Path
     from typing import IO
 
 __all__ = [
@@ -42,14 +40,11 @@ _PARTS = ("logs", "tick.log")  # under CROFT_HOME
 
 
 def tick_log_path(home: str | os.PathLike[str]) -> Path:
-    from pathlib import Path  # for the commands that show the log; the ticks write through ``TickLog``
-
     return Path(home, *_PARTS)
 
 
 class TickLog:
-    """The log, rotated to ``tick.log.1`` past 5 MB; lines ``<ISO now> <message>``; the file 0600. Its
-    path is kept as text: the per-user tick writes here every minute, and loads no pathlib for it."""
+    """The log, rotated to ``tick.log.1`` past 5 MB; lines ``<ISO now> <message>``; the file 0600."""
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = os.fspath(path)

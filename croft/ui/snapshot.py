@@ -7,6 +7,7 @@ page of attempts. The page renders these and nothing else, so it cannot disagree
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -15,11 +16,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from croft.core import clock
+from croft.core import clock, sqlitefile
 from croft.core.clock import parse_instant, to_iso
 from croft.core.paths import croft_home
 from croft.core.problems import CroftError
 from croft.core.result import Result
+from croft.core.suggest import unknown_asset
 from croft.history import pagereads, steplogs
 from croft.history.db import open_readonly
 from croft.project.config import Project, load_project
@@ -29,6 +31,7 @@ from croft.scheduler.control.doctor import doctor
 from croft.scheduler.control.status import status
 from croft.scheduler.tick.slots import queue_json
 from croft.scheduler.user.registry import Registry
+from croft.ui.watch import sources
 
 __all__ = [
     "BUCKET_S",
@@ -210,7 +213,6 @@ _INPUTS_LOCK = threading.Lock()
 def inputs_of(root: Path) -> dict[str, list[str]]:
     """What each asset reads (its facts, read statically), kept while the project's files keep their
     size and time: the lineage graph and an asset's page ask it at each look, the files rarely change."""
-    from croft.ui.watch import sources
 
     key = sources([root])
     with _INPUTS_LOCK:
@@ -298,9 +300,6 @@ def timeline(project: dict[str, Any], hours: int = 24) -> dict[str, Any]:
 
 def _columns(project: Project, asset: str) -> list[dict[str, Any]]:
     """The table's columns as the warehouse has them (read-only; none before its first run)."""
-    import sqlite3
-
-    from croft.core import sqlitefile
 
     path = project.config.database
     if not path.is_file():
@@ -340,8 +339,6 @@ def asset_page(
         (a for a in (look["status"].get("data") or {}).get("assets") or [] if a["asset"] == asset), None
     )
     if entry is None:
-        from croft.core.suggest import unknown_asset
-
         names = {a["asset"]: None for a in (look["status"].get("data") or {}).get("assets") or []}
         exc = unknown_asset(asset, names, "logs")
         return {**base, "problem": Result(problems=[exc.problem]).envelope()}

@@ -38,13 +38,13 @@ def test_last_run_says_retrying_while_a_retry_waits() -> None:
 
 
 @pytest.fixture
-def conn() -> sqlite3.Connection:
+def steps_db() -> sqlite3.Connection:
     c = sqlite3.connect(":memory:")
     c.execute("CREATE TABLE steps (run_id TEXT, asset TEXT, attempt INT, status TEXT, started_at TEXT)")
     return c
 
 
-def test_the_streak_counts_runs_by_their_last_attempt_back_to_the_last_success(conn) -> None:
+def test_the_streak_counts_runs_by_their_last_attempt_back_to_the_last_success(steps_db) -> None:
     rows = [
         ("r1", "a", 1, "ok", "2026-11-30T08:00:00.000Z"),
         ("r2", "a", 1, "failed", "2026-11-30T09:00:00.000Z"),
@@ -53,8 +53,8 @@ def test_the_streak_counts_runs_by_their_last_attempt_back_to_the_last_success(c
         ("r4", "a", 0, "skipped", "2026-11-30T11:00:00.000Z"),
         ("r5", "a", 1, "crashed", "2026-11-30T12:00:00.000Z"),
     ]
-    conn.executemany("INSERT INTO steps VALUES (?, ?, ?, ?, ?)", rows)
-    assert runs.failing_streak(conn, "a") == (3, "2026-11-30T09:00:00.000Z")
-    conn.execute("INSERT INTO steps VALUES ('r6', 'a', 2, 'ok', '2026-11-30T13:00:00.000Z')")
-    assert runs.failing_streak(conn, "a") == (0, None)
-    assert runs.failing_streak(conn, "nobody") == (0, None)
+    steps_db.executemany("INSERT INTO steps VALUES (?, ?, ?, ?, ?)", rows)
+    assert runs.failing_streak(steps_db, "a") == (3, "2026-11-30T09:00:00.000Z")
+    steps_db.execute("INSERT INTO steps VALUES ('r6', 'a', 2, 'ok', '2026-11-30T13:00:00.000Z')")
+    assert runs.failing_streak(steps_db, "a") == (0, None)
+    assert runs.failing_streak(steps_db, "nobody") == (0, None)

@@ -46,23 +46,3 @@ def test_the_public_face_is_only_the_decorators():
     import croft
 
     assert croft.__all__ == sorted(croft.__all__) == ["ingest", "transform"]
-
-
-def test_importing_croft_for_an_asset_pulls_in_nothing_heavy():
-    code = "import sys, croft; print(','.join(m for m in ('click', 'httpx', 'sqlite3') if m in sys.modules))"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert out == ""
-
-
-def test_what_the_scheduler_will_read_imports_neither_click_nor_httpx():
-    modules = (
-        "croft.history.runs, croft.history.state, croft.history.catalog, croft.project.discovery, "
-        "croft.project.fingerprint, croft.schedule.cron, croft.schedule.phrase, croft.engine.staleness"
-    )
-    code = f"import sys, {modules}; print(','.join(m for m in ('click', 'httpx') if m in sys.modules))"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert out == ""

@@ -26,7 +26,7 @@ OLD = "2026-06-23T10:00:00.000000Z"
 
 
 @pytest.fixture
-def conn() -> Iterator[sqlite3.Connection]:
+def orders_db() -> Iterator[sqlite3.Connection]:
     db = sqlite3.connect(":memory:", isolation_level=None)
     db.execute(
         'CREATE TABLE orders (id INTEGER, amount REAL, status TEXT, "_loaded_at" TEXT, "_row_hash" TEXT)'
@@ -43,8 +43,8 @@ def conn() -> Iterator[sqlite3.Connection]:
 COLUMNS = ["id", "amount", "status"]
 
 
-def check(conn: sqlite3.Connection, *texts: str) -> None:
-    run_checks(conn, "orders", parse_checks(texts), stamp=NEW, columns=COLUMNS, asset="orders")
+def check(orders_db: sqlite3.Connection, *texts: str) -> None:
+    run_checks(orders_db, "orders", parse_checks(texts), stamp=NEW, columns=COLUMNS, asset="orders")
 
 
 def test_public_names_are_sorted_and_exist() -> None:
@@ -108,42 +108,44 @@ BREAKERS = {
 }
 
 
-def test_passing_checks_raise_nothing(conn: sqlite3.Connection) -> None:
+def test_passing_checks_raise_nothing(orders_db: sqlite3.Connection) -> None:
     statements: list[str] = []
-    conn.set_trace_callback(statements.append)
-    check(conn, *PASSING)  # -5 is an old row
-    conn.set_trace_callback(None)
+    orders_db.set_trace_callback(statements.append)
+    check(orders_db, *PASSING)  # -5 is an old row
+    orders_db.set_trace_callback(None)
     # Each check really ran a query over the table...
     assert len([s for s in statements if "orders" in s]) >= len(PASSING)
     assert any("id > 0" in s for s in statements) and any("amount >= 0" in s for s in statements)
     # ...and would have failed, alone, on a table that breaks it: the pass above was a real evaluation.
     assert set(BREAKERS) == set(PASSING)
     for text, change in BREAKERS.items():
-        conn.execute("SAVEPOINT probe")
-        conn.execute(change)
+        orders_db.execute("SAVEPOINT probe")
+        orders_db.execute(change)
         with pytest.raises(CroftError) as caught:
-            check(conn, *PASSING)
+            check(orders_db, *PASSING)
         failed = {p.details["check"] for p in [caught.value.problem, *caught.value.extra] if p.details}
         assert failed == {text}
-        conn.execute("ROLLBACK TO probe")
-        conn.execute("RELEASE probe")
+        orders_db.execute("ROLLBACK TO probe")
+        orders_db.execute("RELEASE probe")
 
 
-def test_expression_checks_only_see_rows_of_this_write_and_null_passes(conn: sqlite3.Connection) -> None:
-    check(conn, "amount >= 0")  # row 2 (-5) is old; row 4 (NULL) passes
+def test_expression_checks_only_see_rows_of_this_write_and_null_passes(orders_db: sqlite3.Connection) -> None:
+    check(orders_db, "amount >= 0")  # row 2 (-5) is old; row 4 (NULL) passes
     # The same check over the older write's rows meets row 2 and fails: the pass looked at rows 3 and 4 only.
     with pytest.raises(CroftError) as caught:
-        run_checks(conn, "orders", parse_checks(["amount >= 0"]), stamp=OLD, columns=COLUMNS, asset="orders")
+        run_checks(
+            orders_db, "orders", parse_checks(["amount >= 0"]), stamp=OLD, columns=COLUMNS, asset="orders"
+        )
     assert caught.value.problem.details["sample"] == [{"id": 2, "amount": -5.0, "status": "paid"}]
     # NULL passes by the rule, not by accident: an expression that is false for row 4's NULL fails on it.
     with pytest.raises(CroftError) as caught:
-        check(conn, "coalesce(amount, -1) >= 0")
+        check(orders_db, "coalesce(amount, -1) >= 0")
     assert caught.value.problem.details["sample"] == [{"id": 4, "amount": None, "status": "open"}]
 
 
-def test_a_failing_expression_reports_count_and_sample(conn: sqlite3.Connection) -> None:
+def test_a_failing_expression_reports_count_and_sample(orders_db: sqlite3.Connection) -> None:
     with pytest.raises(CroftError) as caught:
-        check(conn, "amount > 8")
+        check(orders_db, "amount > 8")
     assert caught.value.code == "CHECK_FAILED"
     assert caught.value.problem.details == {
         "check": "amount > 8",
@@ -152,56 +154,56 @@ def test_a_failing_expression_reports_count_and_sample(conn: sqlite3.Connection)
     }
 
 
-def test_not_null_looks_at_new_rows(conn: sqlite3.Connection) -> None:
+def test_not_null_looks_at_new_rows(orders_db: sqlite3.Connection) -> None:
     with pytest.raises(CroftError) as caught:
-        check(conn, "not_null(status)")
+        check(orders_db, "not_null(status)")
     assert caught.value.problem.details["failing"] == 1
     assert caught.value.problem.details["sample"] == [{"id": 3, "amount": 7.0, "status": None}]
 
 
-def test_unique_looks_at_the_whole_table(conn: sqlite3.Connection) -> None:
-    conn.execute("INSERT INTO orders VALUES (1, 1.0, 'x', ?, 'h')", (NEW,))
+def test_unique_looks_at_the_whole_table(orders_db: sqlite3.Connection) -> None:
+    orders_db.execute("INSERT INTO orders VALUES (1, 1.0, 'x', ?, 'h')", (NEW,))
     with pytest.raises(CroftError) as caught:
-        check(conn, "unique(id)")
+        check(orders_db, "unique(id)")
     details = caught.value.problem.details
     assert details == {"check": "unique(id)", "failing": 2, "sample": [{"id": 1, "count": 2}]}
 
 
-def test_min_rows_counts_the_whole_table(conn: sqlite3.Connection) -> None:
+def test_min_rows_counts_the_whole_table(orders_db: sqlite3.Connection) -> None:
     with pytest.raises(CroftError) as caught:
-        check(conn, "min_rows(6)")
+        check(orders_db, "min_rows(6)")
     assert caught.value.problem.details["failing"] == 2
 
 
-def test_every_failure_is_reported_first_one_as_the_problem(conn: sqlite3.Connection) -> None:
+def test_every_failure_is_reported_first_one_as_the_problem(orders_db: sqlite3.Connection) -> None:
     with pytest.raises(CroftError) as caught:
-        check(conn, "min_rows(100)", "amount > 100")
+        check(orders_db, "min_rows(100)", "amount > 100")
     assert caught.value.problem.details["check"] == "min_rows(100)"
     assert [p.details["check"] for p in caught.value.extra] == ["amount > 100"]
 
 
-def test_a_check_naming_a_missing_column_fails_instead_of_passing(conn: sqlite3.Connection) -> None:
+def test_a_check_naming_a_missing_column_fails_instead_of_passing(orders_db: sqlite3.Connection) -> None:
     with pytest.raises(CroftError) as caught:
-        check(conn, "not_null(customer_id)")
+        check(orders_db, "not_null(customer_id)")
     assert caught.value.code == "CHECK_FAILED"
     assert "customer_id" in caught.value.problem.message
 
 
-def test_checks_may_look_up_other_tables(conn: sqlite3.Connection) -> None:
-    conn.execute("INSERT INTO customers VALUES (3)")
+def test_checks_may_look_up_other_tables(orders_db: sqlite3.Connection) -> None:
+    orders_db.execute("INSERT INTO customers VALUES (3)")
     with pytest.raises(CroftError) as caught:
-        check(conn, "id IN (SELECT id FROM customers)")
+        check(orders_db, "id IN (SELECT id FROM customers)")
     assert caught.value.problem.details["sample"] == [{"id": 4, "amount": None, "status": "open"}]
 
 
-def test_an_expression_sqlite_rejects_is_sql_error(conn: sqlite3.Connection) -> None:
+def test_an_expression_sqlite_rejects_is_sql_error(orders_db: sqlite3.Connection) -> None:
     with pytest.raises(CroftError) as caught:
-        check(conn, "no_such_function(id)")
+        check(orders_db, "no_such_function(id)")
     assert caught.value.code == "SQL_ERROR"
     assert caught.value.problem.details["check"] == "no_such_function(id)"
 
 
-def test_read_only_refuses_writes_ddl_attach_and_pragma(conn: sqlite3.Connection) -> None:
+def test_read_only_refuses_writes_ddl_attach_and_pragma(orders_db: sqlite3.Connection) -> None:
     for statement in (
         "DELETE FROM orders",
         "UPDATE orders SET amount = 0",
@@ -212,16 +214,16 @@ def test_read_only_refuses_writes_ddl_attach_and_pragma(conn: sqlite3.Connection
         "PRAGMA user_version = 7",
         "SELECT load_extension('x')",
     ):
-        with read_only(conn), pytest.raises(sqlite3.DatabaseError, match="not authorized"):
-            conn.execute(statement)
-    assert conn.execute("SELECT COUNT(*) FROM orders").fetchone() == (4,)
-    assert conn.execute("PRAGMA user_version").fetchone() == (0,)  # the guard is gone after the block
+        with read_only(orders_db), pytest.raises(sqlite3.DatabaseError, match="not authorized"):
+            orders_db.execute(statement)
+    assert orders_db.execute("SELECT COUNT(*) FROM orders").fetchone() == (4,)
+    assert orders_db.execute("PRAGMA user_version").fetchone() == (0,)  # the guard is gone after the block
 
 
-def test_read_only_reports_the_tables_a_select_reads_but_not_ctes(conn: sqlite3.Connection) -> None:
+def test_read_only_reports_the_tables_a_select_reads_but_not_ctes(orders_db: sqlite3.Connection) -> None:
     reads: set[str] = set()
-    with read_only(conn, reads):
-        conn.execute(
+    with read_only(orders_db, reads):
+        orders_db.execute(
             "WITH paid AS (SELECT * FROM orders WHERE status = 'paid') "
             "SELECT paid.* FROM paid JOIN customers ON customers.id = paid.id"
         ).fetchall()

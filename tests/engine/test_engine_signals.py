@@ -10,7 +10,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -208,9 +207,7 @@ def test_a_runaway_recursive_query_fails_as_timeout(make_project):
             """
         }
     )
-    started = time.monotonic()
     code, envelope, err = finished(spawn(root, "run", "runaway"))
-    assert time.monotonic() - started < 30
     assert code == 1, err
     [problem] = envelope["problems"]
     assert problem["code"] == "TIMEOUT" and problem["asset"] == "runaway"

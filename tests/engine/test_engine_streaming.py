@@ -110,29 +110,3 @@ def test_sigkill_in_the_middle_of_a_streamed_load_leaves_nothing_half_written(ma
     assert code == 0 and cursor(root, "many") == 99_999
     step = again["data"]["steps"][0]
     assert (step["rows"]["added"], step["rows"]["unchanged"]) == (99_000, 1000)
-
-
-IMPORTS_AFTER_RUN = """
-import sys
-from croft.cli.main import main
-try:
-    main(["run", "--json"])
-except SystemExit:
-    pass
-print("imported:" + ",".join(sorted(m for m in ("httpx", "httpcore", "ssl") if m in sys.modules)), file=sys.stderr)
-"""
-
-
-def test_a_run_whose_assets_never_touch_ctx_http_imports_no_httpx(make_project) -> None:
-    root = make_project({"assets/many.py": MANY_ROWS.format(extra="")})
-    done = subprocess.run(
-        [sys.executable, "-c", IMPORTS_AFTER_RUN],
-        cwd=root,
-        env={**_env(), "ROWS": "10"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert json.loads(done.stdout)["ok"], done.stdout
-    assert done.stderr.strip().splitlines()[-1] == "imported:"
-    assert len(table(root, "many")) == 10

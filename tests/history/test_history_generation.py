@@ -4,8 +4,7 @@ the heartbeat and the settings never do (or the idle memo would never hold)."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -13,7 +12,7 @@ from croft.core.clock import parse_instant
 from croft.core.identity import ProcessIdentity
 from croft.core.problems import problem
 from croft.history import catalog, leases, runs, state
-from croft.history.db import immediate, open_history
+from croft.history.db import immediate
 from croft.history.migrations import GENERATION_TABLES
 from croft.history.prune import prune_history
 from croft.scheduler.tick.memo import history_fingerprint
@@ -23,12 +22,11 @@ WHO = ProcessIdentity(pid=4242, start="12345", boot="boot-a")
 
 
 @pytest.fixture
-def conn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[sqlite3.Connection]:
+def conn(conn: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch) -> sqlite3.Connection:
+    """The shared history with one run in it."""
     monkeypatch.setenv("CROFT_NOW", "2026-01-02T09:00:00Z")
-    connection = open_history(tmp_path / "state")
-    runs.create_run(connection, run_id="r_1", trigger="manual", human=True, argv=[], who=WHO)
-    yield connection
-    connection.close()
+    runs.create_run(conn, run_id="r_1", trigger="manual", human=True, argv=[], who=WHO)
+    return conn
 
 
 def generation(conn: sqlite3.Connection) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 
@@ -13,13 +12,6 @@ from croft.core.identity import ProcessIdentity
 from croft.core.problems import CroftError
 from croft.history import db, leases, state
 from croft.history.leases import Holder
-
-
-@pytest.fixture
-def conn() -> Iterator:
-    connection = db.open_memory()
-    yield connection
-    connection.close()
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,17 +14,9 @@ from enginekit import croft, history
 from croft.core.identity import ProcessIdentity
 from croft.core.problems import CroftError
 from croft.history import leases, runs, state
-from croft.history.db import open_history
 from croft.history.prune import prune_history
 
 WHO = ProcessIdentity(pid=4242, start="12345", boot="boot-a")
-
-
-@pytest.fixture
-def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
-    connection = open_history(tmp_path / "state")
-    yield connection
-    connection.close()
 
 
 def add_run(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -12,17 +11,10 @@ import pytest
 from croft.core.identity import ProcessIdentity
 from croft.core.problems import CroftError, Problem, problem
 from croft.history import catalog, runs, state
-from croft.history.db import open_history, open_memory
+from croft.history.db import open_history
 
 WHO = ProcessIdentity(pid=4242, start="12345", boot="boot-a")
 T0 = "2026-03-08T09:00:00Z"
-
-
-@pytest.fixture
-def conn() -> Iterator[sqlite3.Connection]:
-    connection = open_memory()
-    yield connection
-    connection.close()
 
 
 @pytest.fixture

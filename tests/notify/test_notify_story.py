@@ -155,43 +155,6 @@ def test_a_scheduled_ingest_meeting_a_400_is_told_once_redacted_and_its_recovery
         assert server.errors == []
 
 
-PROBE = """
-import json, sys
-from croft.engine.runner import RunOptions, run_assets
-from croft.project.config import load_project
-
-trigger = sys.argv[1]
-run_assets(load_project(), RunOptions(trigger=trigger, human=trigger == "manual"))
-senders = ("httpx", "croft.notify.desktop", "croft.notify.webhook")
-print(json.dumps([name for name in senders if name in sys.modules]))
-"""
-
-
-@pytest.mark.processes
-@pytest.mark.parametrize(
-    ("trigger", "broken", "expected"),
-    [
-        ("manual", False, []),  # nothing to say: the hook reads one setting and loads nothing
-        ("manual", True, []),  # runs by hand are never notified
-        ("schedule", False, []),
-        ("schedule", True, ["croft.notify.desktop"]),  # desktop only: still no httpx
-    ],
-)
-def test_the_hook_loads_no_sender_and_no_httpx_unless_it_sends(make_project, trigger, broken, expected):
-    import os
-    import subprocess
-    import sys
-
-    sql = "SELECT json('not json') AS id" if broken else "SELECT 1 AS id"  # a SQL step never loads httpx
-    root = make_project({"assets/one.sql": f"-- key: id\n{sql}\n"})
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE, trigger], cwd=root, env=dict(os.environ), capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == expected, out.stderr
-    assert len(desktop(root)) == (1 if expected else 0)
-
-
 def test_a_notifier_that_blows_up_never_fails_the_run(make_project, monkeypatch):
     def boom(*_args, **_kwargs):
         raise RuntimeError(f"bug in the notifier {SECRET}")

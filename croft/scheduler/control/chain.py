@@ -19,9 +19,9 @@ from __future__ import annotations
 import os
 import re
 import sys
+from dataclasses import dataclass
 
 from croft.core.problems import Problem
-from croft.core.record import NamedTuple
 from croft.core.trust import Unsafe
 from croft.scheduler.control.notifying import Notifying, notify_link
 from croft.scheduler.jobs.base import SERVE_FALLBACK, JobState
@@ -55,9 +55,9 @@ _PROTECTED = re.compile(r"/(" + "|".join(PROTECTED_FOLDERS) + r")\b", re.IGNOREC
 _TICKERS = {"os-job": "the OS job", "serve": "croft serve"}
 
 
-class Place(NamedTuple):
-    """One project as the chain sees it. (Named tuples here, not dataclasses: ``croft status`` loads this
-    module whenever scheduling is stale, and dataclasses cost more to import than its own work.)"""
+@dataclass(frozen=True)
+class Place:
+    """One project as the chain sees it."""
 
     root: str
     via: str | None  # how its setting says it ticks ("os-job" / "serve")
@@ -73,7 +73,8 @@ class Place(NamedTuple):
     notifying: Notifying | None = None  # doctor's notification facts (control.notifying)
 
 
-class Interpreter(NamedTuple):
+@dataclass(frozen=True)
+class Interpreter:
     """What starting the job's interpreter showed (``spec.interpreter_imports_croft``)."""
 
     python: str | None  # None: croft cannot tell which interpreter the job runs
@@ -82,7 +83,8 @@ class Interpreter(NamedTuple):
     said: str = ""  # its own words, for either answer
 
 
-class Chain(NamedTuple):
+@dataclass(frozen=True)
+class Chain:
     """The facts every link is decided from, gathered by ``gather``."""
 
     places: tuple[Place, ...]

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from croft.core import clock, knobs
+from croft.core import clock, disk, knobs
 from croft.core.clock import from_iso, to_iso
 from croft.core.duration import parse_seconds
 from croft.core.paths import croft_home, job_label
@@ -23,6 +23,7 @@ from croft.core.private import make_dirs
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.result import Next, Result
 from croft.core.text import clip
+from croft.engine.tablehealth import project_problems
 from croft.history.db import open_history
 from croft.history.state import put_setting
 from croft.project.config import Project
@@ -51,6 +52,7 @@ from croft.scheduler.setting import (
     read_scheduling_file,
     write_scheduling,
 )
+from croft.scheduler.tick.freshview import add_freshness
 from croft.scheduler.tick.slots import queue_json
 from croft.scheduler.tick.view import asset_rows
 from croft.scheduler.user.registry import Registry, Via
@@ -165,7 +167,6 @@ def _assets(project: Project, now: datetime) -> tuple[list[dict[str, Any]], list
 def _tables(project: Project, rows: list[dict[str, Any]]) -> list[Problem]:
     """Tables changed outside croft (``engine.tablehealth``), on their rows (``table``) and as problems:
     an incremental ingest whose table is gone is held even before a scheduled run has found it."""
-    from croft.engine.tablehealth import project_problems
 
     found = project_problems(project)
     by_asset = {p.asset: p for p in found}
@@ -413,7 +414,6 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
     problems += _queue(project, data, now)
     if effective_state(setting, now) == "off":
         nexts.insert(0, Next("croft schedule on", "let the scheduler run this project's ingests"))
-    from croft.scheduler.tick.freshview import add_freshness  # the promises and their breaches
 
     return add_freshness(Result(data=data, problems=problems, next=nexts), project, now)
 
@@ -452,7 +452,6 @@ def _check_interpreter(python: str) -> None:
 
 def _machine(exc: OSError, what: str) -> Problem:
     """A full or read-only disk (or no permission) met while changing the setting or the registry."""
-    from croft.core import disk
 
     return disk.os_problem(exc, what) or disk.cannot_open(what, str(exc.filename or ""), str(exc))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from croft.core import clock
@@ -20,13 +21,14 @@ from croft.core.paths import croft_home
 from croft.core.problems import CroftError, Problem, problem
 from croft.project.config import Project
 from croft.scheduler import heartbeat
+from croft.scheduler.control.chain import UNSAFE, diagnose, links
+from croft.scheduler.control.gather import permissions_chain, project_chain
 from croft.scheduler.control.troubles import Look, look
 from croft.scheduler.heartbeat import ahead_of, quiet_since
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling_file
 from croft.scheduler.user.registry import Registry
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error, unsafe_problem
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -129,11 +131,6 @@ def _problem(
     job: InstalledJob | None,
     waited_ms: int | None = None,
 ) -> Problem:
-    # lazy: only a quiet project gathers the chain (it reads the OS job, the backends and the tick log);
-    # croft status and schedule status of a project that ticks pay for none of it
-    from croft.scheduler.control.chain import diagnose
-    from croft.scheduler.control.gather import project_chain
-
     chain = project_chain(project, setting, now, runner=runner, job=job)
     return stale_problem(
         setting,
@@ -216,10 +213,6 @@ def unsafe_warning(
         return unsafe_problem(found, severity="warning", project=str(project.root))
     if home_unsafe(croft_home()) is None and found is None:
         return None  # the usual case, by the facts the chain's permission links are decided from
-    # lazy, both: the chain's modules load the OS job backends, which only a refusal needs (its words)
-    from croft.scheduler.control.chain import UNSAFE, links
-    from croft.scheduler.control.gather import permissions_chain
-
     chain = permissions_chain(project, setting, now)
     broken = next((link for link in links(chain) if not link.ok and link.cause == UNSAFE), None)
     unsafe = chain.home_unsafe or chain.places[0].unsafe

@@ -9,12 +9,15 @@ from __future__ import annotations
 from croft.core import clock
 from croft.core.problems import Problem, problem
 from croft.core.result import Result
+from croft.engine.tablehealth import project_problems
 from croft.project.config import Project
+from croft.project.validate import channel_problems
 from croft.scheduler.control.chain import links
 from croft.scheduler.control.diagnosis import theirs_refusal
 from croft.scheduler.control.gather import user_chain
 from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Runner
+from croft.scheduler.tick.freshview import add_freshness
 
 __all__ = ["broken_problem", "doctor", "warning_problem"]
 
@@ -39,10 +42,6 @@ def doctor(runner: Runner | None = None, project: Project | None = None) -> Resu
     ]
     result = Result(data=data, problems=problems, ok=ok, exit=0 if ok else 1)
     if project is not None:  # the project's alerts: channels that cannot send, promises broken
-        from croft.engine.tablehealth import project_problems
-        from croft.project.validate import channel_problems
-        from croft.scheduler.tick.freshview import add_freshness
-
         result.problems.extend(channel_problems(project))
         result.problems.extend(project_problems(project))  # tables changed outside croft
         add_freshness(result, project, clock.now())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -99,7 +100,7 @@ def _with_notifying(places: list[Place]) -> list[Place]:
     out = []
     for place in places:
         if place.presence == "present" and (place.unsafe is None or not place.unsafe.theirs):
-            place = place._replace(notifying=gather_notifying(place.root, place.via, seen))
+            place = replace(place, notifying=gather_notifying(place.root, place.via, seen))
         out.append(place)
     return out
 

@@ -9,9 +9,10 @@ person types never disagree: this module only renames them. Turning a look into 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from croft.core import clock
 from croft.core.clock import parse_instant
@@ -59,13 +60,15 @@ FAMILIES: dict[str, tuple[str, str]] = {
 }
 
 
-class Sample(NamedTuple):
+@dataclass(frozen=True)
+class Sample:
     name: str
     labels: tuple[tuple[str, str], ...]
     value: float
 
 
-class Look(NamedTuple):
+@dataclass(frozen=True)
+class Look:
     """One registered project: its folder, its name in the tick log, and status's data (None: unreadable)."""
 
     root: str

@@ -12,11 +12,11 @@ the facts for doctor only; ``notify_link`` decides from them.
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from croft.core.problems import CroftError
-from croft.core.record import NamedTuple
 from croft.notify.desktop import Reach, reach
 from croft.notify.log import DRY_ENV, Logged, host_of, is_dry, last_outcomes, scrub_urls
 from croft.project.config import load_project
@@ -28,7 +28,8 @@ CODE = "NOTIFY_FAILING"
 _OWN = ("desktop", "webhook", "secret", "ping")  # the keys said in their own words; others as written
 
 
-class Notifying(NamedTuple):
+@dataclass(frozen=True)
+class Notifying:
     """One project's notification facts, as ``gather`` found them."""
 
     configured: tuple[str, ...] = ()  # "desktop", "webhook example.com (signed)", "ping hc-ping.com", ...
@@ -74,11 +75,11 @@ def gather_notifying(root: str, via: str | None, seen: dict[bool, Reach]) -> Not
     if not facts.desktop:
         return facts
     if is_dry():  # the desktop's messages go to a file, as the sender does with this knob: nothing to reach
-        return facts._replace(reach=Reach(True, f"recorded in notifications.ndjson, not shown ({DRY_ENV}=1)"))
+        return replace(facts, reach=Reach(True, f"recorded in notifications.ndjson, not shown ({DRY_ENV}=1)"))
     job = via != "serve"  # croft serve runs in a person's shell and hands its session on; the OS job does not
     found = _asked(seen, job)
     here = _asked(seen, False) if job and not found.ok else None
-    return facts._replace(reach=found, here=here if here is not None and here.ok else None)
+    return replace(facts, reach=found, here=here if here is not None and here.ok else None)
 
 
 def _asked(seen: dict[bool, Reach], job: bool) -> Reach:

@@ -20,20 +20,20 @@ In order of what to fix first:
   (its history was emptied, moved aside or made anew: no setting at all) is HISTORY_LOST, cause
   ``setting_lost``; a setting written off while the registry kept it is SCHEDULER_BROKEN, same cause. The other direction
   (on, but not registered) is SCHEDULER_STALE's ``not_registered`` once nothing ticks it.
-
-``Look`` is a NamedTuple, not a dataclass: ``croft status`` imports this module, and ``dataclasses`` costs
-more to import than a status's own work.
 """
 
 from __future__ import annotations
 
+import shlex
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core import disk
 from croft.core.paths import croft_home
 from croft.core.problems import CroftError, Problem, problem
-from croft.core.record import NamedTuple
+from croft.project.config import load_config
 from croft.scheduler import incidents
 from croft.scheduler.setting import (
     Scheduling,
@@ -43,14 +43,14 @@ from croft.scheduler.setting import (
     setting_stored,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["Look", "look", "setting_lost"]
 
 
-class Look(NamedTuple):
+@dataclass(frozen=True)
+class Look:
     """The setting when it could be read (None otherwise), and what stops the project, first things first."""
 
     setting: Scheduling | None
@@ -109,7 +109,6 @@ def setting_lost(
         return None
     if state_dir is not None and not setting_stored(state_dir):
         return history_lost(root, registered_via)
-    import shlex  # only for this problem: croft status looks at every project's setting
 
     ticker = "croft serve" if registered_via == "serve" else "the OS job"
     flag = " --no-os-job" if registered_via == "serve" else ""
@@ -129,7 +128,6 @@ def setting_lost(
 def _config_problem(root: str) -> Problem | None:
     """CONFIG_INVALID (or its like) when the project's croft.json cannot be loaded: every tick of it fails,
     so no view may call it healthy. None when it loads, or is not there (the registry's presence says so)."""
-    from croft.project.config import load_config  # lazy: croft status reads the look of every project
 
     try:
         load_config(Path(root))

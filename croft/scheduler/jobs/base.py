@@ -1,13 +1,10 @@
-"""What the three job backends share: their state as data, their health links, and the one install failure.
-
-``JobState`` is a plain class, not a dataclass: ``croft schedule status`` imports this module, and
-dataclasses cost more to import than the command's own work.
-"""
+"""What the three job backends share: their state as data, their health links, and the one install failure."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from croft.core.problems import CroftError
@@ -33,26 +30,15 @@ SERVE_FALLBACK: dict[str, str] = {
 }
 
 
+@dataclass(slots=True)
 class JobState:
-    __slots__ = ("backend", "installed", "label", "loaded", "location", "notes", "python")
-
-    def __init__(
-        self,
-        backend: str,
-        label: str,
-        installed: bool,
-        loaded: bool | None,
-        python: str | None = None,
-        location: str = "",
-        notes: list[str] | None = None,
-    ) -> None:
-        self.backend = backend
-        self.label = label
-        self.installed = installed
-        self.loaded = loaded  # None: the backend cannot tell (cron has no per-line state)
-        self.python = python
-        self.location = location
-        self.notes: list[str] = [] if notes is None else notes
+    backend: str
+    label: str
+    installed: bool
+    loaded: bool | None  # None: the backend cannot tell (cron has no per-line state)
+    python: str | None = None
+    location: str = ""
+    notes: list[str] = field(default_factory=list)
 
     def with_python(self, python: str | None) -> JobState:
         """A copy naming ``python``, leaving the backend's own answer as it was."""

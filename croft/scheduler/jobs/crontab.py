@@ -12,6 +12,8 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
+from crontab import CronTab
+
 from croft.core.problems import CroftError
 from croft.scheduler.jobs.base import JobState, install_failed, refuse_unholdable
 from croft.scheduler.jobs.health import Link
@@ -68,7 +70,6 @@ def tick_command(spec: JobSpec) -> str:
 
 def render_line(spec: JobSpec) -> str:
     """``* * * * * <command> # croft:<label>``, rendered by python-crontab (which escapes ``%``)."""
-    from crontab import CronTab  # lazy: python-crontab only when a line is written or read
 
     refuse_unholdable("crontab", "a crontab line", spec, _holdable)
     job = CronTab(tab="").new(command=tick_command(spec), comment=tag(spec.label))
@@ -200,7 +201,6 @@ class Crontab:
 
 def python_of(line: str) -> str | None:
     """The interpreter our line runs (the first word after the environment assignments)."""
-    from crontab import CronTab  # lazy: python-crontab only when a line is written or read
 
     jobs = list(CronTab(tab=line + "\n"))
     if not jobs:

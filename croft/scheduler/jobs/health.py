@@ -1,21 +1,19 @@
 """One link of the scheduler chain: a line of ``croft doctor``, and what SCHEDULER_STALE names when it breaks.
 
 It lives here, below ``control/``, because each job backend returns its own links (``Backend.health``);
-``control/chain.py`` orders them with the rest, so doctor and the stale warning say the same words. A named
-tuple, not a dataclass: ``croft schedule status`` imports it, and dataclasses cost more to import than
-the command's own work.
+``control/chain.py`` orders them with the rest, so doctor and the stale warning say the same words.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
-
-from croft.core.record import NamedTuple
 
 __all__ = ["Link"]
 
 
-class Link(NamedTuple):
+@dataclass(frozen=True)
+class Link:
     check: str  # the name doctor shows ("OS job", "cron daemon", "project <root>", ...)
     ok: bool
     detail: str  # doctor's words, and the end of SCHEDULER_STALE's message when this is the first broken link

@@ -7,6 +7,7 @@ for a moment (``5: Input/output error``, "already", "in progress"), so those are
 from __future__ import annotations
 
 import os
+import plistlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -121,8 +122,6 @@ class Launchd:
         path = self.plist(label)
         python = None
         if path.exists():
-            import plistlib  # lazy: only where launchd runs
-
             try:
                 args = plistlib.loads(path.read_bytes()).get("ProgramArguments") or []
                 python = args[0] if args else None

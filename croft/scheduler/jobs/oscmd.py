@@ -2,22 +2,22 @@
 
 Each gets the ``program`` environment of ``core.children`` (never croft's own, which may hold secrets) and a
 timeout, and a missing program is an answer (status None), not an exception: the callers turn it into
-INSTALL_FAILED with the right hint. (Its record is a named tuple, not a dataclass: ``croft schedule
-status`` imports this module, and dataclasses cost more to import than the command's own work.)
+INSTALL_FAILED with the right hint.
 """
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from croft.core.children import child_env
-from croft.core.record import NamedTuple
 
 __all__ = ["Completed", "Runner", "run"]
 
 
-class Completed(NamedTuple):
+@dataclass(frozen=True)
+class Completed:
     argv: tuple[str, ...]
     status: int | None  # None: the program is not installed
     stdout: str

@@ -6,13 +6,12 @@ schedule on`` installed, for the label in force, with the interpreter it runs.
 It is state croft can rebuild: a job.json that is there but cannot be read (empty, garbled) is not "no
 job" (the job may well be running); the reader asks each backend of this platform whether it holds a
 job of the label in force, writes the record again for the one that does, and says so (``note``).
-``InstalledJob`` is a named tuple, not a dataclass: ``croft schedule status`` reads it, and dataclasses
-cost more to import than the command's own work.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ from croft.core import clock
 from croft.core.jsonfile import read_object, write_atomic
 from croft.core.paths import croft_home, job_label
 from croft.core.problems import CroftError
-from croft.core.record import NamedTuple
 from croft.scheduler.jobs import backends
 from croft.scheduler.jobs.base import Backend, JobState
 from croft.scheduler.jobs.health import Link
@@ -46,7 +44,8 @@ def clear(home: Path | None = None) -> None:
     _path(home).unlink(missing_ok=True)
 
 
-class InstalledJob(NamedTuple):
+@dataclass(frozen=True)
+class InstalledJob:
     """The job the record names, read once per command and handed on (both None when none is recorded for
     the label in force), so status, doctor and the stale warning all look at the same answer. ``note``:
     what reading it had to repair (a record that could not be read, rebuilt or not)."""

@@ -2,9 +2,7 @@
 
 The job must not depend on the shell's PATH (cron and launchd give a bare one) nor on an interpreter that
 will vanish (a temporary or cached environment from ``uvx``/``pipx run``), so the spec records the running
-interpreter's absolute path and says when it looks temporary. (``JobSpec`` is a named tuple, not a
-dataclass: ``croft schedule status`` imports this module, and dataclasses cost more to import than the
-command's own work.)
+interpreter's absolute path and says when it looks temporary.
 """
 
 from __future__ import annotations
@@ -13,12 +11,12 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from croft.core.children import child_env
 from croft.core.paths import croft_home, job_label
 from croft.core.problems import Problem, problem
-from croft.core.record import NamedTuple
 from croft.scheduler.ticklog import tick_log_path
 
 __all__ = ["JobSpec", "interpreter_imports_croft", "job_spec", "temporary_reason", "tick_log"]
@@ -26,7 +24,8 @@ __all__ = ["JobSpec", "interpreter_imports_croft", "job_spec", "temporary_reason
 _TEMPORARY_PARTS = ("/.cache/", "/pip-build-env-", "/pipx/.cache/", "/uv/archive-", "/pytest-of-")
 
 
-class JobSpec(NamedTuple):
+@dataclass(frozen=True)
+class JobSpec:
     label: str
     python: str
     croft_home: str

@@ -21,6 +21,7 @@ from croft.history.db import immediate
 from croft.project.config import Project
 from croft.scheduler import incidents
 from croft.scheduler.heartbeat import AHEAD_LIMIT
+from croft.scheduler.tick.failure import note_incident
 
 __all__ = ["SOURCE", "clock_problem", "correct", "marks_ahead", "settle_clock"]
 
@@ -94,7 +95,6 @@ def settle_clock(
         until = str((before["problem"].get("details") or {}).get("until") or "")
         if until > found_problem.details["until"]:  # type: ignore[index]
             found_problem = found_problem.with_(details={**(found_problem.details or {}), "until": until})
-    from croft.scheduler.tick.failure import note_incident
 
     note_incident(project.root, found_problem, now, SOURCE, project)
     return found_problem

@@ -30,7 +30,10 @@ from croft.core.jsonfile import write_atomic
 from croft.core.problems import CroftError
 from croft.core.suggest import unknown_asset
 from croft.engine.runner import RunOptions, run_assets
-from croft.history import state
+from croft.engine.tablehealth import lost_rows, observe, table_problem
+from croft.history import catalog, state
+from croft.notify.message import Failed
+from croft.notify.send import notify_scheduled_failure
 from croft.project.asset import AssetFacts
 from croft.project.config import Project, find_root, load_project
 from croft.project.facts import read_python_facts
@@ -40,8 +43,9 @@ from croft.schedule import cron
 from croft.schedule.phrase import Schedule, parse_schedule
 from croft.scheduler.due import AssetInfo, approval_hold
 from croft.scheduler.setting import effective_state, read_scheduling
+from croft.scheduler.tick import tableholds
 from croft.scheduler.tick.afterrun import after_run
-from croft.scheduler.tick.gather import live_leases
+from croft.scheduler.tick.gather import last_ok_starts, live_leases
 from croft.scheduler.tick.rungroup import end_own_group
 from croft.scheduler.tick.settle import SPAWNED_KEY, not_started_path
 
@@ -142,10 +146,6 @@ class DueRules:
     def _table_hold(self, facts: AssetFacts) -> str | None:
         """An incremental ingest whose rows are gone from its table is held, not run from its old cursor;
         the first run to find it tells once."""
-        from croft.engine.tablehealth import lost_rows, observe, table_problem
-        from croft.history import catalog
-        from croft.scheduler.tick import tableholds
-        from croft.scheduler.tick.gather import last_ok_starts
 
         if facts.kind != "ingest" or not facts.incremental:
             return None
@@ -156,9 +156,6 @@ class DueRules:
             return None
         last_ok = last_ok_starts(self.conn, [name]).get(name)
         if tableholds.note(self.conn, name, found, last_ok):
-            from croft.notify.message import Failed
-            from croft.notify.send import notify_scheduled_failure
-
             run_id = self.run_id or ""
             notify_scheduled_failure(self.project, run_id, [Failed(name, found.to_dict())], conn=self.conn)
         fix = (found.fix or {}).get("command")

@@ -1,7 +1,6 @@
 """The scheduler's view of the asset files: static facts cached in runs.sqlite, keyed by ``stat`` data.
 
-The tick runs every minute, so a file is read (and ``ast``, the SQL reader and the fingerprint code are
-imported) only when its key moved: its size and mtime, those of the project-local modules it imported
+The tick runs every minute, so a file is read only when its key moved: its size and mtime, those of the project-local modules it imported
 when it was last read, and the project's zone. A tick where nothing changed lists the folder, stats the
 files and reads nothing else. Nothing here ever imports or executes asset code.
 """
@@ -11,17 +10,25 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Mapping
+from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.clock import to_iso
+from croft.core.problems import CroftError, Problem
 from croft.history.state import get_setting, put_setting
 from croft.project.config import Project
+from croft.project.discovery import check_name
+from croft.project.facts import read_python_facts
+from croft.project.fingerprint import code_hash, import_closure
+from croft.project.sqlfacts import read_sql_facts
 from croft.schedule import cron
 from croft.schedule.cron import CronSpec
+from croft.schedule.phrase import parse_schedule
 from croft.scheduler.due import AssetInfo
 from croft.scheduler.tick.filekeys import asset_paths, stat_text
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -39,7 +46,6 @@ def stat_key(root: str, path: str, deps: list[str], zone: str) -> str:
 
 
 def _mtime_iso(path: Path) -> str | None:
-    from datetime import UTC, datetime  # lazy: only for a file that changed
 
     try:
         return to_iso(datetime.fromtimestamp(path.stat().st_mtime, UTC))
@@ -51,14 +57,6 @@ def _read_one(
     project: Project, path: Path, name: str, old: Mapping[str, Any] | None, zone_from: str | None
 ) -> dict[str, Any]:
     """Read one changed file statically (the only place the tick parses anything)."""
-    # lazy: the readers (ast, SQLite's authorizer, the phrase parser) load only when a file changed
-    from croft.core.problems import CroftError, Problem
-    from croft.project.discovery import check_name
-    from croft.project.facts import read_python_facts
-    from croft.project.fingerprint import code_hash, import_closure
-    from croft.project.sqlfacts import read_sql_facts
-    from croft.schedule.phrase import parse_schedule
-
     root = project.root
     rel = path.relative_to(root).as_posix()
     if check_name(name, rel) is not None:
@@ -108,7 +106,7 @@ def _read_one(
         slow_after_s=facts.slow_after_s,
         schedule_problem=schedule_problem if kind == "ingest" else None,
     )
-    out = info._asdict()
+    out = asdict(info)
     out["inputs"] = list(info.inputs)
     out["spec"] = _spec_json(info.cron)
     return {"info": out, "deps": deps}

@@ -16,7 +16,8 @@ from pathlib import Path
 from croft.core import disk
 from croft.core.paths import project_state_dir
 from croft.core.problems import CroftError, Problem, problem
-from croft.project.config import Config, Project
+from croft.notify.send import notify_scheduler_problem
+from croft.project.config import Config, Project, load_project
 from croft.scheduler import incidents
 from croft.scheduler.setting import effective_state, read_scheduling_file
 
@@ -49,8 +50,6 @@ def note_incident(
     try:
         news = incidents.record(str(root), found, now, source)
         if news:
-            from croft.notify.send import notify_scheduler_problem  # only for news: webhooks load httpx
-
             notify_scheduler_problem(project or _project_for_telling(root), found)
         return news
     except Exception:  # its memory and its message are a best effort; the problem is reported anyway
@@ -79,7 +78,6 @@ def tick_failed_to_load(start: Path | None, exc: CroftError, now: datetime) -> N
 def _project_for_telling(root: Path) -> Project:
     """The project, to tell by its croft.json's notify settings; when croft.json does not load, the
     defaults it would have (desktop on, no webhook), with its .env still redacted."""
-    from croft.project.config import load_project
 
     try:
         return load_project(root)

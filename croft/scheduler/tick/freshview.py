@@ -4,19 +4,19 @@ status`` and ``croft doctor`` all take, so none of them can disagree.
 
 It reads runs.sqlite read-only (never creating it) and the facts cache without writing it, and decides
 holds by the scheduler's own policy (``scheduler.due``), so "held" here is what the tick holds.
-
-``Standing`` is a plain class, not a dataclass: ``croft status`` and the per-user tick import this module,
-and ``dataclasses`` costs more to import than their own work.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from croft.core.duration import words
 from croft.core.problems import Problem, problem
 from croft.engine.staleness import stale_reasons
 from croft.history.db import open_readonly
+from croft.notify import streaks
 from croft.project.config import Project
 from croft.scheduler.due import due_work
 from croft.scheduler.freshness import Cause, Facts, Fresh, assess, cause_of, next_breach, references
@@ -25,7 +25,6 @@ from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
 from croft.scheduler.tick.factcache import load_facts
 from croft.scheduler.tick.gather import due_input
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -34,20 +33,13 @@ if TYPE_CHECKING:
 __all__ = ["Standing", "add_freshness", "breach_problem", "freshness_json", "standing"]
 
 
+@dataclass(slots=True)
 class Standing:
     """Every promise of a project at one instant; ``causes`` for the breached ones only."""
 
-    __slots__ = ("causes", "fresh", "next_breach")
-
-    def __init__(
-        self,
-        fresh: dict[str, Fresh] | None = None,
-        causes: dict[str, Cause] | None = None,
-        next_breach: str | None = None,
-    ) -> None:
-        self.fresh: dict[str, Fresh] = {} if fresh is None else fresh
-        self.causes: dict[str, Cause] = {} if causes is None else causes
-        self.next_breach = next_breach
+    fresh: dict[str, Fresh] = field(default_factory=dict)
+    causes: dict[str, Cause] = field(default_factory=dict)
+    next_breach: str | None = None
 
     @property
     def breached(self) -> list[str]:
@@ -66,8 +58,6 @@ def standing(project: Project, now: datetime, infos: dict[str, AssetInfo] | None
         promises = {n: i.fresh_within_s for n, i in infos.items() if i.fresh_within_s}
         if not promises or conn is None:
             return Standing()
-        from croft.notify import streaks  # lazy: only a project that promises freshness reads them
-
         setting = read_scheduling(conn)
         given = due_input(conn, infos, now=now, tz=project.config.timezone, setting=setting, next_fires=False)
         going = streaks.read(conn)

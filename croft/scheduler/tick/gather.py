@@ -10,8 +10,10 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.identity import is_alive
+from croft.engine.peek import committed_attempts
 from croft.history import catalog, leases, state
 from croft.history.db import translate_sqlite_errors
 from croft.history.migrations import COST_GUARD_WHERE
@@ -19,7 +21,6 @@ from croft.scheduler.due import AssetInfo, DueInput, FailedStart
 from croft.scheduler.setting import Scheduling
 from croft.scheduler.tick.tableholds import HELD_KEY, live, still_lost
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -148,7 +149,6 @@ def landed_writes(database: Path, latest: dict[str, dict[str, Any]]) -> dict[str
     """Crashed latest steps whose write the warehouse committed anyway (a crash after COMMIT, before the
     step row was finished): asset -> the step's start. The warehouse is looked into only when there is
     such a step."""
-    from croft.engine.peek import committed_attempts  # lazy: croft status reads no warehouse
 
     crashed = [s for s in latest.values() if s["status"] == "crashed" and s["attempt"] >= 1]
     done = committed_attempts(database, [(s["asset"], s["run_id"], s["attempt"]) for s in crashed])

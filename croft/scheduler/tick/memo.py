@@ -16,18 +16,19 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-
-try:  # the C module itself: hashlib would first load OpenSSL's, ~4 ms of every idle minute
-    from _blake2 import blake2b
-except ImportError:  # pragma: no cover - an interpreter without it
-    from hashlib import blake2b
+from hashlib import blake2b
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core import sqlitefile
+from croft.core.identity import current
+from croft.history import tickrow
+from croft.notify.ping import ping_logged
+from croft.project.config import load_project
 from croft.scheduler.incidents import incident_path
 from croft.scheduler.tick.filekeys import files_fingerprint
 from croft.scheduler.tick.report import tick_data
 
-TYPE_CHECKING = False  # typing itself is not loaded on this path: it is what the idle tick saves
 if TYPE_CHECKING:
     from typing import Any
 
@@ -142,7 +143,6 @@ def _ping(root: str, config: dict[str, Any]) -> None:
     url = _ping_url(config)
     if url is None:
         return
-    from croft.notify.ping import ping_logged
 
     ping_logged(url, os.path.join(root, ".croft"), lambda: project_redactor(root))
 
@@ -150,9 +150,6 @@ def _ping(root: str, config: dict[str, Any]) -> None:
 def project_redactor(root: str) -> Any:
     """Only on a failed ping: the project's redactor, for the line in notify.log (the project is loaded
     then, never on a ping that answered)."""
-    from pathlib import Path
-
-    from croft.project.config import load_project
 
     return load_project(Path(root)).redactor.text
 
@@ -209,8 +206,6 @@ def _idle(start: str, now_iso: str, beat: bool) -> tuple[dict[str, Any], str, di
 
 
 def _beat(conn: sqlite3.Connection, now_iso: str) -> dict[str, Any]:
-    from croft.core.identity import current
-    from croft.history import tickrow
 
     who = current()
     data = tick_data()

@@ -22,7 +22,9 @@ from croft.core.children import croft_env
 from croft.core.clock import parse_instant, to_iso
 from croft.core.identity import current
 from croft.core.problems import CroftError, Problem, problem
+from croft.engine.catalog import mirror
 from croft.engine.reconcile import reconcile
+from croft.engine.warehouse import Warehouse
 from croft.history import runs
 from croft.history.db import open_history
 from croft.history.state import claim_tick, delete_setting, put_setting, read_tick, release_tick, write_tick
@@ -74,8 +76,6 @@ def _crash_warning(state_rel: str, run_id: str, assets: tuple[str, ...], why: st
 
 def _refresh_catalog(project: Project, conn: Any, assets: list[str], infos: dict[str, Any]) -> None:
     """Re-mirror what a crashed run may have committed (only then is the warehouse code imported)."""
-    from croft.engine.catalog import mirror  # lazy: the warehouse's code costs a tick more than its work
-    from croft.engine.warehouse import Warehouse
 
     if not project.config.database.exists():
         return

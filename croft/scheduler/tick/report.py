@@ -1,13 +1,13 @@
 """What a project tick reports (``croft tick --json``'s data): one shape for the full tick and the idle one.
 
 ``{"exited": null | "off" | "paused" | "busy", "heartbeatAt", "spawned": [{runId, assets, reason}],
-"held": [{asset, code, message, hint}], "tookMs"}`` is a contract scripts read. Built here only; the
-idle tick imports this module every minute, so it imports nothing.
+"held": [{asset, code, message, hint}], "tookMs"}`` is a contract scripts read. Built here only.
 """
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

@@ -5,9 +5,6 @@ records its fires, so a later tick can tell what happened: a run still starting 
 that ended without attempting an asset gives that fire back (it stays due); a child that died, refused
 or crashed before starting an asset is a failed start, and the asset waits 15 minutes before one more
 try (settings ``schedule.failedStarts``).
-
-``Settled`` is a plain class, not a dataclass: the per-minute tick imports this module, and
-``dataclasses`` costs more to import than the tick's own work.
 """
 
 from __future__ import annotations
@@ -15,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.clock import parse_instant, to_iso
 from croft.core.identity import ProcessIdentity, is_alive
@@ -24,7 +23,6 @@ from croft.history.db import immediate, translate_sqlite_errors
 from croft.history.state import get_setting, put_setting
 from croft.scheduler.due import RETRY_BACKOFF, FailedStart
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -54,40 +52,17 @@ def not_started_path(state_dir: Path, run_id: str) -> Path:
     return Path(state_dir) / "logs" / run_id / NOT_STARTED
 
 
+@dataclass(slots=True)
 class Settled:
-    __slots__ = (
-        "ended",
-        "failed_read",
-        "failed_starts",
-        "new_failures",
-        "noted",
-        "reported",
-        "rollbacks",
-        "starting",
-        "still",
-    )
-
-    def __init__(
-        self,
-        starting: list[tuple[str, list[str]]] | None = None,
-        failed_starts: list[FailedStart] | None = None,  # every one still waiting
-        new_failures: list[FailedStart] | None = None,
-        rollbacks: dict[str, tuple[str, str | None]] | None = None,  # asset -> (fire, before)
-        still: list[dict[str, Any]] | None = None,  # notes of runs still in flight
-        ended: list[ProcessIdentity] | None = None,  # the noted runs' processes, now over
-        noted: int = 0,  # how many notes and failed starts were stored (to skip a write that changes nothing)
-        failed_read: int = 0,
-        reported: list[str] | None = None,  # runs that ended and recorded their own report
-    ) -> None:
-        self.starting: list[tuple[str, list[str]]] = [] if starting is None else starting
-        self.failed_starts: list[FailedStart] = [] if failed_starts is None else failed_starts
-        self.new_failures: list[FailedStart] = [] if new_failures is None else new_failures
-        self.rollbacks: dict[str, tuple[str, str | None]] = {} if rollbacks is None else rollbacks
-        self.still: list[dict[str, Any]] = [] if still is None else still
-        self.ended: list[ProcessIdentity] = [] if ended is None else ended
-        self.noted = noted
-        self.failed_read = failed_read
-        self.reported: list[str] = [] if reported is None else reported
+    starting: list[tuple[str, list[str]]] = field(default_factory=list)
+    failed_starts: list[FailedStart] = field(default_factory=list)  # every one still waiting
+    new_failures: list[FailedStart] = field(default_factory=list)
+    rollbacks: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # asset -> (fire, before)
+    still: list[dict[str, Any]] = field(default_factory=list)  # notes of runs still in flight
+    ended: list[ProcessIdentity] = field(default_factory=list)  # the noted runs' processes, now over
+    noted: int = 0  # how many notes and failed starts were stored (to skip a write that changes nothing)
+    failed_read: int = 0
+    reported: list[str] = field(default_factory=list)  # runs that ended and recorded their own report
 
     def rollback_view(self) -> dict[str, str | None]:
         return {asset: before for asset, (_, before) in self.rollbacks.items()}

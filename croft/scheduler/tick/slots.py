@@ -31,11 +31,13 @@ same instant can never both take the last slot. Runs by hand never come here.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import json
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -46,7 +48,7 @@ from croft.core.duration import words
 from croft.core.identity import ProcessIdentity, is_alive
 from croft.core.paths import croft_home
 from croft.core.private import create_file, make_dirs
-from croft.core.problems import CroftError
+from croft.core.problems import CroftError, problem
 from croft.core.text import clip
 from croft.scheduler.ticklog import TickLog
 
@@ -131,15 +133,16 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and knob.low <= value <= knob.high else None
 
 
+@dataclass(slots=True)
 class Want:
     """A due group a project tick would start: its key (assets joined) and the fire it handles."""
 
-    __slots__ = ("fire", "group", "key")
+    group: list[str]
+    fire: str
+    key: str = field(init=False)
 
-    def __init__(self, group: Sequence[str], fire: str):
-        self.group = list(group)
+    def __post_init__(self) -> None:
         self.key = ",".join(self.group)
-        self.fire = fire
 
 
 class Grant:
@@ -231,7 +234,6 @@ def _rebuild(home: Path, path: Path, why: sqlite3.Error) -> sqlite3.Connection:
     the tick log once (the tick that moved it), and start a new one. Under a lock, so two ticks finding it
     broken together move it once; the runs going now hold no slot in the new file until they end, so for
     that while the cap may be passed."""
-    import fcntl  # lazy: only a broken slots file pays
 
     aside = path.with_name(FILE + ".broken")
     fd = os.open(home / (FILE + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
@@ -274,7 +276,6 @@ def _problem(exc: sqlite3.Error, path: Path) -> Any:
 
 
 def _bug(exc: BaseException, path: Path) -> Any:
-    from croft.core.problems import problem
 
     return problem(
         "INTERNAL_ERROR",

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.children import croft_argv, detach
 from croft.core.identity import ProcessIdentity, boot_id, start_time
 from croft.core.private import open_append
 
-TYPE_CHECKING = False  # the per-user tick loads tick_argv every minute: nothing of typing on its path
 if TYPE_CHECKING:
     import subprocess
     from typing import IO

@@ -12,12 +12,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.clock import now, to_iso
+from croft.engine.tablehealth import lost_rows, observe, table_problem
 from croft.history import state
 from croft.history.db import immediate
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -44,7 +45,6 @@ def still_lost(
 ) -> dict[str, dict[str, Any]]:
     """The notes whose table is still dropped or emptied: one restored some other way (a backup put back)
     lifts its hold without a full refresh. The warehouse is read only while a note exists."""
-    from croft.engine.tablehealth import lost_rows, observe, table_problem
 
     seen = observe(database, list(notes))
     if not seen:  # the warehouse could not be read: keep holding rather than guess

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from croft.core import clock
 from croft.core.clock import parse_instant
@@ -21,10 +22,10 @@ from croft.scheduler.due import View, due_work
 from croft.scheduler.heartbeat import last_heartbeat
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
 from croft.scheduler.tick.factcache import load_facts
+from croft.scheduler.tick.freshview import add_freshness
 from croft.scheduler.tick.gather import due_input
 from croft.scheduler.tick.settle import settle
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -140,7 +141,6 @@ def with_schedule(result: Any, project: Project) -> Any:
     result.problems.extend(
         Problem.from_dict(b["invalid"]) for b in view["assets"].values() if b.get("invalid")
     )
-    from croft.scheduler.tick.freshview import add_freshness  # its own look: the promises (issue 23)
 
     return add_freshness(result, project, now, infos)  # the view's facts: not loaded a second time
 

@@ -13,11 +13,11 @@ Imports only ``os``, the clock and the hint file: it runs every minute.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from croft.core.clock import to_iso  # loaded by both per-user tickers already
 from croft.scheduler.user.settingcache import HintFile
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

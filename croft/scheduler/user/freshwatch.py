@@ -25,6 +25,7 @@ from croft.core.clock import from_iso, to_iso
 from croft.core.duration import words
 from croft.history.db import open_history, open_readonly
 from croft.history.state import get_setting, put_setting
+from croft.notify import streaks
 from croft.notify.message import fresh_again_message, freshness_message, freshness_payload
 from croft.notify.policy import Policy
 from croft.notify.send import note_miss, notify_event
@@ -124,7 +125,6 @@ def _tell_fresh(project: Project, asset: str, fresh: Any) -> None:
 
 def _streaks(project: Project) -> dict[str, dict[str, Any]]:
     """The failing streaks (``notify.streaks``): when each asset's failure was last told by its run."""
-    from croft.notify import streaks
 
     conn = open_readonly(project.config.state_dir)
     if conn is None:
@@ -140,7 +140,6 @@ def _streaks(project: Project) -> dict[str, dict[str, Any]]:
 def _told_failure(project: Project, asset: str, now: datetime) -> None:
     """A failing breach told: the failure's own reminder counts its period from now too (one cause, one
     alert per period). A streak that ended meanwhile is left alone."""
-    from croft.notify import streaks
 
     def change(found: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], None]:
         if asset not in found:

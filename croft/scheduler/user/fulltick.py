@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 import time
+from typing import TYPE_CHECKING
 
 from croft.scheduler.tick.start import start_tick_worker
 from croft.scheduler.tick.workline import ask
 
-TYPE_CHECKING = False  # on the per-user tick's path (every minute): nothing of typing at run time
 if TYPE_CHECKING:
     import subprocess
     from collections.abc import Callable

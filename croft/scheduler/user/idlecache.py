@@ -32,13 +32,13 @@ from __future__ import annotations
 import os
 import time
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from croft.scheduler.incidents import FOLDER, incident_path
 from croft.scheduler.user.freshcache import STAMPED
 from croft.scheduler.user.settingcache import HintFile
 from croft.scheduler.user.trusted import PART_NAMES
 
-TYPE_CHECKING = False  # every minute: nothing of typing at run time
 if TYPE_CHECKING:
     from collections.abc import Iterable
 

@@ -22,15 +22,20 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
+import shlex
 import time
-from collections import namedtuple
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from json import loads
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core.clock import from_iso, to_iso
+from croft.core.duration import words
 from croft.core.jsonfile import write_atomic
 from croft.core.paths import home_text, path_text, project_state_dir, stat_of
 from croft.core.private import make_dirs
@@ -52,9 +57,8 @@ MISSING_DAYS = 30
 GONE_DAYS = 7  # a folder or croft.json gone (a checkout, a stash, a move): kept this long, then dropped
 BACKUP = "projects.json.bak"
 LOCK_TIMEOUT_S = 12.0
-TYPE_CHECKING = False  # the per-user tick reads the registry every minute: typing is not loaded for it
+
 if TYPE_CHECKING:
-    from pathlib import Path
     from typing import Any, Literal
 
     Via = Literal["os-job", "serve"]
@@ -64,15 +68,14 @@ else:
 _VIAS = ("os-job", "serve")
 
 
-class Entry(namedtuple("Entry", ["root", "added_at", "via", "missing_since"], defaults=(None,))):
-    """One registered project. An immutable record (a named tuple, not a dataclass: the per-user tick
-    reads every entry every minute, and dataclasses cost it more to import than the entries to read)."""
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One registered project."""
 
-    __slots__ = ()
     root: str
     added_at: str
     via: Via
-    missing_since: str | None
+    missing_since: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"root": self.root, "addedAt": self.added_at, "via": self.via}
@@ -89,21 +92,19 @@ class Entry(namedtuple("Entry", ["root", "added_at", "via", "missing_since"], de
         if not isinstance(root, str) or not os.path.isabs(root) or via not in _VIAS:
             return None
         missing = value.get("missingSince")
-        return cls(  # by position: a thousand entries a minute
+        return cls(
             root, added if isinstance(added, str) else "", via, missing if isinstance(missing, str) else None
         )
 
 
 def _quote(text: str) -> str:
-    """A path shell-quoted for a fix or hint (shlex loads only for such a message, not every minute)."""
-    import shlex
+    """A path shell-quoted for a fix or hint."""
 
     return shlex.quote(text)
 
 
 def canonical(root: str | os.PathLike[str]) -> str:
     """The real path (symlinks resolved) when it exists; the absolute path otherwise (a deleted folder)."""
-    from pathlib import Path  # a change or a look-up by a command: the per-minute read needs none
 
     path = Path(root).expanduser()
     try:
@@ -124,7 +125,6 @@ _MOUNT_ROOTS: tuple[tuple[tuple[str, ...], int], ...] = (
 
 def removable_mount(root: str) -> list[str]:
     """The folders that would be the mount point of a removable disk holding ``root`` (may be several)."""
-    from pathlib import Path  # only for a project whose croft.json is not there
 
     parts = Path(root).parts[1:]
     found = []
@@ -219,7 +219,6 @@ def _corrupt(path: str, why: str) -> CroftError:
 
 
 def _as_path(text: str) -> Path:
-    from pathlib import Path
 
     return Path(text)
 
@@ -236,8 +235,7 @@ class Registry:
     """``projects.json`` in ``home`` (CROFT_HOME by default), and its last good copy ``projects.json.bak``.
 
     Its folder and files are kept as text, spelled as Paths would spell them; ``home``, ``path``,
-    ``backup_path`` and ``lock_path`` are Paths made when asked for: the per-user tick reads the registry
-    every minute, and loads no pathlib for it."""
+    ``backup_path`` and ``lock_path`` are Paths made when asked for."""
 
     def __init__(self, home: str | os.PathLike[str] | None = None, lock_timeout: float = LOCK_TIMEOUT_S):
         self._home = home_text() if home is None else path_text(home)
@@ -325,7 +323,6 @@ class Registry:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the OS lock; DB_BUSY when another croft keeps it longer than ``lock_timeout``."""
-        import fcntl  # lazy: only a change takes the lock, and the per-user tick rarely makes one
 
         make_dirs(self._home)
         fd = os.open(self._lock, os.O_RDWR | os.O_CREAT, 0o600)
@@ -339,8 +336,6 @@ class Registry:
                     if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                         raise
                     if time.monotonic() >= deadline:
-                        from croft.core.duration import words  # lazy: the error path only
-
                         raise CroftError(
                             "DB_BUSY",
                             f"another croft has been changing {self._file} for more than"
@@ -383,7 +378,7 @@ class Registry:
         def change(entries: list[Entry]) -> list[Entry]:
             for i, e in enumerate(entries):
                 if e.root == key:
-                    entries[i] = e._replace(via=via, missing_since=None)
+                    entries[i] = replace(e, via=via, missing_since=None)
                     result.append(entries[i])
                     return entries
             result.append(Entry(root=key, added_at=to_iso(now), via=via))
@@ -468,7 +463,7 @@ def _prune_plan(
         if state in ("gone", "missing"):
             days = GONE_DAYS if state == "gone" else MISSING_DAYS
             if e.missing_since is None:
-                kept.append(e._replace(missing_since=to_iso(now)))
+                kept.append(replace(e, missing_since=to_iso(now)))
                 notes.append(
                     f"{e.root} is {state}: {why}; it stays on the schedule, ticks again once it is back, and"
                     f" is removed after {days} days {state}"
@@ -481,7 +476,7 @@ def _prune_plan(
                 )
                 continue
         elif state == "present" and e.missing_since is not None:
-            kept.append(e._replace(missing_since=None))
+            kept.append(replace(e, missing_since=None))
             notes.append(f"{e.root} is back; it stays on the schedule")
             continue
         kept.append(e)

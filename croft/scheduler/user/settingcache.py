@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 from json import dumps, loads
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # the idle minute uses the hint files only: the setting's reader loads when read
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import TYPE_CHECKING
 
 from croft.core import clock, knobs
 from croft.core.disk import folder_problem
@@ -38,7 +39,6 @@ from croft.scheduler.user.trusted import home_unsafe, project_unsafe, state_dir_
 from croft.scheduler.user.wakefile import Stamps, forget, write
 from croft.scheduler.user.watch import absent, dropped, folder_trouble, lost_history, troubled, untroubled
 
-TYPE_CHECKING = False  # every minute: nothing of typing at run time
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any

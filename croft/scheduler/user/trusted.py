@@ -16,19 +16,21 @@ files, croft refuses to act on any of them that another user owns or could chang
   the owner runs it by hand.
 
 One rule in one place: the per-user tick, croft serve, ``croft schedule on`` and the chain of ``croft
-doctor`` and ``croft status`` all ask this module. Imports only ``os`` and ``core.trust`` (the problem's
-words load only for a refusal): the per-minute tick checks every project with it.
+doctor`` and ``croft status`` all ask this module.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
+from croft.core.problems import CroftError, problem
 from croft.core.trust import Unsafe, check
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from croft.core.problems import CroftError, Problem, Severity
+    from croft.core.problems import Problem, Severity
 
 __all__ = [
     "HOME_FILES",
@@ -81,7 +83,7 @@ def project_unsafe(root: str, state_dir: str | os.PathLike[str] | None = None) -
     for path in project_parts(root):
         found = check(path, group_may_write=not path.endswith(STATE_PART))
         if found is not None:
-            return found._replace(fix=_off(root)) if found.theirs else found
+            return replace(found, fix=_off(root)) if found.theirs else found
     return None if state_dir is None else state_dir_unsafe(root, state_dir)
 
 
@@ -92,7 +94,7 @@ def state_dir_unsafe(root: str, state_dir: str | os.PathLike[str]) -> Unsafe | N
     if path == os.path.join(root, ".croft"):
         return None
     found = check(path)  # the group may not write it: approvals live there
-    return found._replace(fix=_off(root)) if found is not None and found.theirs else found
+    return replace(found, fix=_off(root)) if found is not None and found.theirs else found
 
 
 def _aside(found: Unsafe) -> Unsafe:
@@ -100,23 +102,20 @@ def _aside(found: Unsafe) -> Unsafe:
     (``croft schedule on`` starts a new one)."""
     if not found.theirs:
         return found
-    import shlex  # only for a refusal
 
     path = shlex.quote(found.path)
     aside = shlex.quote(found.path + ".untrusted")
-    return found._replace(fix=f"mv {path} {aside}")
+    return replace(found, fix=f"mv {path} {aside}")
 
 
 def _off(root: str) -> str:
     """Another user's project: take it off this user's schedule (``schedule off`` writes nothing into it)."""
-    import shlex  # only for a refusal
 
     return f"croft schedule off --project {shlex.quote(root)}"
 
 
 def unsafe_problem(found: Unsafe, *, severity: Severity = "error", project: str | None = None) -> Problem:
     """UNSAFE_PERMISSIONS for one path, in the words doctor shows for it."""
-    from croft.core.problems import problem
 
     if project is None:
         head = f"the scheduler does nothing for this user: {found.path}: {found.why}"
@@ -144,7 +143,6 @@ def unsafe_problem(found: Unsafe, *, severity: Severity = "error", project: str 
 
 
 def unsafe_error(found: Unsafe, *, project: str | None = None) -> CroftError:
-    from croft.core.problems import CroftError
 
     return CroftError(unsafe_problem(found, project=project))
 

@@ -24,11 +24,16 @@ the same way). The incident goes once the look finds nothing wrong.
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from croft.core import disk
+from croft.core.problems import problem
 from croft.scheduler import incidents
+from croft.scheduler.setting import history_lost, setting_stored
+from croft.scheduler.tick.failure import note_incident
+from croft.scheduler.user.registry import GONE_DAYS, MISSING_DAYS, Registry, project_state_dir
 
-TYPE_CHECKING = False  # the per-user tick runs this every minute
 if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
@@ -51,9 +56,6 @@ def folder_trouble(state_dir: str, *, seen: Any = None, disks: Any = None) -> Pr
 
 def troubled(root: str, found: Problem, now: datetime, source: str) -> bool:
     """Record (and tell, when it is news) what stops ``root`` from ticking; whether it was news."""
-    from pathlib import Path  # lazy: only a troubled project pays for the telling
-
-    from croft.scheduler.tick.failure import note_incident
 
     return note_incident(
         Path(root), found.with_(details={**(found.details or {}), "root": root}), now, source
@@ -68,8 +70,6 @@ def untroubled(root: str, source: str) -> None:
 def absent(root: str, state: str, why: str, now: datetime, source: str) -> bool:
     """PROJECT_GONE for a registered project whose folder or croft.json is not there (``registry.presence``
     ``gone`` or ``missing``), recorded and told once; whether it was news."""
-    from croft.core.problems import problem
-    from croft.scheduler.user.registry import GONE_DAYS, MISSING_DAYS
 
     days = GONE_DAYS if state == "gone" else MISSING_DAYS
     found = problem(
@@ -87,7 +87,6 @@ def absent(root: str, state: str, why: str, now: datetime, source: str) -> bool:
 def dropped(root: str, now: datetime, source: str) -> None:
     """Tell that ``root`` was taken off the schedule after its long absence (a second notice), and forget
     its incident: it no longer ticks, so nothing is left to show."""
-    from croft.core.problems import problem
 
     incidents.clear(root)
     troubled(
@@ -108,8 +107,6 @@ def dropped(root: str, now: datetime, source: str) -> None:
 def lost_history(root: str, home: str) -> Problem | None:
     """HISTORY_LOST for ``root`` when its history holds no setting at all and the registry (read again
     now: a ``croft schedule off`` may have just taken it off) still lists it to tick; None otherwise."""
-    from croft.scheduler.setting import history_lost, setting_stored
-    from croft.scheduler.user.registry import Registry, project_state_dir
 
     if setting_stored(project_state_dir(root)):
         return None  # written off (views say the registry disagrees); only a lost history is an incident

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -321,9 +320,7 @@ def test_cli_status_json_and_bare_schedule(proj) -> None:  # type: ignore[no-unt
 def test_heartbeat_reader_never_creates_history(tmp_path: Path) -> None:
     assert heartbeat.last_heartbeat(tmp_path / "state") is None
     assert not (tmp_path / "state").exists()
-    started = time.monotonic()
     assert log_tail(tmp_path / "nope.log") == []
-    assert time.monotonic() - started < 1
 
 
 def test_croft_status_warns_when_the_scheduler_is_stale(proj, monkeypatch) -> None:  # type: ignore[no-untyped-def]

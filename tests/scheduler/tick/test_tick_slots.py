@@ -7,7 +7,6 @@ as a CROFT_* knob) so they stay alive while a test looks at the cap; runs by han
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -121,9 +120,8 @@ def test_six_projects_due_at_once_start_two_at_a_time_oldest_fire_first(make_pro
     wait_for(lambda: started() == {0, 1}, "the first two scheduled runs to record themselves")
     assert _slots(_croft_home) == 2
     # A run by hand is never held back by the cap, even with every slot taken.
-    began = time.monotonic()
     code, by_hand = croft_json(hand, _at(T0, 0.5), "run", "manual", **knobs)
-    assert code == 0 and by_hand["data"]["status"] == "succeeded" and time.monotonic() - began < 30
+    assert code == 0 and by_hand["data"]["status"] == "succeeded"
     assert _slots(_croft_home) == 2
     # status shows the queue of the whole user and the cap
     code, status = croft_json(roots[2], _at(T0, 0.5), "schedule", "status", **knobs)

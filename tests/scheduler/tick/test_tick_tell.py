@@ -47,19 +47,15 @@ def notify_log(root: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-HEAVY = ("click", "httpx", "croft.project.config")
-
-
 def test_every_completed_tick_pings_the_idle_one_too_and_an_early_exit_does_not(project, server):
     server.route("GET", "/ping", server.reply(200, "OK"))
     root = project(ping=server.url("/ping"))
     assert tick(root, T0)["spawned"]  # a full tick that starts the 11:00 fire
     assert len(server.requests_to("/ping")) == 1
-    full = probe_tick(root, "2026-06-01T10:06:00Z", HEAVY)  # nothing to do: leaves the idle memo
+    full = probe_tick(root, "2026-06-01T10:06:00Z")  # nothing to do: leaves the idle memo
     assert full["fullTick"] and len(server.requests_to("/ping")) == 2
-    idle = probe_tick(root, "2026-06-01T10:07:00Z", HEAVY)
+    idle = probe_tick(root, "2026-06-01T10:07:00Z")
     assert not idle["fullTick"] and idle["heartbeatAt"] == "2026-06-01T10:07:00.000Z"
-    assert idle["heavy"] == []  # the idle ping: urllib, no httpx, click or project loading
     assert [r.method for r in server.requests_to("/ping")] == ["GET", "GET", "GET"]
 
     assert croft_json(root, "2026-06-01T10:08:00Z", "schedule", "pause", "--for", "1h")[0] == 0
@@ -70,12 +66,12 @@ def test_every_completed_tick_pings_the_idle_one_too_and_an_early_exit_does_not(
     assert notify_log(root) == []
 
 
-def test_a_project_without_a_ping_sends_nothing_and_its_idle_tick_imports_nothing_more(project, server):
+def test_a_project_without_a_ping_sends_nothing_from_its_idle_tick(project, server):
     root = project()
     tick(root, T0)
-    probe_tick(root, "2026-06-01T10:06:00Z", HEAVY)
-    idle = probe_tick(root, "2026-06-01T10:07:00Z", HEAVY)
-    assert not idle["fullTick"] and idle["heavy"] == []
+    probe_tick(root, "2026-06-01T10:06:00Z")
+    idle = probe_tick(root, "2026-06-01T10:07:00Z")
+    assert not idle["fullTick"]
     assert server.requests == [] and notify_log(root) == []
 
 
@@ -87,14 +83,12 @@ def test_a_failing_ping_is_one_line_per_tick_by_host_and_the_tick_goes_on(projec
     root = project(ping=server.url(f"/gone?key={SECRET}"))
     try:
         assert tick(root, T0)["spawned"]
-        probe_tick(root, "2026-06-01T10:06:00Z", HEAVY)
-        assert not probe_tick(root, "2026-06-01T10:07:00Z", HEAVY)[
-            "fullTick"
-        ]  # the idle tick logs its miss too
+        probe_tick(root, "2026-06-01T10:06:00Z")
+        assert not probe_tick(root, "2026-06-01T10:07:00Z")["fullTick"]  # the idle tick logs its miss too
         slow = project(root=tmp_path / "slow", ping=server.url("/slow"))
         assert tick(slow, T0, CROFT_NOTIFY_TIMEOUT_MS="200")["spawned"]
-        probe_tick(slow, "2026-06-01T10:06:00Z", HEAVY, CROFT_NOTIFY_TIMEOUT_MS="200")
-        assert not probe_tick(slow, "2026-06-01T10:07:00Z", HEAVY, CROFT_NOTIFY_TIMEOUT_MS="200")["fullTick"]
+        probe_tick(slow, "2026-06-01T10:06:00Z", CROFT_NOTIFY_TIMEOUT_MS="200")
+        assert not probe_tick(slow, "2026-06-01T10:07:00Z", CROFT_NOTIFY_TIMEOUT_MS="200")["fullTick"]
     finally:
         release.set()
     host = f"127.0.0.1:{server.port}"

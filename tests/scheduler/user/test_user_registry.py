@@ -10,7 +10,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -307,9 +306,7 @@ def test_a_writer_killed_holding_the_lock_blocks_nobody(tmp_path: Path) -> None:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
         holder.stdout.close()  # type: ignore[union-attr]
-    started = time.monotonic()
-    Registry(home, lock_timeout=2).add(project(tmp_path / "a"), "os-job", NOW)
-    assert time.monotonic() - started < 1.5
+    Registry(home, lock_timeout=0.3).add(project(tmp_path / "a"), "os-job", NOW)  # the lock died with it
     assert len(Registry(home).entries()) == 1
 
 

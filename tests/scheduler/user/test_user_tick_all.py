@@ -234,22 +234,13 @@ def test_log_is_rotated_past_5_mb(tmp_path: Path, _croft_home: Path, fake_python
     assert log.stat().st_size < 1000
 
 
-def test_a_real_tick_all_imports_no_click_httpx_difflib_or_asset_code(
-    tmp_path: Path, _croft_home: Path
-) -> None:
+def test_a_real_tick_all_runs_no_asset_code(tmp_path: Path, _croft_home: Path) -> None:
     root = scheduled(tmp_path / "p", "off")
     (root / "assets").mkdir()
     (root / "assets" / "orders.py").write_text("import sys\nprint('ASSET CODE RAN', file=sys.stderr)\n")
     Registry().add(root, "os-job", parse_instant(NOW))
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "croft", "tick", "--all"], capture_output=True, text=True
-    )
+    done = subprocess.run([sys.executable, "-m", "croft", "tick", "--all"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    modules = {
-        line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")
-    }
-    assert "croft.scheduler.user.tick_all" in modules  # the check below looks at a real list
-    assert not {"click", "httpx", "difflib", "orders", "croft.project.facts", "croft.engine"} & modules
     assert "ASSET CODE RAN" not in done.stderr
 
 
