@@ -1,7 +1,6 @@
-"""``croft tick --all [--json]``: what the OS job runs every minute, dispatched without click.
+"""``croft tick --all [--json]``: what the OS job runs every minute, once the minute gate handed it on.
 
-It runs 1,440 times a day, so ``croft.cli.main`` hands it ``argv`` before building the click group and
-this module parses its one flag itself.
+``croft.cli.tick``'s click command parses the arguments and calls ``main``.
 """
 
 from __future__ import annotations
@@ -35,38 +34,31 @@ def _into_a_file(as_json: bool) -> bool:
         return False
 
 
-def main(args: list[str]) -> int:
-    """``croft tick --all [--json]``; the exit code (0, 2 for a bad argument, 1 when the tick failed)."""
-    as_json = "--json" in args
-    unknown = [a for a in args if a != "--json"]
+def main(as_json: bool) -> int:
+    """``croft tick --all [--json]``; the exit code (0, or 1 when the tick failed)."""
     problems: list[Problem] = []
     data: dict[str, Any] = {}
     code = 0
-    if unknown:
-        hint = "Run `croft tick --all` or `croft tick --all --json`."
-        problems.append(problem("USAGE", f"croft tick --all takes no argument {unknown[0]!r}", hint))
-        code = 2
-    else:
-        try:
-            knobs.require_all()  # the knobs go on to every tick and run it starts: a bad one stops it here
-            data = tick_all()
-            gc.freeze()  # the interpreter's collection at exit would walk the minute's hints once more
-            problems += data.pop("problems", [])
-            code = exit_code_for(problems)
-        except CroftError as exc:
-            problems += [exc.problem, *exc.extra]
-            code = exit_code_for(problems) or 1
-        except Exception as exc:  # the job must log and end, never hang or lose the reason
-            import traceback
+    try:
+        knobs.require_all()  # the knobs go on to every tick and run it starts: a bad one stops it here
+        data = tick_all()
+        gc.freeze()  # the interpreter's collection at exit would walk the minute's hints once more
+        problems += data.pop("problems", [])
+        code = exit_code_for(problems)
+    except CroftError as exc:
+        problems += [exc.problem, *exc.extra]
+        code = exit_code_for(problems) or 1
+    except Exception as exc:  # the job must log and end, never hang or lose the reason
+        import traceback
 
-            TickLog.of(home_text()).write(
-                clock.to_iso(clock.now()), "tick failed: " + "".join(traceback.format_exception(exc)).rstrip()
-            )
-            message = f"croft tick --all failed: {type(exc).__name__}: {exc}"
-            problems.append(
-                problem("INTERNAL_ERROR", message, "The traceback is in the tick log; please report it.")
-            )
-            code = 1
+        TickLog.of(home_text()).write(
+            clock.to_iso(clock.now()), "tick failed: " + "".join(traceback.format_exception(exc)).rstrip()
+        )
+        message = f"croft tick --all failed: {type(exc).__name__}: {exc}"
+        problems.append(
+            problem("INTERNAL_ERROR", message, "The traceback is in the tick log; please report it.")
+        )
+        code = 1
     if any(p.code == "UNSAFE_PERMISSIONS" for p in problems) and _into_a_file(as_json):
         return code  # the job's output goes to a file in that CROFT_HOME: not a byte more into it
     if as_json:  # the OS job asks for none: the envelope's code loads only for a person
