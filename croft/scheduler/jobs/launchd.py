@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from xml.sax.saxutils import escape
+from html import escape
 
 from croft.core.paths import data_path
 from croft.scheduler.jobs.base import JobState, fill, install_failed, refuse_unholdable
@@ -38,10 +38,10 @@ def render_plist(spec: JobSpec) -> str:
     template = data_path("launchd", "dev.croft.tick.plist").read_text(encoding="utf-8")
     return fill(
         template,
-        label=escape(spec.label),
-        python=escape(spec.python),
-        log=escape(spec.log),
-        croft_home=escape(spec.croft_home),
+        label=escape(spec.label, quote=False),
+        python=escape(spec.python, quote=False),
+        log=escape(spec.log, quote=False),
+        croft_home=escape(spec.croft_home, quote=False),
     )
 
 
