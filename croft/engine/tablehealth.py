@@ -209,14 +209,18 @@ def problems_for(
     return out
 
 
-def project_problems(project: Any) -> list[Problem]:
+def project_problems(project: Any, kinds: Mapping[str, tuple[str, bool]] | None = None) -> list[Problem]:
     """The table problems of a project's assets, for the views that have no catalog open (schedule status,
-    doctor): its facts read statically, its catalog read-only; [] when there is no history yet."""
+    doctor): ``{asset: (kind, incremental)}`` as the caller read them, else its facts read statically here;
+    its catalog read-only; [] when there is no history yet."""
     from croft.history import catalog
     from croft.history.db import open_readonly
-    from croft.project.discovery import discover
 
-    facts, _ = discover(project)
+    if kinds is None:
+        from croft.project.discovery import discover
+
+        facts, _ = discover(project)
+        kinds = {name: (f.kind, bool(f.incremental)) for name, f in facts.items()}
     conn = open_readonly(project.config.state_dir)
     if conn is None:
         return []
@@ -226,5 +230,4 @@ def project_problems(project: Any) -> list[Problem]:
         return []
     finally:
         conn.close()
-    kinds = {name: (f.kind, bool(f.incremental)) for name, f in facts.items()}
     return list(problems_for(project.config.database, kinds, entries).values())

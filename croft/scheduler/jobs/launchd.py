@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from html import escape
+from pathlib import Path
 
 from croft.core.paths import data_path
 from croft.scheduler.jobs.base import JobState, fill, install_failed, refuse_unholdable
