@@ -561,10 +561,13 @@ def start(tmp: Path) -> tuple[list[str], list[str]]:
     env = env | {"CROFT_NOW": "2026-03-01T09:45:00Z"}
     _croft(["schedule", "on", "--no-os-job"], env, root)
     _croft(["tick"], env, root)
-    # sqlite-utils comes with croft's dev extra; it is measured on the same project's warehouse
-    sqlite_utils = shutil.which("sqlite-utils", path=str(Path(sys.executable).parent))
-    cells = {"floor": BASELINE, "`croft --version`": [*CROFT, "--version"]}
-    cells |= {name: [*CROFT, *args] for name, args in TYPED.items()}
+    # Both as a person types them: the console scripts of this interpreter's environment (sqlite-utils
+    # comes with croft's dev extra), sqlite-utils on the same project's warehouse.
+    bin_dir = str(Path(sys.executable).parent)
+    sqlite_utils = shutil.which("sqlite-utils", path=bin_dir)
+    typed = [found] if (found := shutil.which("croft", path=bin_dir)) else CROFT
+    cells = {"floor": BASELINE, "`croft --version`": [*typed, "--version"]}
+    cells |= {name: [*typed, *args] for name, args in TYPED.items()}
     if sqlite_utils:
         cells["sqlite-utils"] = [sqlite_utils, "tables", "--counts", "warehouse.sqlite"]
     cpu: dict[str, list[float]] = {name: [] for name in cells}
@@ -603,9 +606,9 @@ def start(tmp: Path) -> tuple[list[str], list[str]]:
     ]
     notes = [
         f"- *command start*: a project of 5 assets (3 daily ingests, 2 SQL transforms), run by hand, scheduling"
-        f" on and ticking; each command as a person types it (human output), and `sqlite-utils tables"
-        f" --counts` on the same project's warehouse. CPU of the whole process, median of {ROUNDS * 2}, every"
-        f" round running each once, interleaved with the floor.",
+        f" on and ticking; each command as a person types it (the `croft` console script, human output), and"
+        f" `sqlite-utils tables --counts` (its console script) on the same project's warehouse. CPU of the"
+        f" whole process, median of {ROUNDS * 2}, every round running each once, interleaved with the floor.",
     ]
     return goals, notes
 
