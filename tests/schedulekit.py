@@ -191,15 +191,14 @@ with contextlib.redirect_stdout(out):
         pass
 data = json.loads(out.getvalue())["data"]
 data["fullTick"] = "croft.scheduler.tick.project_tick" in sys.modules
-data["typing"] = "typing" in sys.modules or "dataclasses" in sys.modules
 data["heavy"] = [m for m in watched if m in sys.modules]
 print(json.dumps(data))
 """
 
 
 def probe_tick(root: Path, now: str, heavy: tuple[str, ...], **extra: str) -> dict[str, Any]:
-    """A real ``croft tick`` in a process that then says which path it took (``fullTick``), whether it
-    loaded ``typing`` and which of the ``heavy`` modules it imported; waits for the runs it started."""
+    """A real ``croft tick`` in a process that then says which path it took (``fullTick``) and which of
+    the ``heavy`` modules it imported; waits for the runs it started."""
     out = subprocess.run(
         [sys.executable, "-c", TICK_PROBE, *heavy],
         cwd=root,

@@ -9,6 +9,7 @@ neither the per-user tick nor the worker's.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import time
@@ -195,8 +196,6 @@ def command(
     if worker:
         sys.exit(batch())
     if every:
-        import gc
-
         from croft.cli.tick_all import main as tick_all
 
         # A process of a second that loads its modules and reads a thousand projects' hints: what it

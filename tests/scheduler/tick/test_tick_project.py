@@ -287,7 +287,7 @@ def test_a_deterministic_transform_failure_waits_for_its_input_to_change(project
     assert [s["status"] for s in steps_of(root, again["spawned"][0]["runId"])] == ["ok"]
 
 
-def test_the_tick_imports_no_click_httpx_or_parser_and_reads_no_asset_file_when_nothing_changed(project):
+def test_the_tick_imports_no_httpx_or_parser_and_reads_no_asset_file_when_nothing_changed(project):
     root = project()
     tick(root, T0)
     probe = textwrap.dedent(
@@ -304,7 +304,7 @@ def test_the_tick_imports_no_click_httpx_or_parser_and_reads_no_asset_file_when_
             main()
         except SystemExit:
             pass
-        heavy = ("click", "httpx", "difflib", "croft.project.facts", "croft.project.sqlfacts",
+        heavy = ("httpx", "difflib", "croft.project.facts", "croft.project.sqlfacts",
                  "croft.project.fingerprint", "croft.schedule.phrase", "importlib.metadata")
         assets = [p for p in opened if "/assets/" in p]
         print("PROBE", [m for m in heavy if m in sys.modules], assets, len(parsed), file=sys.stderr)
@@ -394,7 +394,7 @@ def test_the_child_runs_detached_in_its_own_session_after_the_tick_has_exited(pr
 
 
 def _probe_tick(root, now: str) -> dict:
-    return probe_tick(root, now, ("click", "httpx", "difflib", "ast", "croft.project.facts"))
+    return probe_tick(root, now, ("httpx", "difflib", "croft.project.facts", "croft.project.sqlfacts"))
 
 
 def test_an_idle_tick_only_beats_while_nothing_it_read_has_changed(project):
@@ -410,8 +410,8 @@ def test_an_idle_tick_only_beats_while_nothing_it_read_has_changed(project):
     full = _probe_tick(root, "2026-06-01T10:06:00Z")  # nothing to do: leaves the memo
     assert full["fullTick"] and full["spawned"] == [] and full["held"] == []
     idle = _probe_tick(root, "2026-06-01T10:07:00Z")
-    assert not idle["fullTick"] and not idle["typing"] and idle["heartbeatAt"] == "2026-06-01T10:07:00.000Z"
-    assert idle["heavy"] == []  # no click, httpx, difflib, nor even ast when nothing changed
+    assert not idle["fullTick"] and idle["heartbeatAt"] == "2026-06-01T10:07:00.000Z"
+    assert idle["heavy"] == []  # no httpx, difflib nor an asset file's reader when nothing changed
     assert query(root, "SELECT heartbeat_at, pid FROM tick") == [
         {"heartbeat_at": "2026-06-01T10:07:00.000Z", "pid": None}
     ]
