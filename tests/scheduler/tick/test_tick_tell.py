@@ -47,7 +47,7 @@ def notify_log(root: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-HEAVY = ("click", "httpx", "croft.project.config")
+HEAVY = ("httpx", "croft.scheduler.tick.project_tick")
 
 
 def test_every_completed_tick_pings_the_idle_one_too_and_an_early_exit_does_not(project, server):
@@ -59,7 +59,7 @@ def test_every_completed_tick_pings_the_idle_one_too_and_an_early_exit_does_not(
     assert full["fullTick"] and len(server.requests_to("/ping")) == 2
     idle = probe_tick(root, "2026-06-01T10:07:00Z", HEAVY)
     assert not idle["fullTick"] and idle["heartbeatAt"] == "2026-06-01T10:07:00.000Z"
-    assert idle["heavy"] == []  # the idle ping: urllib, no httpx, click or project loading
+    assert idle["heavy"] == []  # the idle ping: urllib, no httpx and no full tick
     assert [r.method for r in server.requests_to("/ping")] == ["GET", "GET", "GET"]
 
     assert croft_json(root, "2026-06-01T10:08:00Z", "schedule", "pause", "--for", "1h")[0] == 0

@@ -233,7 +233,7 @@ def test_log_is_rotated_past_5_mb(tmp_path: Path, _croft_home: Path, fake_python
     assert log.stat().st_size < 1000
 
 
-def test_a_real_tick_all_imports_no_click_httpx_difflib_or_asset_code(
+def test_a_real_tick_all_imports_no_httpx_difflib_or_asset_code(
     tmp_path: Path, _croft_home: Path
 ) -> None:
     root = scheduled(tmp_path / "p", "off")
@@ -248,7 +248,7 @@ def test_a_real_tick_all_imports_no_click_httpx_difflib_or_asset_code(
         line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")
     }
     assert "croft.scheduler.user.tick_all" in modules  # the check below looks at a real list
-    assert not {"click", "httpx", "difflib", "orders", "croft.project.facts", "croft.engine"} & modules
+    assert not {"httpx", "difflib", "orders", "croft.project.facts", "croft.engine"} & modules
     assert "ASSET CODE RAN" not in done.stderr
 
 
