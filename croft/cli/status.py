@@ -1,4 +1,4 @@
-"""``croft status [--json] [--project DIR]``: every asset's state, and the scheduler's where it is on."""
+"""``croft status [--json] [--project DIR]``: every asset's state, and what the scheduler will do with it."""
 
 from __future__ import annotations
 
