@@ -233,9 +233,7 @@ def test_log_is_rotated_past_5_mb(tmp_path: Path, _croft_home: Path, fake_python
     assert log.stat().st_size < 1000
 
 
-def test_a_real_tick_all_imports_no_httpx_difflib_or_asset_code(
-    tmp_path: Path, _croft_home: Path
-) -> None:
+def test_a_real_tick_all_imports_no_httpx_difflib_or_asset_code(tmp_path: Path, _croft_home: Path) -> None:
     root = scheduled(tmp_path / "p", "off")
     (root / "assets").mkdir()
     (root / "assets" / "orders.py").write_text("import sys\nprint('ASSET CODE RAN', file=sys.stderr)\n")
