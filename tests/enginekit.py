@@ -12,7 +12,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from croft.cli.main import _build_group
+from croft.cli.group import build_group
 
 
 def croft(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
@@ -20,7 +20,7 @@ def croft(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[in
     old = Path.cwd()
     os.chdir(root)
     try:
-        result = CliRunner().invoke(_build_group(), [*args, "--json"], env=env, catch_exceptions=False)
+        result = CliRunner().invoke(build_group(), [*args, "--json"], env=env, catch_exceptions=False)
     finally:
         os.chdir(old)
     return result.exit_code, json.loads(result.stdout)

@@ -5,7 +5,7 @@ becomes ``INTERRUPTED`` (exit 130), and anything else is ``INTERNAL_ERROR`` with
 crash file whose path the message gives (``CROFT_DEBUG=1`` prints it inline too). Under ``--json`` stdout
 holds exactly one envelope whatever happened.
 
-This module imports no click and nothing heavy: it wraps the click-free fast paths (``croft tick``) too.
+This module imports no click and nothing heavy: it wraps the minute gate (``cli.main``) too.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
 
@@ -19,21 +19,9 @@ from croft.core.problems import CroftError
 from croft.core.result import Result
 from croft.core.text import for_terminal
 
-if TYPE_CHECKING:
-    from typing import Any
+__all__ = ["command_line", "emit", "json_option", "problem_lines", "respond", "run_command"]
 
-__all__ = ["command_line", "emit", "problem_lines", "respond", "run_command"]  # and json_option (below)
-
-
-def __getattr__(name: str) -> Any:
-    """``json_option``, built with click when a click command asks for it: a command that starts without
-    click (``croft status``) prints through ``emit`` without loading it."""
-    if name != "json_option":
-        raise AttributeError(name)
-
-    option = click.option("--json", "as_json", is_flag=True, help="Print one JSON envelope on stdout.")
-    globals()["json_option"] = option
-    return option
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON envelope on stdout.")
 
 
 def _echo(text: str, err: bool = False) -> None:
@@ -44,7 +32,6 @@ def _echo(text: str, err: bool = False) -> None:
 
 def command_line() -> list[str]:
     """The arguments croft was really invoked with (after ``croft``), as main() received them."""
-
     ctx = click.get_current_context(silent=True)
     obj = ctx.find_root().obj if ctx is not None else None
     if isinstance(obj, dict) and isinstance(obj.get("argv"), list):

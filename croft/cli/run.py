@@ -1,18 +1,23 @@
-"""``croft run [ASSET...] [--only]``.
-
-A scheduled run (``croft run --due …``, started by the tick with an argv croft wrote) is handed here by
-``croft.cli.main`` before click is built: a backlog starts hundreds of them, and click would cost each
-a tenth of its start. Every other form goes through click; ``command`` is built when click asks for it.
-"""
+"""``croft run [ASSET...] [--only] [--due] ...``: a run by hand, or a scheduled run as the tick starts one."""
 
 from __future__ import annotations
 
-import os
+import sys
 from typing import Any
 
-from croft.cli.project_option import load
-from croft.cli.render import command_line, respond, run_command
+import click
+
+from croft.cli.project_option import load, project_option
+from croft.cli.refill import ChunkProgress, confirm_full_refresh
+from croft.cli.render import command_line, json_option, run_command
+from croft.core import clock
+from croft.core.problems import CroftError
 from croft.core.result import Result
+from croft.engine.runner import RunOptions, run_assets
+from croft.engine.settings import starter
+from croft.engine.tablehealth import rows_now
+from croft.engine.window import parse_refill
+from croft.scheduler.tick.duerules import due_run
 
 
 def _human(result: Result) -> str:
@@ -58,23 +63,15 @@ def work(
 
     A run started by a person approves the code it ran for the scheduler.
     """
-    from croft.core import clock
-    from croft.engine.runner import RunOptions, run_assets
-    from croft.engine.window import parse_refill
-
     refill = parse_refill(*refill_flags, clock.now())
     if due or run_id:
         if refill is not None:
-            from croft.core.problems import CroftError
-
             raise CroftError(
                 "USAGE",
                 f"--{'full-refresh' if refill.full_refresh else 'from'} is refused from a scheduled run",
                 "A person decides when a table is loaded again: run it by hand, without --due.",
             )
         return _due(assets, only or wait, due, run_id, project_dir)
-
-    from croft.engine.settings import starter
 
     argv = command_line()
     project = load(project_dir)
@@ -94,8 +91,6 @@ def work(
         if declined is not None:
             return declined
     if refill is not None and refill.window is not None and human:
-        from croft.cli.refill import ChunkProgress
-
         progress = ChunkProgress()
         options.on_chunk = progress
         try:
@@ -106,16 +101,11 @@ def work(
 
 
 def _terminal() -> bool:
-    import sys
-
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 
 def _declined(project: Any, assets: tuple[str, ...]) -> Result | None:
     """Ask before a full refresh replaces a table; a Result saying nothing ran when the answer is no."""
-    from croft.cli.refill import confirm_full_refresh
-    from croft.engine.tablehealth import rows_now
-
     if len(assets) != 1:
         return None  # the runner refuses it with the reason
     if confirm_full_refresh(assets[0], rows_now(project.config.database, assets[0])):
@@ -123,113 +113,65 @@ def _declined(project: Any, assets: tuple[str, ...]) -> Result | None:
     return Result(data={"status": "declined", "steps": []}, ok=True)
 
 
-def __getattr__(name: str) -> Any:
-    if name != "command":
-        raise AttributeError(name)
-    import click
+@click.command("run")
+@click.argument("assets", nargs=-1)
+@click.option("--only", is_flag=True, help="Run just the named assets, not the stale transforms downstream.")
+@click.option(
+    "--due",
+    is_flag=True,
+    help="Run as the scheduler does (what `croft tick` starts): holds re-checked, no approval, no waiting.",
+)
+@click.option(
+    "--wait", is_flag=True, help="When another run is writing an asset this run needs, wait for it."
+)
+@click.option(
+    "--full-refresh",
+    is_flag=True,
+    help="Load the ingest again from the source's beginning into a staging table and swap it in once"
+    " complete and checked (the old table and cursor stay until then); what reads it rebuilds too."
+    " Asks first on a terminal.",
+)
+@click.option(
+    "--from",
+    "start",
+    metavar="DATE",
+    help="Backfill: load the ingest again from this date or ISO time (UTC), merging by key; the saved"
+    " cursor never moves back. `croft docs backfill`.",
+)
+@click.option(
+    "--to", "end", metavar="DATE", help="Backfill: up to this date (included) or ISO time; default now."
+)
+@click.option(
+    "--chunk",
+    metavar="DURATION",
+    help="Backfill: cut the window into chunks (1d, 6h), each committed on its own; run the same"
+    " command again to resume at the first unfinished chunk.",
+)
+@click.option("--yes", is_flag=True, help="Do not ask before a --full-refresh replaces a table.")
+@click.option("--run-id", hidden=True, help="The run id the tick noted for this scheduled run.")
+@project_option
+@json_option
+@run_command(_human)
+def command(
+    assets: tuple[str, ...],
+    only: bool,
+    due: bool,
+    wait: bool,
+    full_refresh: bool,
+    start: str | None,
+    end: str | None,
+    chunk: str | None,
+    yes: bool,
+    run_id: str | None,
+    project_dir: str | None,
+) -> Result:
+    """Run every ingest and the stale transforms, or the named ASSETS and the stale transforms downstream.
 
-    from croft.cli.project_option import project_option
-    from croft.cli.render import json_option
-
-    @click.command("run")
-    @click.argument("assets", nargs=-1)
-    @click.option(
-        "--only", is_flag=True, help="Run just the named assets, not the stale transforms downstream."
-    )
-    @click.option(
-        "--due",
-        is_flag=True,
-        help="Run as the scheduler does (what `croft tick` starts): holds re-checked, no approval, no waiting.",
-    )
-    @click.option(
-        "--wait", is_flag=True, help="When another run is writing an asset this run needs, wait for it."
-    )
-    @click.option(
-        "--full-refresh",
-        is_flag=True,
-        help="Load the ingest again from the source's beginning into a staging table and swap it in once"
-        " complete and checked (the old table and cursor stay until then); what reads it rebuilds too."
-        " Asks first on a terminal.",
-    )
-    @click.option(
-        "--from",
-        "start",
-        metavar="DATE",
-        help="Backfill: load the ingest again from this date or ISO time (UTC), merging by key; the saved"
-        " cursor never moves back. `croft docs backfill`.",
-    )
-    @click.option(
-        "--to", "end", metavar="DATE", help="Backfill: up to this date (included) or ISO time; default now."
-    )
-    @click.option(
-        "--chunk",
-        metavar="DURATION",
-        help="Backfill: cut the window into chunks (1d, 6h), each committed on its own; run the same"
-        " command again to resume at the first unfinished chunk.",
-    )
-    @click.option("--yes", is_flag=True, help="Do not ask before a --full-refresh replaces a table.")
-    @click.option("--run-id", hidden=True, help="The run id the tick noted for this scheduled run.")
-    @project_option
-    @json_option
-    @run_command(_human)
-    def command(
-        assets: tuple[str, ...],
-        only: bool,
-        due: bool,
-        wait: bool,
-        full_refresh: bool,
-        start: str | None,
-        end: str | None,
-        chunk: str | None,
-        yes: bool,
-        run_id: str | None,
-        project_dir: str | None,
-    ) -> Result:
-        """Run every ingest and the stale transforms, or the named ASSETS and the stale transforms downstream.
-
-        A run started by a person approves the code it ran for the scheduler. `--full-refresh` reloads an
-        ingest whole; `--from` [`--to`] [`--chunk`] backfills a range of it (`croft docs backfill`).
-        """
-        flags = (full_refresh, start, end, chunk)
-        return work(assets, only, due, run_id, project_dir, wait, flags, yes)
-
-    globals()["command"] = command
-    return command
-
-
-def due_args(args: list[str]) -> tuple[bool, str | None, str | None, list[str]] | None:
-    """``(--json, --run-id, --project, assets)`` when ``args`` (after ``run``) are a scheduled run as the tick
-    starts one (``--due`` first, then only those flags and asset names); None: let click parse them."""
-    if args[:1] != ["--due"]:
-        return None
-    as_json, run_id, project, assets = False, None, None, []
-    rest = args[1:]
-    while rest:
-        word = rest.pop(0)
-        if word == "--json":
-            as_json = True
-        elif word in ("--run-id", "--project") and rest:
-            value = rest.pop(0)
-            if word == "--run-id":
-                run_id = value
-            else:
-                project = value
-        elif word.startswith("-"):
-            return None
-        else:
-            assets.append(word)
-    if project is not None and not os.path.isdir(project):
-        return None
-    return as_json, run_id, project, assets
-
-
-def run_due(args: list[str]) -> None:
-    """``croft run --due …`` as the tick starts it, without click (the tick starts one per group; click
-    would cost each a tenth of its start): the same work and the same envelope."""
-    found = due_args(args)
-    assert found is not None, "run_due() takes what due_args() accepted"
-    as_json, run_id, project, assets = found
-    respond(as_json, _human, _due, tuple(assets), False, True, run_id, project, ["run", *args])
+    A run started by a person approves the code it ran for the scheduler. `--full-refresh` reloads an
+    ingest whole; `--from` [`--to`] [`--chunk`] backfills a range of it (`croft docs backfill`).
+    """
+    flags = (full_refresh, start, end, chunk)
+    return work(assets, only, due, run_id, project_dir, wait, flags, yes)
 
 
 def _due(
@@ -238,11 +180,7 @@ def _due(
     due: bool,
     run_id: str | None,
     project_dir: str | None,
-    argv: list[str] | None = None,
 ) -> Result:
-    from croft.core.problems import CroftError
-    from croft.scheduler.tick.duerules import due_run
-
     if not due or only:
         raise CroftError(
             "USAGE",
@@ -251,4 +189,4 @@ def _due(
             else "--due runs what the scheduler would; it does not go with --only or --wait",
             "croft run --due ASSET... runs the named assets as the scheduler does",
         )
-    return due_run(project_dir, list(assets), run_id, argv if argv is not None else command_line())
+    return due_run(project_dir, list(assets), run_id, command_line())

@@ -1,26 +1,18 @@
-"""``croft status [--json] [--project DIR]``.
-
-The command a person types most, so ``croft.cli.main`` hands its plain forms (``run``) to it before
-building the click group, as it does for ``croft tick``; anything else (``--help``, an unknown option, a
-folder that is not there) goes through click, whose words for those stay the ones people know.
-``command`` (the click command, for ``croft --help`` and those cases) is built only when asked for.
-"""
+"""``croft status [--json] [--project DIR]``: every asset's state, and what the scheduler will do with it."""
 
 from __future__ import annotations
 
-import os
-import sys
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Any
 
-from croft.cli.project_option import load
-from croft.cli.render import respond, run_command
+import click
+
+from croft.cli.project_option import load, project_option
+from croft.cli.render import json_option, run_command
 from croft.core import clock, when
 from croft.core.clock import parse_instant
 from croft.core.result import Result
-
-if TYPE_CHECKING:
-    from typing import Any
+from croft.scheduler.control.status import status as project_status
 
 
 def _human(result: Result) -> str:
@@ -80,59 +72,13 @@ def state_words(a: dict[str, Any], now: datetime, scheduler_stale: bool) -> str:
     return "fresh"
 
 
-def status(project_dir: str | None) -> Result:
+@click.command("status")
+@project_option
+@json_option
+@run_command(_human)
+def command(project_dir: str | None) -> Result:
     """Every asset: kind, rows, last loaded, fresh or stale and why, and its last run's result."""
-    from croft.scheduler.control.status import status
-
-    return status(load(project_dir))
-
-
-def plain(args: list[str]) -> tuple[bool, str | None] | None:
-    """(--json, --project DIR) when ``args`` are only those, with DIR an existing folder; None: let click
-    parse them (and say what is wrong, in its words)."""
-    as_json, project, rest = False, None, list(args)
-    while rest:
-        word = rest.pop(0)
-        if word == "--json":
-            as_json = True
-        elif word == "--project" and rest:
-            project = rest.pop(0)
-        elif word.startswith("--project="):
-            project = word.split("=", 1)[1]
-        else:
-            return None
-    if project is not None and not os.path.isdir(project):
-        return None
-    return as_json, project
-
-
-def run(args: list[str]) -> None:
-    """``croft status`` without click (``args`` already checked by ``plain``); exits with the result's code."""
-    found = plain(args)
-    assert found is not None, "run() takes what plain() accepted"
-    as_json, project = found
-    respond(as_json, _human, status, project)
-    sys.exit(0)  # respond exits; this is never reached
-
-
-def __getattr__(name: str) -> Any:
-    if name != "command":
-        raise AttributeError(name)
-    import click
-
-    from croft.cli.project_option import project_option
-    from croft.cli.render import json_option
-
-    @click.command("status")
-    @project_option
-    @json_option
-    @run_command(_human)
-    def command(project_dir: str | None) -> Result:
-        """Every asset: kind, rows, last loaded, fresh or stale and why, and its last run's result."""
-        return status(project_dir)
-
-    globals()["command"] = command
-    return command
+    return project_status(load(project_dir))
 
 
 def status_lines(data: dict[str, Any]) -> list[str]:

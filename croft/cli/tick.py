@@ -1,62 +1,43 @@
-"""``croft tick [--json] [--project DIR]``: the project tick, dispatched without click.
+"""``croft tick [--all] [--json] [--project DIR] [--log-as NAME]``: a project's tick, or every project's.
 
-It runs every minute for every scheduled project, so ``croft.cli.main`` hands it ``argv`` before building
-the click group and this module parses its two flags itself. ``command`` (the click command, for
-``croft --help`` and ``croft tick --help``) is built only when click asks for it.
+One click command, three callers: a person ticks one project (``tick``), the OS job and ``croft serve``
+tick every registered project (``--all``: ``cli.tick_all``, after the minute gate looked first), and that
+per-user tick hands full project ticks to workers (``--batch``, hidden: ``scheduler.tick.batch``).
 """
 
 from __future__ import annotations
 
+import gc
+import os
 import sys
-from typing import TYPE_CHECKING
+import time
+from pathlib import Path
+from typing import Any
 
-if TYPE_CHECKING:
-    from typing import Any
+import click
 
-__all__ = ["run"]
+from croft.cli.boundary import problem_lines
+from croft.cli.project_option import project_option
+from croft.cli.render import json_option
+from croft.cli.tick_all import main as tick_all
+from croft.core import clock, knobs
+from croft.core.envelope import dumps, envelope
+from croft.core.problems import CroftError
+from croft.core.result import Result
+from croft.core.text import for_terminal
+from croft.project.config import load_project
+from croft.scheduler.tick.batch import work
+from croft.scheduler.tick.memo import idle_tick
+from croft.scheduler.tick.project_tick import project_tick
+from croft.scheduler.ticklog import NamedLines
 
-USAGE = "usage: croft tick [--json] [--project DIR] [--log-as NAME]"
-HELP = f"""{USAGE}
-
-  Run the project's tick once: if scheduling is on, start one detached `croft run --due` per group of
-  due assets and list the held ones. The per-user OS job (or `croft serve`) runs it every minute; you
-  rarely need to run it yourself.
-
-options:
-  --json           print one JSON envelope on stdout
-  --project DIR    the project folder (default: the one containing the current folder)
-  --log-as NAME    write every line printed as a tick log line naming NAME (how a tick started for a
-                   freed slot of the per-user cap runs, its output going to the tick log)
-  -h, --help       show this message
-"""
+__all__ = ["command", "human", "tick"]
 
 _EXITED = {
     "off": "scheduling is off for this project",
     "paused": "scheduling is paused for this project",
     "busy": "another tick of this project is running",
 }
-
-
-def _parse(args: list[str]) -> tuple[bool, str | None, str | None]:
-    """(--json, --project DIR, --log-as NAME)."""
-    as_json, project, name = False, None, None
-    rest = list(args)
-    while rest:
-        word = rest.pop(0)
-        if word == "--json":
-            as_json = True
-        elif word in ("--project", "--log-as") and rest:
-            value = rest.pop(0)
-            project, name = (value, name) if word == "--project" else (project, value)
-        elif word.startswith("--project="):
-            project = word.split("=", 1)[1]
-        elif word.startswith("--log-as="):
-            name = word.split("=", 1)[1]
-        else:
-            from croft.core.problems import CroftError
-
-            raise CroftError("USAGE", f"croft tick does not take {word!r}", USAGE)
-    return as_json, project, name
 
 
 def human(data: dict[str, Any]) -> str:
@@ -68,93 +49,50 @@ def human(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _idle(args: list[str]) -> dict[str, Any] | None:
+def _idle(project_dir: str | None) -> dict[str, Any] | None:
     """The idle tick (croft.scheduler.tick.memo) when it can answer; None means: run the full tick."""
-    import os
-    import time
-
     started = time.perf_counter()
     try:
-        _, project_dir, _ = _parse(args)
-        from croft.core import knobs
-        from croft.core.clock import now, to_iso
-
         if knobs.problems():
             return None
-        moment = to_iso(now())
-    except Exception:  # a usage error or a bad knob (CROFT_NOW...): the full path reports it properly
+        moment = clock.to_iso(clock.now())
+    except Exception:  # a bad knob (CROFT_NOW...): the full path reports it properly
         return None
-    from croft.scheduler.tick.memo import idle_tick
-
     data = idle_tick(project_dir or os.getcwd(), moment)
     if data is not None:
         data["tookMs"] = int((time.perf_counter() - started) * 1000)
     return data
 
 
-def _log_as(args: list[str]) -> None:
+def _log_as(name: str | None) -> None:
     """``--log-as NAME``: from here on, what this tick prints (stdout and stderr are the tick log, a
     traceback included) is written as tick log lines naming its project (``scheduler.ticklog``)."""
-    try:
-        name = _parse(args)[2]
-    except Exception:  # a usage error: told below, in the lines it would name
-        name = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--log-as"), None)
     if not name:
         return
-    from croft.core.clock import now, to_iso
-    from croft.scheduler.ticklog import NamedLines
-
     sys.stdout.flush()
-    sys.stdout = sys.stderr = NamedLines(sys.stdout.fileno(), name, lambda: to_iso(now()))
+    sys.stdout = sys.stderr = NamedLines(sys.stdout.fileno(), name, _stamp)
+
+
+def _stamp() -> str:
+    return clock.to_iso(clock.now())
 
 
 def _said(data: dict[str, Any], problems: list[Any]) -> list[str]:
     """What one project tick of ``croft tick --batch`` (``scheduler.tick.batch``) says in the tick log."""
     lines = [human(data)] if data else []
     if problems:
-        from croft.cli.boundary import problem_lines
-
         lines += problem_lines(problems)
     return lines
 
 
-def run(args: list[str]) -> int:
-    """Parse, tick, print; returns the exit code. Never raises a CroftError to the caller."""
-    if "-h" in args or "--help" in args:
-        print(HELP)
-        return 0
-    if args == ["--batch"]:  # the worker croft tick --all hands its full ticks to
-        from croft.scheduler.tick.batch import work
-
-        return work(_said)
-    as_json = "--json" in args
-    _log_as(args)
-    quick = _idle(args)
+def tick(project_dir: str | None, name: str | None, as_json: bool) -> int:
+    """Tick one project and print what it did; returns the exit code. Never raises a CroftError."""
+    quick = _idle(project_dir)
     if quick is not None:
-        if as_json:
-            from croft.core.envelope import dumps, envelope
-
-            print(dumps(envelope(True, quick)))
-        else:
-            from croft.core.text import for_terminal
-
-            print(for_terminal(human(quick)))
+        print(dumps(envelope(True, quick)) if as_json else for_terminal(human(quick)))
         return 0
-    from croft.core import clock
-    from croft.core.envelope import dumps
-    from croft.core.problems import CroftError
-    from croft.core.result import Result
-
     try:
-        as_json, project_dir, name = _parse(args)
-        from pathlib import Path
-
-        from croft.core import knobs
-
         knobs.require_all()  # the tick hands every knob on to the runs it starts: a bad one stops it here
-        from croft.project.config import load_project
-        from croft.scheduler.tick.project_tick import project_tick
-
         try:
             project = load_project(Path(project_dir) if project_dir else None)
         except CroftError as exc:  # a croft.json that no longer loads stops a project that is on: say so
@@ -170,29 +108,64 @@ def run(args: list[str]) -> int:
         print(dumps(result.envelope()))
     else:
         if result.data:
-            from croft.core.text import for_terminal
-
             print(for_terminal(human(result.data)))
         if result.problems:
-            from croft.cli.boundary import problem_lines
-
             print("\n".join(problem_lines(result.problems)), file=sys.stderr)
     return result.exit_code
 
 
-def __getattr__(name: str) -> Any:
-    if name != "command":
-        raise AttributeError(name)
-    import click
+class _TickCommand(click.Command):
+    """``--log-as NAME`` takes effect before click parses the rest, so that even a usage error is a line
+    of the tick log naming the project (``croft tick --all`` and ``croft serve`` write that argv)."""
 
-    @click.command(
-        "tick",
-        add_help_option=False,
-        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
-    )
-    @click.pass_context
-    def command(ctx: click.Context) -> None:
-        """Run the project's tick once (the OS job runs it every minute)."""
-        sys.exit(run(list(ctx.args)))
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        for i, word in enumerate(args):
+            if word == "--log-as" and i + 1 < len(args):
+                _log_as(args[i + 1])
+            elif word.startswith("--log-as="):
+                _log_as(word.split("=", 1)[1])
+        return super().parse_args(ctx, args)
 
-    return command
+
+@click.command("tick", cls=_TickCommand)
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Tick every registered project: what the per-user OS job runs every minute.",
+)
+@click.option(
+    "--log-as",
+    "name",
+    metavar="NAME",
+    help="Write every line printed as a tick log line naming NAME (how a tick started for a freed slot"
+    " of the per-user cap runs, its output going to the tick log).",
+)
+@click.option(
+    "--batch", "worker", is_flag=True, hidden=True, help="The worker `croft tick --all` hands full ticks to."
+)
+@project_option
+@json_option
+@click.pass_context
+def command(
+    ctx: click.Context, every: bool, name: str | None, worker: bool, project_dir: str | None, as_json: bool
+) -> None:
+    """Run the project's tick once: if scheduling is on, start one detached `croft run --due` per group of
+    due assets and list the held ones.
+
+    The per-user OS job (or `croft serve`) runs it every minute; you rarely need to run it yourself.
+    """
+    if every or worker:
+        mode = "--all" if every else "--batch"
+        given = [flag for flag, on in (("--batch", worker and every), ("--project", project_dir),
+                                       ("--log-as", name), ("--json", worker and as_json)) if on]  # fmt: skip
+        if given:
+            raise click.UsageError(f"{mode} does not go with {given[0]}", ctx)
+    if worker:
+        sys.exit(work(_said))
+    if every:
+        # A process of a second that loads its modules and reads a thousand projects' hints: what it
+        # allocates is freed by reference counting, and the cycle collector would only walk it again.
+        gc.disable()
+        sys.exit(tick_all(as_json))
+    sys.exit(tick(project_dir, name, as_json))

@@ -1,7 +1,6 @@
-"""``croft tick --all [--json]``: what the OS job runs every minute, dispatched without click.
+"""``croft tick --all [--json]``: what the OS job runs every minute, once the minute gate handed it on.
 
-It runs 1,440 times a day, so ``croft.cli.main`` hands it ``argv`` before building the click group and
-this module parses its one flag itself.
+``croft.cli.tick``'s click command parses the arguments and calls ``main``.
 """
 
 from __future__ import annotations
@@ -10,11 +9,10 @@ import gc
 import os
 import stat
 import sys
-from typing import Any
 
 from croft.cli.boundary import problem_lines
 from croft.core.envelope import dumps, envelope
-from croft.core.problems import Problem, exit_code_for, problem
+from croft.core.problems import exit_code_for
 from croft.core.text import for_terminal
 from croft.scheduler.user.tick_all import minute
 
@@ -31,22 +29,11 @@ def _into_a_file(as_json: bool) -> bool:
         return False
 
 
-def main(args: list[str]) -> int:
-    """``croft tick --all [--json]``; the exit code (0, 2 for a bad argument, 1 when the tick failed)."""
-    as_json = "--json" in args
-    unknown = [a for a in args if a != "--json"]
-    problems: list[Problem] = []
-    data: dict[str, Any] = {}
-    code = 0
-    if unknown:
-        hint = "Run `croft tick --all` or `croft tick --all --json`."
-        problems.append(problem("USAGE", f"croft tick --all takes no argument {unknown[0]!r}", hint))
-        code = 2
-    else:
-        data, found = minute()
-        gc.freeze()  # the interpreter's collection at exit would walk the minute's hints once more
-        problems += found
-        code = exit_code_for(problems)
+def main(as_json: bool) -> int:
+    """``croft tick --all [--json]``; the exit code (0, or 1 when the tick failed)."""
+    data, problems = minute()
+    gc.freeze()  # the interpreter's collection at exit would walk the minute's hints once more
+    code = exit_code_for(problems)
     if any(p.code == "UNSAFE_PERMISSIONS" for p in problems) and _into_a_file(as_json):
         return code  # the job's output goes to a file in that CROFT_HOME: not a byte more into it
     if as_json:

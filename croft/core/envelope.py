@@ -1,7 +1,7 @@
 """The one JSON envelope every command prints under ``--json``: ``{"ok", "data", "problems", "next"}``.
 
-Scripts rely on this shape, so it is built here only: by ``Result.envelope`` for the click commands, and
-directly by the click-free paths (``croft tick``, ``croft tick --all``) and the error boundary.
+Scripts rely on this shape, so it is built here only: by ``Result.envelope`` for most commands, and
+directly by the tick's commands (``croft tick``, ``croft tick --all``) and the error boundary.
 """
 
 from __future__ import annotations

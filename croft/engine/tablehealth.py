@@ -213,11 +213,13 @@ def problems_for(
     return out
 
 
-def project_problems(project: Any) -> list[Problem]:
+def project_problems(project: Any, kinds: Mapping[str, tuple[str, bool]] | None = None) -> list[Problem]:
     """The table problems of a project's assets, for the views that have no catalog open (schedule status,
-    doctor): its facts read statically, its catalog read-only; [] when there is no history yet."""
-
-    facts, _ = discover(project)
+    doctor): ``{asset: (kind, incremental)}`` as the caller read them, else its facts read statically here;
+    its catalog read-only; [] when there is no history yet."""
+    if kinds is None:
+        facts, _ = discover(project)
+        kinds = {name: (f.kind, bool(f.incremental)) for name, f in facts.items()}
     conn = open_readonly(project.config.state_dir)
     if conn is None:
         return []
@@ -227,5 +229,4 @@ def project_problems(project: Any) -> list[Problem]:
         return []
     finally:
         conn.close()
-    kinds = {name: (f.kind, bool(f.incremental)) for name, f in facts.items()}
     return list(problems_for(project.config.database, kinds, entries).values())

@@ -82,6 +82,9 @@ class AssetInfo:
 
     name: str
     kind: str  # ingest | sql | python
+    incremental: bool = (
+        False  # an ingest with a cursor (its table's fix is a full refresh: engine.tablehealth)
+    )
     inputs: tuple[str, ...] = ()
     schedule: str | None = None
     cron: str | None = None

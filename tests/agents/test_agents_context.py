@@ -141,13 +141,13 @@ def test_plain_text_names_the_assets_and_the_ask_first_list(make_project) -> Non
 
     from click.testing import CliRunner
 
-    from croft.cli.main import _build_group
+    from croft.cli.group import build_group
 
     root = _project(make_project)
     old = Path.cwd()
     os.chdir(root)
     try:
-        out = CliRunner().invoke(_build_group(), ["context"]).stdout
+        out = CliRunner().invoke(build_group(), ["context"]).stdout
     finally:
         os.chdir(old)
     assert "items (ingest, every hour, 2 rows)" in out

@@ -10,7 +10,7 @@ import tomllib
 from click.testing import CliRunner
 
 from croft.cli.docs import topics
-from croft.cli.main import _build_group
+from croft.cli.group import build_group
 
 
 def _page() -> str:
@@ -19,7 +19,7 @@ def _page() -> str:
 
 def test_croft_docs_agents_and_the_words_an_agent_user_types_open_the_page() -> None:
     for words in (["agents"], ["mcp"], ["claude"], ["claude-code"], ["codex"], ["skill"]):
-        out = CliRunner().invoke(_build_group(), ["docs", *words])
+        out = CliRunner().invoke(build_group(), ["docs", *words])
         assert out.exit_code == 0 and out.stdout.strip() == _page().strip(), words
 
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from enginekit import croft
 
-from croft.cli.main import COMMANDS, _build_group
+from croft.cli.group import COMMANDS, build_group
 from croft.core.paths import data_path
 
 OFFLINE = """
@@ -112,7 +112,7 @@ def test_logs_since_must_be_a_time(project):
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_command_has_help_and_a_section_in_the_docs(name):
-    result = CliRunner().invoke(_build_group(), [name, "--help"])
+    result = CliRunner().invoke(build_group(), [name, "--help"])
     assert result.exit_code == 0 and len(result.output) > 80
     commands = data_path("docs", "commands.md").read_text()
     assert re.search(rf"^## `croft {name}\b", commands, re.M), f"docs/commands.md has no section for {name}"
@@ -128,11 +128,11 @@ def test_every_problem_code_is_documented():
 
 def test_docs_prints_a_topic_and_suggests_a_close_one(tmp_path):
     runner = CliRunner()
-    listed = json.loads(runner.invoke(_build_group(), ["docs", "--json"]).output)
+    listed = json.loads(runner.invoke(build_group(), ["docs", "--json"]).output)
     assert "scheduling" in [t["topic"] for t in listed["data"]["topics"]]
-    page = runner.invoke(_build_group(), ["docs", "scheduling"])
+    page = runner.invoke(build_group(), ["docs", "scheduling"])
     assert (
         page.exit_code == 0 and page.output.strip() == data_path("docs", "scheduling.md").read_text().strip()
     )
-    wrong = json.loads(runner.invoke(_build_group(), ["docs", "schedulng", "--json"]).output)
+    wrong = json.loads(runner.invoke(build_group(), ["docs", "schedulng", "--json"]).output)
     assert wrong["problems"][0]["suggestion"] == "scheduling"

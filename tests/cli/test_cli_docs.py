@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from croft.cli.docs import ALIASES, error_pages, resolve, topics
-from croft.cli.main import COMMANDS, _build_group
+from croft.cli.group import COMMANDS, build_group
 from croft.core.problems import CODES, problem
 from croft.core.result import Result
 
@@ -36,7 +36,7 @@ REQUIRED_TOPICS = {
 
 
 def docs(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(_build_group(), ["docs", *args])
+    result = CliRunner().invoke(build_group(), ["docs", *args])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     return result.exit_code, result.stdout, result.stderr
 

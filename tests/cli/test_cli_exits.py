@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from croft.cli.main import COMMANDS
+from croft.cli.group import COMMANDS
 
 pytestmark = pytest.mark.processes
 

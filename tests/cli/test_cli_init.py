@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from croft.cli.main import _build_group
+from croft.cli.group import build_group
 
 
 def invoke(*args, cwd=None):
-    return CliRunner().invoke(_build_group(), list(args))
+    return CliRunner().invoke(build_group(), list(args))
 
 
 def test_init_writes_a_working_project_and_prints_one_envelope(tmp_path):

@@ -7,11 +7,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from croft.cli.main import _build_group
+from croft.cli.group import build_group
 
 
 def invoke(*args: str):
-    return CliRunner().invoke(_build_group(), ["schedule", "explain", *args])
+    return CliRunner().invoke(build_group(), ["schedule", "explain", *args])
 
 
 def test_json_data_is_text_cron_timezone_and_fires_with_the_zones_offset():
@@ -121,13 +121,13 @@ def test_bad_options_are_usage_errors_in_the_envelope(args):
 
 
 def test_schedule_help_lists_its_actions():
-    result = CliRunner().invoke(_build_group(), ["schedule", "--help"])
+    result = CliRunner().invoke(build_group(), ["schedule", "--help"])
     assert result.exit_code == 0
     assert all(word in result.output for word in ("explain", "on", "off", "pause", "status"))
 
 
 def test_bare_schedule_is_status_and_outside_a_project_says_so(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(_build_group(), ["schedule", "--json"])
+    result = CliRunner().invoke(build_group(), ["schedule", "--json"])
     assert result.exit_code == 2
     assert json.loads(result.output)["problems"][0]["code"] == "NOT_A_PROJECT"

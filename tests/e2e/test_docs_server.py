@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from croft.cli.main import COMMANDS, _build_group
+from croft.cli.group import COMMANDS, build_group
 from croft.core.paths import data_path
 
 MANIFEST = data_path("docs", "server", "croft-tick-cronjob.yaml")
@@ -95,7 +95,7 @@ def _exists(name: str) -> bool:
         return False
     if len(words) == 1:
         return True
-    group = _build_group().get_command(None, words[0])
+    group = build_group().get_command(None, words[0])
     return words[1] in group.commands
 
 

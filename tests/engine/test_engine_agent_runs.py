@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from enginekit import croft, history, table
 
-from croft.cli.main import _build_group
+from croft.cli.group import build_group
 
 ITEMS = """
 from croft import ingest
@@ -98,7 +98,7 @@ def test_logs_say_who_started_each_run(make_project) -> None:
     old = Path.cwd()
     try:
         os.chdir(root)
-        text = CliRunner().invoke(_build_group(), ["logs", "--runs"]).stdout
+        text = CliRunner().invoke(build_group(), ["logs", "--runs"]).stdout
     finally:
         os.chdir(old)
     person_line, agent_line = [line for line in text.splitlines() if " succeeded " in line]

@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from enginekit import croft, history, spawn
 
-from croft.cli.main import _build_group
+from croft.cli.group import build_group
 from croft.history import steplogs
 from croft.history.db import open_history
 
@@ -39,7 +39,7 @@ def _human(root: Path, *args: str) -> str:
     old = Path.cwd()
     os.chdir(root)
     try:
-        result = CliRunner().invoke(_build_group(), list(args), catch_exceptions=False)
+        result = CliRunner().invoke(build_group(), list(args), catch_exceptions=False)
     finally:
         os.chdir(old)
     return result.stdout

@@ -8,13 +8,9 @@ a backlog. ``croft schedule status`` lists those ingests with the words the user
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-from croft.core.problems import CroftError
-from croft.project.config import Project
 from croft.scheduler.due import MISSED_CAP
-from croft.scheduler.tick.view import schedule_view
 
 __all__ = ["catch_up", "catch_up_text"]
 
@@ -32,14 +28,9 @@ def catch_up_text(missed: int, state: str, cap: int | None = None) -> str:
     return f"will run once {when}: {count} {fires} missed{why}"
 
 
-def catch_up(project: Project, now: datetime) -> list[dict[str, Any]]:
+def catch_up(view: dict[str, Any]) -> list[dict[str, Any]]:
     """``[{asset, missedFires, text}]`` for each scheduled ingest due with more than one missed fire,
-    or due while scheduling is off or paused."""
-
-    try:
-        view = schedule_view(project, now)
-    except CroftError:
-        return []
+    or due while scheduling is off or paused, in a ``schedule_view``."""
     state = view["scheduling"]["effective"]
     out = []
     for name, asset in view["assets"].items():

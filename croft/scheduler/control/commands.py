@@ -37,6 +37,7 @@ from croft.scheduler.control.diagnosis import (
     theirs_refusal,
     unsafe_warning,
 )
+from croft.scheduler.due import AssetInfo
 from croft.scheduler.jobs import backends as jobs
 from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.jobs.base import SERVE_FALLBACK
@@ -54,7 +55,7 @@ from croft.scheduler.setting import (
 )
 from croft.scheduler.tick.freshview import add_freshness
 from croft.scheduler.tick.slots import queue_json
-from croft.scheduler.tick.view import asset_rows
+from croft.scheduler.tick.view import asset_rows, schedule_look, schedule_view
 from croft.scheduler.user.registry import Registry, Via
 from croft.scheduler.user.tick_all import ticked_lately
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error
@@ -150,10 +151,10 @@ def _registry_json(registry: Registry, root: Path) -> dict[str, Any]:
     }
 
 
-def _assets(project: Project, now: datetime) -> tuple[list[dict[str, Any]], list[Next]]:
-    """The asset rows (``tick.view.asset_rows``, the tick's own decision) and the commands that release
-    what is held."""
-    rows = asset_rows(project, now)
+def _assets(view: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Next]]:
+    """The asset rows of a ``schedule_view`` (``tick.view.asset_rows``, the tick's own decision) and the
+    commands that release what is held."""
+    rows = asset_rows(view)
     releases: dict[str, str] = {}
     for r in rows:
         if r["held"] and len(releases) < 3:
@@ -164,11 +165,12 @@ def _assets(project: Project, now: datetime) -> tuple[list[dict[str, Any]], list
     return rows, nexts
 
 
-def _tables(project: Project, rows: list[dict[str, Any]]) -> list[Problem]:
+def _tables(project: Project, rows: list[dict[str, Any]], infos: dict[str, AssetInfo]) -> list[Problem]:
     """Tables changed outside croft (``engine.tablehealth``), on their rows (``table``) and as problems:
-    an incremental ingest whose table is gone is held even before a scheduled run has found it."""
+    an incremental ingest whose table is gone is held even before a scheduled run has found it. The
+    assets' kinds are the facts the view was decided from (cached by the files' stats)."""
 
-    found = project_problems(project)
+    found = project_problems(project, {name: (i.kind, i.incremental) for name, i in infos.items()})
     by_asset = {p.asset: p for p in found}
     for row in rows:
         table = by_asset.get(row["asset"])
@@ -310,7 +312,7 @@ def schedule_on(
     if no_os_job:
         nexts.append(Next("croft serve", "keep it running: with --no-os-job it is what ticks this project"))
     try:
-        data["assets"], more = _assets(project, clock.now())
+        data["assets"], more = _assets(schedule_view(project, clock.now()))
         nexts += more
         problems += _never_fires(data["assets"])
     except CroftError as exc:
@@ -408,22 +410,23 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
     warning = stale_warning(project, runner, now, job=job, setting=setting)
     if warning:  # an error, so exit 1 as SCHEDULER_STALE's page says; the rest of the data still reads
         problems.append(warning.with_(severity="error"))
-    data["assets"], nexts = _assets(project, now)
+    view, infos = schedule_look(project, now)  # one look at the files and the history for every part
+    data["assets"], nexts = _assets(view)
     problems += _never_fires(data["assets"])
-    problems += _tables(project, data["assets"])
-    problems += _queue(project, data, now)
+    problems += _tables(project, data["assets"], infos)
+    problems += _queue(data, view, now)
     if effective_state(setting, now) == "off":
         nexts.insert(0, Next("croft schedule on", "let the scheduler run this project's ingests"))
 
-    return add_freshness(Result(data=data, problems=problems, next=nexts), project, now)
+    return add_freshness(Result(data=data, problems=problems, next=nexts), project, now, infos)
 
 
-def _queue(project: Project, data: dict[str, Any], now: datetime) -> list[Problem]:
+def _queue(data: dict[str, Any], view: dict[str, Any], now: datetime) -> list[Problem]:
     """The user's queue and cap (``scheduler.tick.slots``) and what the next tick will run once after a pause
     or off (``scheduler.control.catchup``); a cap that could not be read is a warning."""
 
     data["queue"] = queue_json(croft_home(), now)
-    data["catchUp"] = catch_up(project, now)
+    data["catchUp"] = catch_up(view)
     why = data["queue"].pop("capProblem", None)
     if not why:
         return []

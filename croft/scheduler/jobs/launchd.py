@@ -10,8 +10,8 @@ import os
 import plistlib
 import time
 from collections.abc import Callable
+from html import escape
 from pathlib import Path
-from xml.sax.saxutils import escape
 
 from croft.core.paths import data_path
 from croft.scheduler.jobs.base import JobState, fill, install_failed, refuse_unholdable
@@ -39,10 +39,10 @@ def render_plist(spec: JobSpec) -> str:
     template = data_path("launchd", "dev.croft.tick.plist").read_text(encoding="utf-8")
     return fill(
         template,
-        label=escape(spec.label),
-        python=escape(spec.python),
-        log=escape(spec.log),
-        croft_home=escape(spec.croft_home),
+        label=escape(spec.label, quote=False),
+        python=escape(spec.python, quote=False),
+        log=escape(spec.log, quote=False),
+        croft_home=escape(spec.croft_home, quote=False),
     )
 
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["CACHE_KEY", "cached_deps", "load_facts", "stat_key"]
 
 CACHE_KEY = "schedule.facts"
-_FORMAT = 6  # bump when an entry's shape changes: old caches are read again once
+_FORMAT = 7  # bump when an entry's shape changes: old caches are read again once
 
 
 def stat_key(root: str, path: str, deps: list[str], zone: str) -> str:
@@ -93,6 +93,7 @@ def _read_one(
     info = AssetInfo(
         name=name,
         kind=kind,
+        incremental=bool(facts.incremental),
         inputs=tuple(inputs),
         schedule=schedule if kind == "ingest" else None,
         cron=cron_text if kind == "ingest" else None,

@@ -7,8 +7,8 @@ decision; and for each group, the fire and the attempt are recorded together wit
 ONE transaction before the child is spawned, so a racing or crashing tick can never run a fire twice.
 
 The tick plans and spawns only. It never imports asset code and reads an asset file only when its
-``stat`` key moved (``scheduler.tick.factcache``); it imports no click, httpx, difflib or ``ast`` when
-nothing changed.
+``stat`` key moved (``scheduler.tick.factcache``); it imports no httpx, difflib or asset file reader
+when nothing changed.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from croft.scheduler.due import AssetInfo
 
-__all__ = ["asset_rows", "release_command", "schedule_view", "with_schedule"]
+__all__ = ["asset_rows", "release_command", "schedule_look", "schedule_view", "with_schedule"]
 
 
 def _local(instant: str | None, tz: str) -> str | None:
@@ -43,11 +43,12 @@ def _local(instant: str | None, tz: str) -> str | None:
 
 def schedule_view(project: Project, now: datetime) -> dict[str, Any]:
     """``{scheduling: {...}, assets: {name: {...}}}`` for status."""
-    return _view(project, now)[0]
+    return schedule_look(project, now)[0]
 
 
-def _view(project: Project, now: datetime) -> tuple[dict[str, Any], dict[str, AssetInfo]]:
-    """``schedule_view`` and the facts it was decided from (status's freshness look reads them too)."""
+def schedule_look(project: Project, now: datetime) -> tuple[dict[str, Any], dict[str, AssetInfo]]:
+    """``schedule_view`` and the facts it was decided from (the views' freshness and table looks read them
+    too, so the asset files are looked at once)."""
 
     tz = project.config.timezone
     conn = open_readonly(project.config.state_dir)
@@ -128,7 +129,7 @@ def with_schedule(result: Any, project: Project) -> Any:
     ``schedule`` block."""
 
     now = clock.now()
-    view, infos = _view(project, now)
+    view, infos = schedule_look(project, now)
     result.data["scheduling"] = view["scheduling"]
     for asset in result.data.get("assets", []):
         block = view["assets"].get(asset["asset"])
@@ -157,10 +158,9 @@ def _held_warnings(view: dict[str, Any]) -> list[Any]:
     return out
 
 
-def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:
+def asset_rows(view: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows ``croft schedule on|status`` list (``{asset, kind, schedule, cron, nextFire, lastFire,
-    missedFires, due, held: {code, why, release} | None}``), from the same decision as the tick."""
-    view = schedule_view(project, now)
+    missedFires, due, held: {code, why, release} | None}``) from a ``schedule_view``: the tick's decision."""
     rows = []
     for name, a in view["assets"].items():
         hold = a["hold"]

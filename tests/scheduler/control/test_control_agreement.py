@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from jobskit import FakeOS
 
-from croft.cli.main import _build_group
+from croft.cli.group import build_group
 from croft.core.clock import parse_instant
 from croft.core.problems import Problem
 from croft.project.config import Project, load_project
@@ -203,7 +203,7 @@ def test_croft_doctor_run_in_a_project_missing_from_the_registry_says_so(
     Registry().remove(project.root)
     monkeypatch.setenv("CROFT_NOW", LATER)
     monkeypatch.chdir(project.root / "assets")
-    out = CliRunner().invoke(_build_group(), ["doctor", "--json"])
+    out = CliRunner().invoke(build_group(), ["doctor", "--json"])
     assert out.exit_code == 1
     checks = json.loads(out.output)["data"]["checks"]
     registry = checks[0]
@@ -211,7 +211,7 @@ def test_croft_doctor_run_in_a_project_missing_from_the_registry_says_so(
     assert registry["fix"] == "croft schedule on --no-os-job"
     stale = stale_warning(project)
     assert stale is not None and stale.message.endswith(f": {registry['detail']}")
-    human = CliRunner().invoke(_build_group(), ["doctor"])
+    human = CliRunner().invoke(build_group(), ["doctor"])
     assert f"✖ registry: {project.root} is not in the per-user registry" in human.output
     assert "    fix: croft schedule on --no-os-job" in human.output
 

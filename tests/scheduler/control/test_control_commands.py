@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from jobskit import FakeOS
 
-from croft.cli.main import _build_group
+from croft.cli.group import build_group
 from croft.core.clock import parse_instant, to_iso
 from croft.core.identity import current
 from croft.core.problems import CroftError
@@ -295,12 +295,12 @@ def test_causes_this_machine_can_tell_end_to_end(proj, monkeypatch, _croft_home:
 
 def test_cli_status_json_and_bare_schedule(proj) -> None:  # type: ignore[no-untyped-def]
     runner = CliRunner()
-    out = runner.invoke(_build_group(), ["schedule", "--project", str(proj.root), "--json"])
+    out = runner.invoke(build_group(), ["schedule", "--project", str(proj.root), "--json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)["data"]
     assert data["action"] == "status" and data["scheduling"]["state"] == "off"
     on = runner.invoke(
-        _build_group(), ["schedule", "on", "--no-os-job", "--project", str(proj.root), "--json"]
+        build_group(), ["schedule", "on", "--no-os-job", "--project", str(proj.root), "--json"]
     )
     assert json.loads(on.output)["data"]["scheduling"] == {
         "state": "on",
@@ -309,10 +309,10 @@ def test_cli_status_json_and_bare_schedule(proj) -> None:  # type: ignore[no-unt
         "lastTickAt": None,
         "stale": False,
     }
-    human = runner.invoke(_build_group(), ["schedule", "status", "--project", str(proj.root)])
+    human = runner.invoke(build_group(), ["schedule", "status", "--project", str(proj.root)])
     assert "Scheduling is on" in human.output and "orders" in human.output
     bad = runner.invoke(
-        _build_group(), ["schedule", "pause", "--for", "soon", "--project", str(proj.root), "--json"]
+        build_group(), ["schedule", "pause", "--for", "soon", "--project", str(proj.root), "--json"]
     )
     assert bad.exit_code == 2 and json.loads(bad.output)["problems"][0]["code"] == "USAGE"
 
@@ -326,12 +326,10 @@ def test_heartbeat_reader_never_creates_history(tmp_path: Path) -> None:
 def test_croft_status_warns_when_the_scheduler_is_stale(proj, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     runner = CliRunner()
     schedule_on(proj, no_os_job=True)
-    fresh = json.loads(
-        runner.invoke(_build_group(), ["status", "--project", str(proj.root), "--json"]).output
-    )
+    fresh = json.loads(runner.invoke(build_group(), ["status", "--project", str(proj.root), "--json"]).output)
     assert not [p for p in fresh["problems"] if p["code"] == "SCHEDULER_STALE"]
     monkeypatch.setenv("CROFT_NOW", "2026-03-01T12:03:01Z")
-    out = runner.invoke(_build_group(), ["status", "--project", str(proj.root), "--json"])
+    out = runner.invoke(build_group(), ["status", "--project", str(proj.root), "--json"])
     assert out.exit_code == 1  # SCHEDULER_STALE's exit, as its page says; the envelope still reads
     (stale,) = [p for p in json.loads(out.output)["problems"] if p["code"] == "SCHEDULER_STALE"]
     assert stale["details"]["cause"] == "serve_not_running" and stale["fix"]["command"] == "croft serve"
@@ -415,7 +413,7 @@ def test_action_synonyms(proj, word: str, action: str) -> None:  # type: ignore[
     args = ["schedule", word, "--project", str(proj.root), "--json"] + (
         ["--no-os-job"] if action == "on" else []
     )
-    out = CliRunner().invoke(_build_group(), args)
+    out = CliRunner().invoke(build_group(), args)
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["data"]["action"] == action
 

@@ -19,7 +19,7 @@ from enginekit import croft
 from prometheus_client.parser import text_string_to_metric_families
 from waiting import wait_for
 
-from croft.cli.main import _build_group
+from croft.cli.group import build_group
 from croft.core.clock import parse_instant
 from croft.core.problems import CODES
 from croft.scheduler.control import metricserver
@@ -138,7 +138,7 @@ def test_the_human_output_is_the_text_alone_and_a_broken_project_is_a_zero_and_a
     old = Path.cwd()
     os.chdir(good)
     try:
-        result = CliRunner().invoke(_build_group(), ["metrics"], catch_exceptions=False)
+        result = CliRunner().invoke(build_group(), ["metrics"], catch_exceptions=False)
     finally:
         os.chdir(old)
     assert result.exit_code == 0
@@ -226,7 +226,7 @@ def test_a_client_that_never_ends_its_headers_is_cut_off_unanswered(two_projects
 
 @pytest.mark.parametrize("bad", ["9464", "localhost:", ":9464", "127.0.0.1:70000", "127.0.0.1:http"])
 def test_a_bad_metrics_address_is_a_usage_error(bad):
-    result = CliRunner().invoke(_build_group(), ["serve", "--metrics", bad, "--json"], catch_exceptions=False)
+    result = CliRunner().invoke(build_group(), ["serve", "--metrics", bad, "--json"], catch_exceptions=False)
     envelope = json.loads(result.stdout)
     assert result.exit_code == 2 and envelope["problems"][0]["code"] == "USAGE", envelope
     assert bad in envelope["problems"][0]["message"]
@@ -239,7 +239,7 @@ def test_a_taken_metrics_port_is_port_in_use():
     try:
         port = taken.getsockname()[1]
         result = CliRunner().invoke(
-            _build_group(), ["serve", "--metrics", f"127.0.0.1:{port}", "--json"], catch_exceptions=False
+            build_group(), ["serve", "--metrics", f"127.0.0.1:{port}", "--json"], catch_exceptions=False
         )
     finally:
         taken.close()

@@ -242,7 +242,7 @@ def test_asset_rows_give_the_schedule_commands_the_ticks_decision(make_project):
     from croft.scheduler.tick.view import asset_rows
 
     root = _project(make_project)
-    rows = {r["asset"]: r for r in asset_rows(load_project(root), NOW)}
+    rows = {r["asset"]: r for r in asset_rows(schedule_view(load_project(root), NOW))}
     assert rows["issues"]["due"] and rows["issues"]["cron"] == "0 * * * *"
     assert (
         rows["issues"]["held"]["code"] == "SCHEDULE_HELD"

@@ -132,7 +132,7 @@ def test_doctor_lines_for_a_broken_chain(
 ) -> None:
     from click.testing import CliRunner
 
-    from croft.cli.main import _build_group
+    from croft.cli.group import build_group
     from croft.scheduler.jobs import record as jobrecord
 
     monkeypatch.setenv("CROFT_NOW", NOW)
@@ -140,7 +140,7 @@ def test_doctor_lines_for_a_broken_chain(
     serve_project = scheduled(tmp_path / "s", "on", via="serve")
     Registry().add(project, "os-job", parse_instant(NOW))
     Registry().add(serve_project, "serve", parse_instant(NOW))
-    out = CliRunner().invoke(_build_group(), ["doctor", "--json"])
+    out = CliRunner().invoke(build_group(), ["doctor", "--json"])
     assert out.exit_code == 1
     checks = {c["check"]: c for c in json.loads(out.output)["data"]["checks"]}
     assert checks["registry"]["ok"]
@@ -148,7 +148,7 @@ def test_doctor_lines_for_a_broken_chain(
     assert not checks["croft serve"]["ok"] and checks["croft serve"]["fix"] == "croft serve"
     assert not checks[f"project {project}"]["ok"]  # on since 11:00, never ticked: stale
     jobrecord.write({"backend": "crontab", "label": "dev.croft.test", "python": sys.executable})
-    human = CliRunner().invoke(_build_group(), ["doctor"])
+    human = CliRunner().invoke(build_group(), ["doctor"])
     assert "✖ OS job: the crontab job dev.croft.test is missing" in human.output
     assert "    fix: croft schedule on" in human.output
 

@@ -59,7 +59,7 @@ def test_a_project_tick_with_log_as_names_every_line_it_prints_a_traceback_too(t
     script = (
         "import sys\n"
         "from croft.cli.tick import _log_as\n"
-        "_log_as(['--log-as', 'my shop'])\n"
+        "_log_as('my shop')\n"
         "print('tick: nothing due (1 ms)')\n"
         "raise RuntimeError('boom')\n"
     )
