@@ -40,6 +40,7 @@ def render_plist(spec: JobSpec) -> str:
         template,
         label=escape(spec.label),
         python=escape(spec.python),
+        args="\n".join(f"    <string>{escape(word)}</string>" for word in spec.args()),
         log=escape(spec.log),
         croft_home=escape(spec.croft_home),
     )

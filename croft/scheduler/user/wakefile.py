@@ -39,10 +39,10 @@ class Stamps:
     def __init__(self, home: str, registry_path: str, projects: dict[str, tuple[list[str], list[str]]]):
         self.home = home
         self.projects = projects
-        self.full: list[str] = [registry_path, f"{home}/{FOLDER}"]
+        mine = [f"{home}/{name}" for name in HOME_FILES if name not in REWRITTEN]
+        self.full: list[str] = list(dict.fromkeys([registry_path, f"{home}/{FOLDER}", *mine]))
         self.trust: list[str] = []
         self.wals: list[str] = [f"{home}/slots.sqlite-wal"]
-        self.full += [f"{home}/{name}" for name in HOME_FILES if name not in REWRITTEN]
         for root, (folders, files) in projects.items():
             names = dict.fromkeys([*PART_NAMES, *FIXED, *folders, *files])
             for name in names:

@@ -17,6 +17,7 @@ from croft.core import disk
 from croft.core.clock import parse_instant
 from croft.history.db import open_history
 from croft.scheduler import heartbeat
+from croft.scheduler.jobs.spec import job_spec
 from croft.scheduler.setting import write_scheduling
 from croft.scheduler.user import gate, wakefile
 from croft.scheduler.user.registry import Registry
@@ -146,9 +147,9 @@ def test_the_gate_imports_only_os(tmp_path: Path) -> None:
 
 
 def _minute(at: str) -> subprocess.CompletedProcess[str]:
-    """The OS job's own command at ``at``."""
+    """The OS job's own command at ``at`` (the gate's entry; past the gate, ``croft tick --all``)."""
     return subprocess.run(
-        [sys.executable, "-m", "croft", "tick", "--all"],
+        job_spec(sys.executable).argv(),
         capture_output=True,
         text=True,
         env=os.environ | {"CROFT_NOW": at},
