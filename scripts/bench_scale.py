@@ -672,7 +672,7 @@ def gate(tmp: Path) -> tuple[list[str], list[str]]:
         " copy of one run by hand half an hour earlier, scheduling on, nothing due until tomorrow; the"
         " first minute gives every project its full tick, the next leaves the wake file.",
         "",
-        "| projects × assets | floor CPU ms | `croft tick --all` CPU ms | ratio | full minutes before the gate held |",
+        "| projects × assets | floor CPU ms | the OS job's command CPU ms | ratio | full minutes before the gate held |",
         "|---|---|---|---|---|",
         *rows,
     ]
