@@ -95,7 +95,7 @@ def interpreter_imports_croft(python: str) -> tuple[bool, str]:
     shell's PYTHONPATH), and what it said."""
     try:
         done = subprocess.run(
-            [python, "-c", "import croft.cli.minute"],  # the job's entry is there, and croft behind it
+            [python, "-c", "import croft.cli"],
             capture_output=True,
             text=True,
             timeout=30,

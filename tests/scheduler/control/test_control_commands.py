@@ -70,7 +70,7 @@ def test_on_writes_setting_registry_and_job_then_sees_the_first_tick(proj, monke
     assert result.is_ok and result.exit_code == 0
     assert read_scheduling_file(proj.config.state_dir).state == "on"
     assert Registry().find(proj.root).via == "os-job"  # type: ignore[union-attr]
-    assert "# croft:dev.croft.test" in fake.crontab and "tick --all" in fake.crontab
+    assert "# croft:dev.croft.test" in fake.crontab and " -S -P " in fake.crontab
     assert jobrecord.read()["backend"] == "crontab"  # type: ignore[index]
     tick = result.data["firstTick"]
     assert tick["ok"] and not tick["alreadyTicking"] and 200 <= tick["waitedMs"] < 5000
