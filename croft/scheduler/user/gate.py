@@ -1,5 +1,8 @@
 """The minute gate: the first thing ``croft tick --all`` runs, and the only module with an import budget.
 
+The OS job enters it through ``cli/minute.py`` (``python -S -P``: nothing of ``site`` or the CLI is loaded
+first); a person's ``croft tick --all`` through ``cli/main.py``.
+
 Most minutes of most users need nothing: no fire, retry, ceiling, reminder or freshness breach has come,
 and nothing a tick reads has moved. The full per-user tick (``scheduler.user.tick_all``) knows that
 when it ends a minute in which every project was only beaten, and writes it down in one file,
@@ -13,8 +16,8 @@ else (a moved stamp, the instant, a clock that went back, no wake file, a file i
 short of space, any error) hands the minute to the full tick, which writes the file anew. An edit is
 noticed the next minute; a project with a ping never gets a wake file (pings go out every minute).
 
-Imports ``os`` only (``datetime`` when ``CROFT_NOW`` has an offset): the budget is checked by an import-linter
-contract and ``tests/scheduler/user/test_user_gate.py``.
+Imports ``os`` only (``datetime`` when ``CROFT_NOW`` has an offset): the budget is checked by an
+import-linter contract and ``tests/scheduler/user/test_user_gate.py``.
 """
 
 from __future__ import annotations
