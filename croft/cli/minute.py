@@ -25,7 +25,11 @@ def main() -> None:
     sys.path.insert(0, FOLDER)
     from croft.scheduler.user.gate import enter
 
-    if enter():
+    try:
+        settled = enter()
+    except Exception:  # the gate answers only what it is sure of: anything else is the full tick's
+        settled = False
+    if settled:
         return
     sys.path.remove(FOLDER)  # croft is loaded; its modules are found through the package from here on
     import site

@@ -235,7 +235,8 @@ def test_a_heartbeat_far_ahead_of_the_clock_no_longer_hides_a_stopped_scheduler(
         assert all(code == 0 for code, _ in seen.values()), seen
         assert not [p for _, e in seen.values() for p in e["problems"] if p["code"] == "SCHEDULER_STALE"]
         assert "2099-01-01" in problem_of(seen, "doctor", "CLOCK_MOVED_BACK")["message"]
-    assert (root / ".croft" / "tick-beat").read_text() == "2099-01-01T00:00:00.000Z"  # still there, ignored
+    beats = json.loads((_croft_home / "idle-beats.json").read_text())
+    assert beats["at"] == "2099-01-01T00:00:00.000Z"  # still there, ignored
 
 
 def test_a_croft_json_that_no_longer_loads_is_named_by_the_tick_too(make_project, _croft_home):
