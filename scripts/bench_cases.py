@@ -397,7 +397,7 @@ def bench_tick_all() -> Section:
             " (`scheduler.tick.memo`: the memo's setting, croft.json, history and file fingerprints, the time window),"
             " remembers the stat of every file that check read (`scheduler.user.idlecache`), and while those stay the"
             " same and the clock is inside the memo's window, only compares stats; it writes each heartbeat"
-            " itself (`.croft/tick-beat`). A project whose memo does not hold gets a real `croft tick`"
+            " itself (one `idle-beats.json` for the user). A project whose memo does not hold gets a real `croft tick`"
             " process; the last two columns show what one more minute did.",
             "",
             "| scheduling | baseline CPU ms | `croft tick --all` CPU ms | ratio | project ticks started "

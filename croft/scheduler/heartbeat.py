@@ -2,12 +2,11 @@
 
 The heartbeat is the ``tick`` row of runs.sqlite, written by every project tick that passes the on-check,
 or the idle beat of a minute the per-user tick settled in-process (the project's idle check held, or the
-minute gate found nothing moved): one
-file for the user, ``<CROFT_HOME>/idle-beats.json`` (the minute and the projects it beat), written once
-a minute instead of a file per project (a thousand projects made the minute pay a thousand opens and
-writes). ``<state>/tick-beat``, the per-project beat an earlier croft wrote, is still read. Scheduling that
-is on and quiet for more than 3 minutes (counted from the latest of the last heartbeat, turning on, and
-the end of a pause) is stale; ``control.diagnosis`` says why.
+minute gate found nothing moved): one file for the user, ``<CROFT_HOME>/idle-beats.json`` (the minute and
+the projects it beat), written once a minute instead of a file per project (a thousand projects made the
+minute pay a thousand opens and writes). Nothing else is read as a heartbeat. Scheduling that is on and
+quiet for more than 3 minutes (counted from the latest of the last heartbeat, turning on, and the end of a
+pause) is stale; ``control.diagnosis`` says why.
 
 A mark more than ``AHEAD_LIMIT`` ahead of the clock (a clock moved backwards, a bad ``CROFT_NOW``) would
 make a project look freshly ticked until the clock caught up, so it counts for nothing while a mark
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AHEAD_LIMIT",
-    "BEAT_FILE",
     "STALE_AFTER",
     "USER_BEATS",
     "ahead_of",
@@ -43,23 +41,20 @@ __all__ = [
     "last_awake",
     "last_heartbeat",
     "quiet_since",
-    "read_beat",
-    "write_beat",
     "write_user_beats",
 ]
 
 STALE_AFTER = timedelta(minutes=3)
 AHEAD_LIMIT = timedelta(minutes=5)
-BEAT_FILE = "tick-beat"
 USER_BEATS = "idle-beats.json"
 
 
 def last_heartbeat(state_dir: Path, now: datetime | None = None) -> str | None:
-    """The latest of the tick row's heartbeat (read-only: runs.sqlite is never created here), the idle
-    beat of this user's per-user tick (``write_user_beats``) and a ``tick-beat`` beside it; None when
-    there is none. One far ahead of ``now`` (the clock) loses to one that is not (``_latest``)."""
+    """The later of the tick row's heartbeat (read-only: runs.sqlite is never created here) and the idle
+    beat of this user's per-user tick (``write_user_beats``); None when there is none. One far ahead of
+    ``now`` (the clock) loses to one that is not (``_latest``)."""
 
-    beats = [b for b in (_row_heartbeat(Path(state_dir)), read_beat(state_dir), _user_beat(state_dir)) if b]
+    beats = [b for b in (_row_heartbeat(Path(state_dir)), _user_beat(state_dir)) if b]
     return _latest(beats, now or clock.now())
 
 
@@ -151,26 +146,3 @@ def is_stale(setting: Scheduling, heartbeat: str | None, now: datetime) -> bool:
         return False
     quiet = quiet_since(setting, heartbeat, now)
     return quiet is None or ahead_of(quiet, now) or now - from_iso(quiet) > STALE_AFTER
-
-
-def write_beat(state_dir: str, at: str) -> None:
-    """A ``<state>/tick-beat`` heartbeat, as an earlier croft's per-user tick wrote it for each idle
-    project (this one writes ``write_user_beats``): written in place, every beat the same length."""
-    data = at.encode()
-    fd = os.open(os.path.join(state_dir, BEAT_FILE), os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        os.pwrite(fd, data, 0)
-        if os.fstat(fd).st_size != len(data):
-            os.ftruncate(fd, len(data))
-    finally:
-        os.close(fd)
-
-
-def read_beat(state_dir: str | Path) -> str | None:
-    """The instant an earlier croft's per-user tick stored in ``<state>/tick-beat``, or None."""
-    try:
-        with open(os.path.join(state_dir, BEAT_FILE), encoding="utf-8") as handle:
-            text = handle.read(64).strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return text if len(text) == 24 and text.endswith("Z") else None

@@ -39,7 +39,7 @@ from croft.core.identity import current
 from croft.history.db import open_history
 from croft.history.state import release_tick, write_tick
 from croft.scheduler import incidents
-from croft.scheduler.heartbeat import last_heartbeat, write_beat
+from croft.scheduler.heartbeat import last_heartbeat, write_user_beats
 from croft.scheduler.setting import write_scheduling
 from croft.scheduler.user.registry import Registry
 
@@ -218,7 +218,7 @@ def test_a_heartbeat_far_ahead_of_the_clock_no_longer_hides_a_stopped_scheduler(
     write_tick(conn, current(), "2099-01-01T00:00:00.000Z")  # as a tick at that clock leaves it
     release_tick(conn, current())
     conn.close()
-    write_beat(str(root / ".croft"), "2099-01-01T00:00:00.000Z")
+    write_user_beats(str(_croft_home), "2099-01-01T00:00:00.000Z", [str(root.resolve())])
     seen = looks(root)
     stale = [p for name, (_, e) in seen.items() for p in e["problems"] if p["code"] == "SCHEDULER_STALE"]
     assert len(stale) == 2, seen  # status and schedule status warn
@@ -235,7 +235,8 @@ def test_a_heartbeat_far_ahead_of_the_clock_no_longer_hides_a_stopped_scheduler(
         assert all(code == 0 for code, _ in seen.values()), seen
         assert not [p for _, e in seen.values() for p in e["problems"] if p["code"] == "SCHEDULER_STALE"]
         assert "2099-01-01" in problem_of(seen, "doctor", "CLOCK_MOVED_BACK")["message"]
-    assert (root / ".croft" / "tick-beat").read_text() == "2099-01-01T00:00:00.000Z"  # still there, ignored
+    beats = json.loads((_croft_home / "idle-beats.json").read_text())
+    assert beats["at"] == "2099-01-01T00:00:00.000Z"  # still there, ignored
 
 
 def test_a_croft_json_that_no_longer_loads_is_named_by_the_tick_too(make_project, _croft_home):

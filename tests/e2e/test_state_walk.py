@@ -28,7 +28,7 @@ from croft.core.clock import parse_instant
 from croft.core.problems import problem
 from croft.history.db import open_history
 from croft.scheduler import incidents
-from croft.scheduler.heartbeat import last_heartbeat, write_beat, write_user_beats
+from croft.scheduler.heartbeat import last_heartbeat, write_user_beats
 from croft.scheduler.setting import write_scheduling
 from croft.scheduler.user.registry import Registry
 
@@ -123,7 +123,6 @@ STATE_FILES = [
             {"HISTORY_CORRUPT", "SCHEDULER_BROKEN"}
         ),  # garbage: corrupt; 0 bytes: setting lost
     ),
-    StateFile("tick-beat", lambda w: w.a / ".croft" / "tick-beat", rebuilt=lambda w: True),
     # a step's log is a row of runs.sqlite once its attempt ended (history.steplogs): the runs.sqlite entry
     StateFile("notify.log", lambda w: w.a / ".croft" / "logs" / "notify.log", rebuilt=lambda w: True),
     StateFile(
@@ -154,7 +153,6 @@ def world(make_project, _croft_home: Path, tmp_path: Path) -> World:
     # the files only some minutes make, made as those minutes would
     incidents.record(str(w.a.resolve()), _a_problem(), parse_instant(T0), "tick", w.home)
     (w.a / ".croft" / "logs" / "notify.log").write_text("2026-06-01T10:05:00.000Z - a line\n")
-    write_beat(str(w.a / ".croft"), "2026-06-01T10:05:00.000Z")  # an earlier croft's per-project beat
     write_user_beats(str(_croft_home), "2026-06-01T10:05:00.000Z", [str(w.a.resolve())])  # the user's minute
     (_croft_home / "slots.sqlite.lock").touch()  # taken when a broken slots file is rebuilt
     return w

@@ -23,6 +23,7 @@ from userkit import cannot
 from waiting import wait_for
 
 from croft.scheduler import heartbeat
+from croft.scheduler.jobs.spec import job_spec
 
 HOSTILE = "croft home ${log} $HOME %n back\\slash \"q\" 's' `id` ; # é \x1b end"
 LABEL = "dev.croft.e2e-systemd"
@@ -72,9 +73,8 @@ def test_schedule_on_picks_systemd_its_timer_ticks_under_a_hostile_croft_home_an
         )
         assert heartbeat.last_heartbeat(root / ".croft") is not None
         shown = manager.systemctl("show", f"{LABEL}.service", "-p", "ExecStart", "--value").stdout
-        assert f"argv[]=/usr/bin/env {sys.executable} -m croft tick --all" in shown or (
-            f"argv[]={sys.executable} -m croft tick --all" in shown
-        ), shown
+        command = " ".join(job_spec(sys.executable).argv())
+        assert f"argv[]=/usr/bin/env {command}" in shown or f"argv[]={command}" in shown, shown
 
         off = croft(manager, root, env, "schedule", "off", "--json")
         assert off.returncode == 0, off.stdout + off.stderr

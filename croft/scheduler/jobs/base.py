@@ -126,7 +126,7 @@ def unholdable(value: str, allowed: Callable[[str], bool]) -> str | None:
 
 def refuse_unholdable(backend: str, kind: str, spec: JobSpec, allowed: Callable[[str], bool]) -> None:
     """INSTALL_FAILED naming the first path of ``spec`` that a ``kind`` cannot hold, before anything is written."""
-    for value in (spec.python, spec.croft_home, spec.log):
+    for value in (spec.python, spec.entry, spec.croft_home, spec.log):
         why = unholdable(value, allowed)
         if why is not None:
             raise CroftError(

@@ -41,6 +41,7 @@ def render_plist(spec: JobSpec) -> str:
         template,
         label=escape(spec.label, quote=False),
         python=escape(spec.python, quote=False),
+        args="\n".join(f"    <string>{escape(word, quote=False)}</string>" for word in spec.args()),
         log=escape(spec.log, quote=False),
         croft_home=escape(spec.croft_home, quote=False),
     )

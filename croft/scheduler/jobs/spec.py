@@ -1,4 +1,5 @@
-"""What every OS job runs: an absolute interpreter that has croft, ``-m croft tick --all``, the tick log.
+"""What every OS job runs: an absolute interpreter that has croft, ``-S -P <croft>/cli/minute.py`` (the
+minute gate, then ``croft tick --all``: ``cli.minute`` says why not ``-m croft``), the tick log.
 
 The job must not depend on the shell's PATH (cron and launchd give a bare one) nor on an interpreter that
 will vanish (a temporary or cached environment from ``uvx``/``pipx run``), so the spec records the running
@@ -21,6 +22,9 @@ from croft.scheduler.ticklog import tick_log_path
 
 __all__ = ["JobSpec", "interpreter_imports_croft", "job_spec", "temporary_reason", "tick_log"]
 
+ENTRY = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "cli", "minute.py"
+)
 _TEMPORARY_PARTS = ("/.cache/", "/pip-build-env-", "/pipx/.cache/", "/uv/archive-", "/pytest-of-")
 
 
@@ -30,9 +34,15 @@ class JobSpec:
     python: str
     croft_home: str
     log: str
+    entry: str = ENTRY  # this croft's cli/minute.py
 
     def argv(self) -> list[str]:
-        return [self.python, "-m", "croft", "tick", "--all"]
+        """The one command every backend writes (crontab line, ExecStart, ProgramArguments)."""
+        return [self.python, *self.args()]
+
+    def args(self) -> list[str]:
+        """What follows the interpreter: no ``site`` and no folder of the script's put first on the path."""
+        return ["-S", "-P", self.entry]
 
     def env(self) -> dict[str, str]:
         return child_env("job", {"CROFT_HOME": self.croft_home})

@@ -64,6 +64,7 @@ def render_units(spec: JobSpec) -> dict[str, str]:
         f"{unit_name(spec.label)}.service": fill(
             service,
             python=_executable(spec.python),
+            args=" ".join(quote(word, exec_line=True) for word in spec.args()),
             croft_home=quote(f"CROFT_HOME={spec.croft_home}"),
             log=spec.log.replace("%", "%%"),
         ),

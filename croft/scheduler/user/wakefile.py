@@ -41,10 +41,12 @@ class Stamps:
         self.home = home
         self.projects = projects
         # serve.json: a croft serve coming or going changes which projects are the minute's (tick_all._ours)
-        self.full: list[str] = [registry_path, f"{home}/{FOLDER}", f"{home}/{SERVE_NOTE}"]
+        mine = [f"{home}/{name}" for name in HOME_FILES if name not in REWRITTEN]
+        self.full: list[str] = list(
+            dict.fromkeys([registry_path, f"{home}/{FOLDER}", f"{home}/{SERVE_NOTE}", *mine])
+        )
         self.trust: list[str] = []
         self.wals: list[str] = [f"{home}/slots.sqlite-wal"]
-        self.full += [f"{home}/{name}" for name in HOME_FILES if name not in REWRITTEN]
         for root, (folders, files) in projects.items():
             names = dict.fromkeys([*PART_NAMES, *FIXED, *folders, *files])
             for name in names:

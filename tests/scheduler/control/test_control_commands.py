@@ -69,7 +69,7 @@ def test_on_writes_setting_registry_and_job_then_sees_the_first_tick(proj, monke
     assert result.is_ok and result.exit_code == 0
     assert read_scheduling_file(proj.config.state_dir).state == "on"
     assert Registry().find(proj.root).via == "os-job"  # type: ignore[union-attr]
-    assert "# croft:dev.croft.test" in fake.crontab and "tick --all" in fake.crontab
+    assert "# croft:dev.croft.test" in fake.crontab and " -S -P " in fake.crontab
     assert jobrecord.read()["backend"] == "crontab"  # type: ignore[index]
     tick = result.data["firstTick"]
     assert tick["ok"] and not tick["alreadyTicking"] and 200 <= tick["waitedMs"] < 5000
@@ -418,7 +418,7 @@ def test_action_synonyms(proj, word: str, action: str) -> None:  # type: ignore[
     assert json.loads(out.output)["data"]["action"] == action
 
 
-def test_a_heartbeat_far_ahead_of_the_clock_loses_to_one_that_is_not(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_heartbeat_far_ahead_of_the_clock_loses_to_one_that_is_not(tmp_path, _croft_home: Path) -> None:  # type: ignore[no-untyped-def]
     """The tick row stamped a day ahead (a clock moved back) and a fresh idle beat: the fresh one is the
     last tick; alone, the one ahead is still returned, for the stale rule to name it."""
     from croft.core.identity import current
@@ -431,7 +431,7 @@ def test_a_heartbeat_far_ahead_of_the_clock_loses_to_one_that_is_not(tmp_path) -
     conn.close()
     now = parse_instant("2026-03-01T12:00:00Z")
     assert heartbeat.last_heartbeat(state, now) == "2026-03-02T12:00:00.000Z"
-    heartbeat.write_beat(str(state), "2026-03-01T11:59:00.000Z")
+    heartbeat.write_user_beats(str(_croft_home), "2026-03-01T11:59:00.000Z", [str(tmp_path.resolve())])
     assert heartbeat.last_heartbeat(state, now) == "2026-03-01T11:59:00.000Z"
 
 

@@ -46,7 +46,7 @@ def test_crontab_quoting_survives_sh_and_cron_percent() -> None:
     command = line[len("* * * * * ") : line.rindex(" # croft:")].replace("\\%", "%")  # what cron hands sh
     assert command == tick_command(s)
     words = shlex.split(command)
-    assert words[:6] == [f"CROFT_HOME={s.croft_home}", s.python, "-m", "croft", "tick", "--all"]
+    assert words[:5] == [f"CROFT_HOME={s.croft_home}", s.python, "-S", "-P", s.entry]
     assert words[-3:] == [">>", s.log, "2>&1"]
     assert python_of(line) == s.python
     # and a real sh agrees: echo each word back
@@ -130,7 +130,7 @@ def test_plist_round_trips_with_the_expected_keys_and_escaping() -> None:
     assert "&amp;" in text and "&lt;x&gt;" in text
     data = plistlib.loads(text.encode())
     assert data["Label"] == "dev.croft.test"
-    assert data["ProgramArguments"] == [s.python, "-m", "croft", "tick", "--all"]
+    assert data["ProgramArguments"] == [s.python, "-S", "-P", s.entry]
     assert data["StartInterval"] == 60 and data["RunAtLoad"] is True and data["AbandonProcessGroup"] is True
     assert data["StandardOutPath"] == data["StandardErrorPath"] == s.log
     assert data["EnvironmentVariables"]["CROFT_HOME"] == s.croft_home
@@ -231,7 +231,7 @@ def test_systemd_unit_values_read_back_through_systemd_quoting() -> None:
     from croft.scheduler.jobs.systemd import _exec_python
 
     assert _exec_python(service) == s.python
-    assert exec_line.endswith(" -m croft tick --all")
+    assert exec_line.endswith(f' "-S" "-P" "{s.entry}"')
     assert f"StandardOutput=append:{s.log.replace('%', '%%')}" in service
 
 

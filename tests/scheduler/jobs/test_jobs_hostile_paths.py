@@ -61,7 +61,9 @@ hostile = short_path | long_path
 
 def _spec(base: str, home: str, python: str) -> JobSpec:
     croft_home = f"{base}/{home}"
-    return JobSpec(LABEL, f"{base}/{python}/py", croft_home, f"{croft_home}/logs/tick.log")
+    return JobSpec(
+        LABEL, f"{base}/{python}/py", croft_home, f"{croft_home}/logs/tick.log", f"{base}/{python}/minute.py"
+    )
 
 
 def _fits(char: str, fmt: str) -> bool:
@@ -136,7 +138,7 @@ def test_a_crontab_line_gives_every_path_back_or_is_refused_before_writing(home:
         assert job.comment == f"croft:{LABEL}"
         words = shlex.split(job.command)
         assert words == [
-            f"CROFT_HOME={spec.croft_home}", spec.python, "-m", "croft", "tick", "--all", ">>", spec.log, "2>&1"
+            f"CROFT_HOME={spec.croft_home}", spec.python, *spec.args(), ">>", spec.log, "2>&1"
         ]  # fmt: skip
         assert python_of(line) == spec.python
         # cron's own rule agrees with python-crontab, and a real sh runs what cron hands it: the
@@ -150,7 +152,7 @@ def test_a_crontab_line_gives_every_path_back_or_is_refused_before_writing(home:
         Path(spec.log).parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(["/bin/sh", "-c", command], check=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
         said = Path(spec.log).read_bytes().decode("utf-8").split("\0")
-        assert said == [spec.croft_home, spec.python, "-m", "croft", "tick", "--all", ""]
+        assert said == [spec.croft_home, spec.python, *spec.args(), ""]
 
 
 # -- launchd ------------------------------------------------------------------------------------------
@@ -173,7 +175,7 @@ def test_a_plist_gives_every_path_back_or_is_refused_before_writing(home: str, p
             return
     plist = plistlib.loads(render_plist(spec).encode("utf-8"))
     assert plist["Label"] == LABEL
-    assert plist["ProgramArguments"] == [spec.python, "-m", "croft", "tick", "--all"]
+    assert plist["ProgramArguments"] == spec.argv()
     assert plist["EnvironmentVariables"]["CROFT_HOME"] == spec.croft_home
     assert plist["StandardOutPath"] == plist["StandardErrorPath"] == spec.log
 
@@ -262,7 +264,7 @@ def test_systemd_units_give_every_path_back_or_are_refused_before_writing(home: 
         words = [no_variables(specifiers(w)) for w in systemd_words(setting(service, "ExecStart"))]
         if words[0] == "/usr/bin/env":
             words = words[1:]
-        assert words == [spec.python, "-m", "croft", "tick", "--all"]
+        assert words == spec.argv()
         assert _exec_python(service) == spec.python
         envs = [x for x in service.split("\n") if x.startswith("Environment=") and "CROFT_HOME" in x]
         (env_line,) = envs

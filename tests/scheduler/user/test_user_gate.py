@@ -17,6 +17,7 @@ from croft.core import disk
 from croft.core.clock import parse_instant
 from croft.history.db import open_history
 from croft.scheduler import heartbeat
+from croft.scheduler.jobs.spec import job_spec
 from croft.scheduler.setting import write_scheduling
 from croft.scheduler.user import gate, wakefile
 from croft.scheduler.user.registry import Registry
@@ -146,9 +147,9 @@ def test_the_gate_imports_only_os(tmp_path: Path) -> None:
 
 
 def _minute(at: str) -> subprocess.CompletedProcess[str]:
-    """The OS job's own command at ``at``."""
+    """The OS job's own command at ``at`` (the gate's entry; past the gate, ``croft tick --all``)."""
     return subprocess.run(
-        [sys.executable, "-m", "croft", "tick", "--all"],
+        job_spec(sys.executable).argv(),
         capture_output=True,
         text=True,
         env=os.environ | {"CROFT_NOW": at},
@@ -258,3 +259,33 @@ def test_a_project_whose_scheduling_is_off_leaves_a_wake_file_and_turning_it_on_
     conn.close()
     monkeypatch.setenv("CROFT_NOW", "2026-03-01T11:03:00Z")
     assert not gate.gate(str(_croft_home))  # its history moved: the full tick's minute
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-06-01T10:11:00Z",
+        "2026-06-01T10:11:00.250Z",
+        "2024-02-29T23:59:59Z",
+        "1999-12-31T23:59:59Z",
+        "0002-01-01T00:00:00Z",
+    ],
+)
+def test_the_gate_reads_a_utc_clock_as_croft_does(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate reads ``CROFT_NOW`` without ``datetime`` in its usual form: the same text the full tick's
+    clock gives, and nothing at all (the full tick's minute, which says what is wrong) for a date that
+    does not exist."""
+    from croft.core.clock import to_iso
+
+    monkeypatch.setenv("CROFT_NOW", text)
+    assert gate._now() == to_iso(parse_instant(text))
+
+
+@pytest.mark.parametrize("text", ["2026-02-29T10:00:00Z", "2026-04-31T10:00:00Z", "2026-06-01T24:00:00Z"])
+def test_a_date_that_does_not_exist_is_left_to_the_full_tick(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CROFT_NOW", text)
+    assert gate._now() is None
+    with pytest.raises(ValueError):
+        parse_instant(text)

@@ -27,6 +27,7 @@ from croft.project.config import load_project
 from croft.scheduler.control.commands import schedule_off, schedule_on
 from croft.scheduler.control.diagnosis import unsafe_warning
 from croft.scheduler.control.doctor import doctor
+from croft.scheduler.jobs.spec import job_spec
 from croft.scheduler.setting import read_scheduling_file
 from croft.scheduler.user import fulltick
 from croft.scheduler.user import serve as userserve
@@ -280,7 +281,7 @@ def test_the_os_jobs_own_log_redirect_gets_no_byte_of_the_refusal(_croft_home: P
     _croft_home.chmod(0o777)
     log = shlex.quote(str(_croft_home / "logs" / "tick.log"))
     done = subprocess.run(
-        ["sh", "-c", f"{shlex.quote(sys.executable)} -m croft tick --all >> {log} 2>&1"],
+        ["sh", "-c", f"{shlex.join(job_spec(sys.executable).argv())} >> {log} 2>&1"],  # the job's command
         env={**os.environ, "CROFT_NOW": NOW},
     )
     assert done.returncode == 2 and target.read_text() == "precious\n"  # UNSAFE_PERMISSIONS exits 2
