@@ -18,7 +18,6 @@ __all__ = ["group"]
 SYNONYMS = {
     "enable": "on",
     "start": "on",
-    "resume": "on",
     "disable": "off",
     "stop": "off",
     "show": "status",
@@ -206,17 +205,49 @@ def off(project_dir: str | None) -> Result:
     return schedule_off(load(project_dir))
 
 
+def _pause_human(result: Result) -> str:
+    if "asset" in result.data:
+        from croft.scheduler.control.assetpause import pause_words
+
+        return pause_words(result.data)
+    return _state_human(result)
+
+
 @group.command("pause")
-@click.option("--for", "length", help="How long: 90m, 1h30m, 2 days... (default: until `croft schedule on`).")
+@click.argument("asset", required=False)
+@click.option("--for", "length", help="How long: 90m, 1h30m, 2 days... (default: until resumed).")
 @project_option
 @json_option
 @_group_options
-@run_command(_state_human)
-def pause(length: str | None, project_dir: str | None) -> Result:
-    """Start nothing until the pause ends or `croft schedule on`."""
+@run_command(_pause_human)
+def pause(asset: str | None, length: str | None, project_dir: str | None) -> Result:
+    """Start nothing until the pause ends or `croft schedule on`; with ASSET, pause only that asset
+    (`croft schedule resume ASSET` ends it) while the rest of the project runs."""
+    if asset is not None:
+        from croft.scheduler.control.assetpause import pause_asset
+
+        return pause_asset(load(project_dir), asset, length)
     from croft.scheduler.control.commands import schedule_pause
 
     return schedule_pause(load(project_dir), length)
+
+
+@group.command("resume")
+@click.argument("asset", required=False)
+@project_option
+@json_option
+@_group_options
+@run_command(_pause_human)
+def resume(asset: str | None, project_dir: str | None) -> Result:
+    """Let the scheduler run ASSET again after `croft schedule pause ASSET`; without ASSET, the same as
+    `croft schedule on`."""
+    if asset is not None:
+        from croft.scheduler.control.assetpause import resume_asset
+
+        return resume_asset(load(project_dir), asset)
+    from croft.scheduler.control.commands import schedule_on
+
+    return schedule_on(load(project_dir), no_os_job=False, backend_name="auto", progress=_progress())  # type: ignore[arg-type]
 
 
 @group.command("status")

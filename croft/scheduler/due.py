@@ -30,6 +30,7 @@ from croft.engine.staleness import data_version, stale_reasons
 from croft.project.graph import Graph
 from croft.schedule import cron
 from croft.scheduler.heartbeat import AHEAD_LIMIT
+from croft.scheduler.pause import active_pauses, asset_pause_hold_words
 from croft.scheduler.setting import Scheduling, effective_state
 
 TYPE_CHECKING = False
@@ -65,6 +66,7 @@ _ON = Scheduling(state="on")
 # hold kind -> the registered problem code it is reported with
 HOLD_CODES = {
     "paused": "SCHEDULE_PAUSED",
+    "asset_paused": "SCHEDULE_PAUSED",
     "SCHEDULE_HELD": "SCHEDULE_HELD",
     "LARGE_REPROCESS": "LARGE_REPROCESS",
     "leased": "ASSET_BUSY",
@@ -124,6 +126,7 @@ class DueInput:
         "leases",
         "next_fires",
         "now",
+        "pauses",
         "rollbacks",
         "setting",
         "starting",
@@ -149,6 +152,7 @@ class DueInput:
         rollbacks: Mapping[str, str | None] | None = None,
         next_fires: bool = True,
         tables: Mapping[str, Mapping[str, Any]] | None = None,
+        pauses: Mapping[str, Any] | None = None,
     ) -> None:
         self.assets = assets
         self.now = now
@@ -171,10 +175,14 @@ class DueInput:
         # asset -> {code, message, since}: an incremental ingest whose table a scheduled run found
         # dropped or emptied (scheduler.tick.tableholds), held until a person loads it again
         self.tables: Mapping[str, Mapping[str, Any]] = {} if tables is None else tables
+        # asset -> {since, until}: one asset paused while its project runs (scheduler.pause)
+        self.pauses: Mapping[str, Any] = {} if pauses is None else pauses
 
 
 class Hold(NamedTuple):
-    kind: str  # paused | SCHEDULE_HELD | LARGE_REPROCESS | leased | starting | backoff | table_*
+    kind: (
+        str  # paused | asset_paused | SCHEDULE_HELD | LARGE_REPROCESS | leased | starting | backoff | table_*
+    )
     reason: str
     hint: str
     until: str | None = None
@@ -373,6 +381,7 @@ class _Decider:
             self.inputs[name] = tuple(dict.fromkeys(found))
         self.graph = Graph(self.inputs)
         self.state_now = effective_state(given.setting, self.now)
+        self.paused = active_pauses(given.pauses, self.now)
         self.views: dict[str, View] = {}
         self._holds: dict[str, Hold | None] = {}
         self._visiting: set[str] = set()
@@ -487,6 +496,10 @@ class _Decider:
         approval = self.approval(info)
         if approval:
             return approval
+        if name in self.paused:
+            until = self.paused[name]
+            reason, hint = asset_pause_hold_words(name, until, self.words(until) if until else None)
+            return Hold("asset_paused", reason, hint, until)
         lost = g.tables.get(name)
         if lost is not None and info.kind == "ingest":
             code = str(lost.get("code") or "TABLE_MISSING")

@@ -16,6 +16,7 @@ from croft.history import catalog, leases, state
 from croft.history.db import translate_sqlite_errors
 from croft.history.migrations import COST_GUARD_WHERE
 from croft.scheduler.due import AssetInfo, DueInput, FailedStart
+from croft.scheduler.pause import read_pauses
 from croft.scheduler.setting import Scheduling
 from croft.scheduler.tick.tableholds import HELD_KEY, live, still_lost
 
@@ -141,6 +142,7 @@ def due_input(
         rollbacks=rollbacks or {},
         next_fires=next_fires,
         tables=tables,
+        pauses=read_pauses(conn),
     )
 
 

@@ -182,7 +182,7 @@ def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:
                 else {
                     "code": hold["code"],
                     "why": hold["reason"],
-                    "release": release_command(name, hold["code"]),
+                    "release": release_command(name, hold["code"], hold.get("kind")),
                 },
                 "starting": hold is not None and hold.get("kind") == "starting",
                 "invalid": a.get("invalid"),
@@ -191,8 +191,10 @@ def asset_rows(project: Project, now: datetime) -> list[dict[str, Any]]:
     return rows
 
 
-def release_command(asset: str, code: str) -> str:
+def release_command(asset: str, code: str, kind: str | None = None) -> str:
     """The command that lifts a hold (or shows what holds it)."""
+    if kind == "asset_paused":  # the asset alone is paused, not its project
+        return f"croft schedule resume {asset}"
     if code == "SCHEDULE_INVALID":
         return "croft validate"  # shows the schedule's problem and a suggestion that parses
     if code == "SCHEDULE_PAUSED":
