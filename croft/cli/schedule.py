@@ -97,7 +97,8 @@ def _human(result: Result) -> str:
 
 
 @group.command("explain")
-@click.argument("schedule", nargs=-1, required=True)
+@click.argument("schedule", nargs=-1)
+@click.option("--asset", help="Explain this ingest's own schedule, with its jitter and quiet hours.")
 @click.option("--tz", "tz_name", help="IANA zone (default: the project's zone, or UTC outside a project).")
 @click.option(
     "--after", help="Start after this instant, ISO-8601 or epoch ms (default: now; CROFT_NOW counts)."
@@ -108,6 +109,7 @@ def _human(result: Result) -> str:
 @run_command(_human)
 def explain(
     schedule: tuple[str, ...],
+    asset: str | None,
     tz_name: str | None,
     after: str | None,
     count: int,
@@ -119,6 +121,7 @@ def explain(
     Examples:
       croft schedule explain "weekdays at 9am"
       croft schedule explain "30 2 * * *" --tz America/Los_Angeles --after 2026-03-07T00:00:00Z
+      croft schedule explain --asset orders     (its schedule, jitter and quiet hours)
     """
     from croft.core import clock
     from croft.core.problems import CroftError
@@ -132,6 +135,16 @@ def explain(
             raise CroftError(
                 "USAGE", f"--after: {exc}", "give an ISO-8601 instant such as 2026-03-08T09:00:00Z"
             ) from None
+    if asset is not None:
+        from croft.scheduler.control.explainasset import explain_asset
+
+        return explain_asset(load(project_dir), asset, tz_name, start, count)
+    if not schedule:
+        raise CroftError(
+            "USAGE",
+            "croft schedule explain needs a SCHEDULE or --asset NAME",
+            'e.g. croft schedule explain "weekdays at 9am", or croft schedule explain --asset orders',
+        )
     return explain_schedule(" ".join(schedule), tz_name or _project_zone(project_dir), start, count)
 
 

@@ -28,9 +28,9 @@ from croft.core.problems import CODES, Problem, problem
 from croft.core.record import NamedTuple
 from croft.engine.staleness import data_version, stale_reasons
 from croft.project.graph import Graph
-from croft.schedule import cron
+from croft.schedule import cron, release
 from croft.scheduler.heartbeat import AHEAD_LIMIT
-from croft.scheduler.pause import active_pauses, asset_pause_hold_words
+from croft.scheduler.pause import active_pauses, asset_pause_hold_words, pause_ends
 from croft.scheduler.setting import Scheduling, effective_state
 
 TYPE_CHECKING = False
@@ -50,6 +50,8 @@ __all__ = [
     "due_work",
     "edited_ago",
     "is_retryable",
+    "next_look",
+    "release_policy",
 ]
 
 RETRY_BACKOFF = timedelta(minutes=15)
@@ -97,6 +99,8 @@ class AssetInfo(NamedTuple):
     max_runtime_s: float | None = None  # the asset's own ceiling for a scheduled run (scheduler.tick.ceiling)
     fresh_within_s: float | None = None  # its freshness promise (scheduler.freshness)
     slow_after_s: float | None = None  # a scheduled step running longer is told once (scheduler.tick.slow)
+    jitter_s: float | None = None  # its own jitter (schedule.jitter); None: the project's
+    quiet: tuple[str, ...] | None = None  # its own quiet hours (schedule.quiet); None: the project's
     spec: Any = None  # the parsed cron (cron.CronSpec) when known
     # SCHEDULE_INVALID (as a problem dict) when ``schedule`` is text the schedule language refuses: the
     # ingest never fires, and the tick, status and schedule status say so instead of staying quiet
@@ -120,6 +124,7 @@ class DueInput:
         "assets",
         "catalog",
         "failed_starts",
+        "jitter_s",
         "large_reprocess",
         "last_ok",
         "latest",
@@ -127,6 +132,7 @@ class DueInput:
         "next_fires",
         "now",
         "pauses",
+        "quiet",
         "rollbacks",
         "setting",
         "starting",
@@ -153,6 +159,8 @@ class DueInput:
         next_fires: bool = True,
         tables: Mapping[str, Mapping[str, Any]] | None = None,
         pauses: Mapping[str, Any] | None = None,
+        jitter_s: float | None = None,
+        quiet: Sequence[str] = (),
     ) -> None:
         self.assets = assets
         self.now = now
@@ -177,6 +185,9 @@ class DueInput:
         self.tables: Mapping[str, Mapping[str, Any]] = {} if tables is None else tables
         # asset -> {since, until}: one asset paused while its project runs (scheduler.pause)
         self.pauses: Mapping[str, Any] = {} if pauses is None else pauses
+        # croft.json's jitter and quiet hours: each ingest's unless it sets its own
+        self.jitter_s = jitter_s
+        self.quiet = tuple(quiet)
 
 
 class Hold(NamedTuple):
@@ -410,10 +421,11 @@ class _Decider:
                 spec = cron.parse_cron(info.cron)
             except Exception:  # validate reports SCHEDULE_INVALID; the scheduler leaves it alone
                 return
+        policy = release_policy(info, self.g.jitter_s, self.g.quiet)
+        latest, pending = release.due_fire(info.name, spec, self.g.tz, self.now, policy)
         if self.g.next_fires:
-            nxt = cron.next_fire(spec, self.g.tz, self.now)
+            nxt = release.next_release(info.name, spec, self.g.tz, self.now, policy, pending)
             view.next_fire_at = to_iso(nxt) if nxt else None
-        latest = cron.latest_fire_at_or_before(spec, self.g.tz, self.now)
         if latest is None:
             return
         handled = self.handled(info.name, view.last_fire_at, latest)
@@ -424,7 +436,7 @@ class _Decider:
         missed = 1
         if handled_at is not None:
             fires = cron.next_fires(spec, self.g.tz, handled_at, MISSED_CAP)
-            missed = max(1, sum(1 for f in fires if f <= self.now))
+            missed = max(1, sum(1 for f in fires if f <= latest))
         view.missed = missed
         reason = f"fired at {self.words(latest)}"
         if missed > 1:
@@ -497,9 +509,9 @@ class _Decider:
         if approval:
             return approval
         if name in self.paused:
-            until = self.paused[name]
-            reason, hint = asset_pause_hold_words(name, until, self.words(until) if until else None)
-            return Hold("asset_paused", reason, hint, until)
+            ends = self.paused[name]
+            reason, hint = asset_pause_hold_words(name, ends, self.words(ends) if ends else None)
+            return Hold("asset_paused", reason, hint, ends)
         lost = g.tables.get(name)
         if lost is not None and info.kind == "ingest":
             code = str(lost.get("code") or "TABLE_MISSING")
@@ -671,6 +683,29 @@ class _Decider:
         for name in sorted(names):
             groups.setdefault(find(name), []).append(name)
         return sorted(groups.values())
+
+
+def release_policy(info: AssetInfo, jitter_s: float | None, quiet: Sequence[str]) -> release.Policy:
+    """An ingest's jitter and quiet hours: its own where it sets them, else the project's."""
+    return release.Policy.resolve(info.jitter_s, info.quiet, jitter_s, quiet)
+
+
+def next_look(given: DueInput) -> datetime | None:
+    """The first instant after ``given.now`` at which the decision can change by the clock alone: an
+    ingest's next release (its fire, jittered, out of quiet hours) or the end of an asset's pause. The
+    idle memo (and through it the minute gate) sleeps until then: an instant missed here is a fire
+    skipped, so this reads the same functions ``due_work`` decides with."""
+    found = pause_ends(given.pauses, given.now)
+    for info in given.assets.values():
+        if info.kind != "ingest" or not info.cron:
+            continue
+        spec = info.spec or cron.parse_cron(info.cron)
+        policy = release_policy(info, given.jitter_s, given.quiet)
+        _, pending = release.due_fire(info.name, spec, given.tz, given.now, policy)
+        nxt = release.next_release(info.name, spec, given.tz, given.now, policy, pending)
+        if nxt is not None:
+            found.append(nxt)
+    return min(found, default=None)
 
 
 def due_work(given: DueInput) -> DueWork:

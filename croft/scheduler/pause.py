@@ -87,27 +87,21 @@ def read_pauses(conn: sqlite3.Connection | None) -> dict[str, Any]:
 def write_pause(
     conn: sqlite3.Connection, asset: str, now: datetime, until: datetime | None
 ) -> dict[str, Any]:
-    """Pause ``asset`` (``until`` None: until resumed); returns the pauses in force. Ended pauses are
-    dropped, and so is the idle memo, so the next tick decides again instead of trusting a memo made
-    before the pause."""
-    from croft.history.state import delete_setting, put_setting
-    from croft.scheduler.tick.memo import MEMO_KEY
+    """Pause ``asset`` (``until`` None: until resumed); returns the pauses in force (ended ones dropped)."""
+    from croft.history.state import put_setting
 
     pauses = {a: e for a, e in read_pauses(conn).items() if a in active_pauses({a: e}, now)}
     pauses[asset] = {"since": to_iso(now), "until": to_iso(until) if until else None}
     put_setting(conn, PAUSES_KEY, pauses)
-    delete_setting(conn, MEMO_KEY)
     return pauses
 
 
 def resume(conn: sqlite3.Connection, asset: str, now: datetime) -> bool:
     """Resume ``asset``; whether it was paused then."""
-    from croft.history.state import delete_setting, put_setting
-    from croft.scheduler.tick.memo import MEMO_KEY
+    from croft.history.state import put_setting
 
     stored = read_pauses(conn)
     was = asset in active_pauses(stored, now)
     stored.pop(asset, None)
     put_setting(conn, PAUSES_KEY, stored)
-    delete_setting(conn, MEMO_KEY)
     return was

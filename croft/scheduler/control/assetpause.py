@@ -9,10 +9,12 @@ from croft.core import clock, when
 from croft.core.result import Next, Result
 from croft.core.suggest import unknown_asset
 from croft.history.db import open_history
+from croft.history.state import delete_setting
 from croft.project.config import Project
 from croft.project.discovery import asset_files
 from croft.scheduler import pause
 from croft.scheduler.control.commands import parse_pause_length
+from croft.scheduler.tick.memo import MEMO_KEY
 
 __all__ = ["pause_asset", "resume_asset"]
 
@@ -30,6 +32,7 @@ def pause_asset(project: Project, asset: str, length: str | None) -> Result:
     conn = open_history(project.config.state_dir)
     try:
         pauses = pause.write_pause(conn, asset, now, until)
+        delete_setting(conn, MEMO_KEY)  # the next tick decides again, never trusting a memo from before
     finally:
         conn.close()
     data: dict[str, Any] = {
@@ -47,6 +50,7 @@ def resume_asset(project: Project, asset: str) -> Result:
     conn = open_history(project.config.state_dir)
     try:
         was = pause.resume(conn, asset, now)
+        delete_setting(conn, MEMO_KEY)
         left = pause.active_pauses(pause.read_pauses(conn), now)
     finally:
         conn.close()

@@ -69,7 +69,16 @@ def standing(project: Project, now: datetime, infos: dict[str, AssetInfo] | None
         from croft.notify import streaks  # lazy: only a project that promises freshness reads them
 
         setting = read_scheduling(conn)
-        given = due_input(conn, infos, now=now, tz=project.config.timezone, setting=setting, next_fires=False)
+        given = due_input(
+            conn,
+            infos,
+            now=now,
+            tz=project.config.timezone,
+            setting=setting,
+            next_fires=False,
+            jitter_s=project.config.jitter_s,
+            quiet=project.config.quiet,
+        )
         going = streaks.read(conn)
     finally:
         if conn is not None:

@@ -65,12 +65,22 @@ def _view(project: Project, now: datetime) -> tuple[dict[str, Any], dict[str, As
                 failed_starts=settled.failed_starts if settled else (),
                 rollbacks=settled.rollback_view() if settled else None,
                 database=project.config.database,
+                jitter_s=project.config.jitter_s,
+                quiet=project.config.quiet,
             )
         except (sqlite3.Error, CroftError) as exc:
             _unless_broken(exc, project)  # a broken file is its problem; one not migrated yet reads as new
             setting = Scheduling()
             infos, _ = load_facts(None, project, store=False)
-            given = due_input(None, infos, now=now, tz=tz, setting=setting)
+            given = due_input(
+                None,
+                infos,
+                now=now,
+                tz=tz,
+                setting=setting,
+                jitter_s=project.config.jitter_s,
+                quiet=project.config.quiet,
+            )
         work = due_work(given)
     finally:
         if conn is not None:
