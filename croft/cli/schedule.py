@@ -10,6 +10,7 @@ import click
 
 from croft.cli.project_option import load, project_option
 from croft.cli.render import json_option, run_command
+from croft.cli.schedule_simulate import simulate
 from croft.core.result import Result
 
 __all__ = ["group"]
@@ -273,3 +274,6 @@ def status(project_dir: str | None) -> Result:
     from croft.scheduler.control.commands import schedule_status
 
     return schedule_status(load(project_dir))
+
+
+group.add_command(simulate)

@@ -9,6 +9,7 @@ now" is found by stepping back from the latest fire, never by scanning a day.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -52,6 +53,13 @@ def release_at(name: str, spec: cron.CronSpec, tz: str, fire: datetime, policy: 
     """The instant ``fire`` of ``name`` may start."""
     if policy.plain:
         return fire
+    return _release_at(name, spec, tz, fire, policy)
+
+
+@functools.lru_cache(maxsize=4096)
+def _release_at(name: str, spec: cron.CronSpec, tz: str, fire: datetime, policy: Policy) -> datetime:
+    """Kept per (asset, fire, policy): a pure answer each tick and every step of a flight plan asks
+    again, and finding the next fire (the jitter's bound) is the costly part."""
     at = fire
     if policy.jitter_s:
         at = fire + jitter_delay(name, fire, policy.jitter_s, cron.next_fire(spec, tz, fire))

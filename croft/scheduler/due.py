@@ -435,7 +435,11 @@ class _Decider:
         view.due = view.primary = True
         missed = 1
         if handled_at is not None:
-            fires = cron.next_fires(spec, self.g.tz, handled_at, MISSED_CAP)
+            fires = cron.next_fires(
+                spec, self.g.tz, handled_at, 2
+            )  # most often one fire came: look no further
+            if len(fires) == 2 and fires[1] <= latest:
+                fires = cron.next_fires(spec, self.g.tz, handled_at, MISSED_CAP)
             missed = max(1, sum(1 for f in fires if f <= latest))
         view.missed = missed
         reason = f"fired at {self.words(latest)}"
@@ -696,6 +700,9 @@ def next_look(given: DueInput) -> datetime | None:
     idle memo (and through it the minute gate) sleeps until then: an instant missed here is a fire
     skipped, so this reads the same functions ``due_work`` decides with."""
     found = pause_ends(given.pauses, given.now)
+    paused_until = given.setting.paused_until if given.setting.state == "paused" else None
+    if paused_until and paused_until > to_iso(given.now):  # the project's own pause ends
+        found.append(parse_instant(paused_until))
     for info in given.assets.values():
         if info.kind != "ingest" or not info.cron:
             continue
