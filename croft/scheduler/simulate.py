@@ -187,18 +187,36 @@ class _Sim:
             jittered = release.release_at(a, spec, g.tz, fire, release.Policy(policy.jitter_s))
             if jittered > fire:
                 why.append(f"{a}: jitter {int((jittered - fire).total_seconds())} s")
-            if at > jittered:
-                why.append(f"{a}: quiet hours until {to_iso(at)}")
-                self.deferred.append({"asset": a, "fire": fire_text, "runsAt": to_iso(at)})
             missed = work.views[a].missed
             if missed > 1:
                 why.append(f"{a}: {missed} fires run once")
+            quieted = self.quieted(a, spec, policy, fire)
+            if at > jittered or quieted:
+                why.append(f"{a}: quiet hours held {len(quieted) or 1} fire(s)")
+                self.deferred += [
+                    {"asset": a, "fire": f, "runsAt": to_iso(now)} for f in quieted or [fire_text]
+                ]
             pause = g.pauses.get(a) or {}
             if pause.get("until") and parse_instant(str(pause["until"])) > at:
                 at = parse_instant(str(pause["until"]))
                 why.append(f"{a}: paused until {to_iso(at)}")
             ats.append(at)
         return min(ats, default=now), tuple(why)
+
+    def quieted(self, name: str, spec: Any, policy: release.Policy, fire: datetime) -> list[str]:
+        """The fires since the last one handled, up to ``fire``, that quiet hours held back."""
+        if not policy.quiet:
+            return []
+        last = self.state.get(name, {}).get("last_fire_at") or self.last_ok.get(name)
+        if not last:
+            return []
+        g = self.g
+        bare = release.Policy(policy.jitter_s)
+        return [
+            to_iso(f)
+            for f, at in release.released_fires(name, spec, g.tz, parse_instant(str(last)), fire, policy)
+            if at > release.release_at(name, spec, g.tz, f, bare)
+        ]
 
     def run(self) -> None:
         t = _ceil_minute(self.g.now)
