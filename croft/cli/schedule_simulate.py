@@ -43,14 +43,18 @@ def _calendar(result: Result) -> str:
     if not data["runs"]:
         lines.append("No scheduled run in this span.")
     for hold in data["holds"]:
-        lines.append(f"Held: {hold['asset']} ({hold['code']}): {for_terminal(hold['reason'])}")
+        fires = f"; {hold['fires']} fires not run" if hold.get("fires") else ""
+        lines.append(f"Held: {hold['asset']} ({hold['code']}): {for_terminal(hold['reason'])}{fires}")
     shifts: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for dst in data["dst"]:  # one line per asset and change, its walls together
-        what = "do not exist" if dst["kind"] == "gap" else "happen twice"
+        what = {
+            "gap": "do not exist; they fire when the clocks have moved",
+            "repeat_first": "happen twice; they fire at the first",
+        }.get(dst["kind"], "happen twice; they fire at both, keeping the interval")
         walls = shifts[(dst["asset"], what, local(dst["fire"], "%Y-%m-%d"))]
         walls += [w for w in dst["walls"] if w not in walls]
     for (asset, what, day), walls in shifts.items():
-        lines.append(f"Daylight saving: {asset}'s fires at {', '.join(walls)} {what} on {day}")
+        lines.append(f"Daylight saving on {day}: {asset}'s fires at {', '.join(walls)} {what}")
     for breach in data["breaches"]:
         lines.append(f"Freshness: {breach['asset']} passes its promise at {local(breach['at'], '%a %H:%M')}")
     for host, hours in sorted(data["requestsPerHostHour"].items()):

@@ -141,8 +141,8 @@ class _Sim:
                 noted = self.holds.setdefault(
                     name, {"asset": name, "code": hold.code, "reason": hold.reason, "since": to_iso(now)}
                 )
-                noted["fires"] = noted.get("fires", 0) + 1
                 noted["until"] = hold.until
+                noted["lastSeen"] = to_iso(now)
         groups = sorted(work.groups, key=lambda grp: min(work.fires.get(a, "~") for a in grp))
         room = self.sim.cap - len(self.running)
         admitted = pool_admission(groups, self.pools_running(), self.sim.pools, self.sim.pool_of)
@@ -253,12 +253,30 @@ def simulate(sim: SimInput) -> Plan:
     s.run()
     return Plan(
         runs=s.runs,
-        holds=sorted(s.holds.values(), key=lambda h: h["asset"]),
+        holds=_held_fires(sim, s.holds),
         deferred=s.deferred,
         dst=_dst(sim),
         breaches=_breaches(sim, s.runs),
         hosts=_hosts(sim, s.runs),
     )
+
+
+def _held_fires(sim: SimInput, holds: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each hold with ``fires``: how many of an ingest's fires it kept from running (the one due when it
+    was first seen, and each released after, while it held)."""
+    g = sim.given
+    out = []
+    for name, hold in sorted(holds.items()):
+        info = g.assets[name]
+        item = {k: v for k, v in hold.items() if k != "lastSeen"}
+        if info.kind == "ingest" and info.cron:
+            spec = info.spec or cron.parse_cron(info.cron)
+            policy = release_policy(info, g.jitter_s, g.quiet)
+            since, seen = parse_instant(hold["since"]), parse_instant(hold["lastSeen"])
+            later = release.released_fires(name, spec, g.tz, since, seen, policy)
+            item["fires"] = 1 + sum(1 for _f, at in later if at <= seen)
+        out.append(item)
+    return out
 
 
 def _dst(sim: SimInput) -> list[dict[str, Any]]:
