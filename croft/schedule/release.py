@@ -18,7 +18,7 @@ from croft.schedule import cron
 from croft.schedule.jitter import jitter_delay
 from croft.schedule.quiet import Window, parse_windows, quiet_end, quiet_start
 
-__all__ = ["Policy", "due_fire", "next_release", "release_at", "released_fires"]
+__all__ = ["Policy", "due_fire", "fires_after", "next_release", "release_at", "released_fires"]
 
 _TICK = timedelta(microseconds=1)
 _STEPS = 8  # fires stepped back at most: a jitter is shorter than one gap, a quiet window is skipped whole
@@ -66,6 +66,7 @@ def _release_at(name: str, spec: cron.CronSpec, tz: str, fire: datetime, policy:
     return quiet_end(at, policy.quiet, tz)
 
 
+@functools.lru_cache(maxsize=1024)
 def due_fire(
     name: str, spec: cron.CronSpec, tz: str, now: datetime, policy: Policy
 ) -> tuple[datetime | None, datetime | None]:
@@ -87,6 +88,7 @@ def due_fire(
     return fire, pending
 
 
+@functools.lru_cache(maxsize=1024)
 def next_release(
     name: str, spec: cron.CronSpec, tz: str, now: datetime, policy: Policy, pending: datetime | None = None
 ) -> datetime | None:
@@ -94,6 +96,13 @@ def next_release(
     or else the next fire, with its jitter and quiet hours."""
     fire = pending or cron.next_fire(spec, tz, now)
     return None if fire is None else release_at(name, spec, tz, fire, policy)
+
+
+@functools.lru_cache(maxsize=256)
+def fires_after(spec: cron.CronSpec, tz: str, after: datetime, n: int) -> tuple[datetime, ...]:
+    """``cron.next_fires`` kept: a held ingest counts the fires it missed since the same last fire at every
+    tick, and a flight plan asks again at each step."""
+    return tuple(cron.next_fires(spec, tz, after, n))
 
 
 def released_fires(

@@ -435,11 +435,10 @@ class _Decider:
         view.due = view.primary = True
         missed = 1
         if handled_at is not None:
-            fires = cron.next_fires(
-                spec, self.g.tz, handled_at, 2
-            )  # most often one fire came: look no further
+            # most often one fire came since: look no further than two
+            fires = release.fires_after(spec, self.g.tz, handled_at, 2)
             if len(fires) == 2 and fires[1] <= latest:
-                fires = cron.next_fires(spec, self.g.tz, handled_at, MISSED_CAP)
+                fires = release.fires_after(spec, self.g.tz, handled_at, MISSED_CAP)
             missed = max(1, sum(1 for f in fires if f <= latest))
         view.missed = missed
         reason = f"fired at {self.words(latest)}"

@@ -49,7 +49,7 @@ class Run(NamedTuple):
     released: str  # when the latest of those fires was let go (jitter, quiet hours, a pause's end)
     start: str  # the minute a tick (or a freed slot) starts it
     end: str
-    waited_s: float  # from its release to its start: the queue under the cap and the pools
+    waited_s: float  # from its release to its start: the next whole minute, the cap and the pools
     why: tuple[str, ...]  # what moved it: jitter, quiet hours, coalesced fires, a pause, the queue
 
 
@@ -102,6 +102,8 @@ class _Sim:
         self.holds: dict[str, dict[str, Any]] = {}
         self.deferred: list[dict[str, Any]] = []
         self.waiting = False  # a due group was left waiting for a slot or its pool
+        self.blocked = False  # a due asset was held by its own run still going
+        self.queued: set[str] = set()  # assets of groups left waiting (a queue wait, not a jitter)
 
     def given_at(self, now: datetime) -> DueInput:
         g = self.g
@@ -134,6 +136,8 @@ class _Sim:
         """One tick at ``now``: what is due, held, started or left waiting. ``fresh``: a minute's tick
         (holds are noted); else a freed slot's tick, which starts only what was waiting."""
         work = due_work(self.given_at(now))
+        # something due waits for a run of its own to end: the first tick after that end looks again
+        self.blocked = any(hold.kind in ("leased", "starting") for _name, hold in work.held)
         if fresh:
             for name, hold in work.held:
                 if hold.kind in ("leased", "starting"):
@@ -144,12 +148,15 @@ class _Sim:
                 noted["until"] = hold.until
                 noted["lastSeen"] = to_iso(now)
         groups = sorted(work.groups, key=lambda grp: min(work.fires.get(a, "~") for a in grp))
+        if not fresh:  # a freed slot's tick: what was waiting, not a fire released since the minute began
+            groups = [grp for grp in groups if self.queued.intersection(grp)]
         room = self.sim.cap - len(self.running)
         admitted = pool_admission(groups, self.pools_running(), self.sim.pools, self.sim.pool_of)
         self.waiting = False
         for group, ok in zip(groups, admitted, strict=True):
             if not ok or room <= 0:
                 self.waiting = True
+                self.queued.update(group)
                 continue
             room -= 1
             self.start(tuple(group), work, now)
@@ -164,12 +171,11 @@ class _Sim:
         for a in group:
             self.last_ok[a] = to_iso(now)
         self.running.append((end, group))
-        waited = max(0.0, (now - released).total_seconds())
-        if waited >= 60:
-            why = (*why, f"waited {round(waited / 60)} min for a slot")
-        self.runs.append(
-            Run(group, fires, to_iso(released), to_iso(now), to_iso(end), waited - waited % 60, why)
-        )
+        waited = float(round(max(0.0, (now - released).total_seconds())))
+        if self.queued.intersection(group):
+            why = (*why, f"waited {round(waited / 60)} min for a slot or its pool")
+        self.queued.difference_update(group)
+        self.runs.append(Run(group, fires, to_iso(released), to_iso(now), to_iso(end), waited, why))
 
     def released(
         self, group: tuple[str, ...], fires: Mapping[str, str], work: Any, now: datetime
@@ -225,6 +231,9 @@ class _Sim:
             self.finish(t)
             self.decide(t, fresh=True)
             t = self.next_tick(t)
+        # the last minute's runs end, and what waited for them starts within that minute, as it does after
+        # the last tick
+        self.finish(until + _MINUTE - timedelta(microseconds=1))
 
     def finish(self, upto: datetime) -> None:
         """Runs ending by ``upto`` free their slots; what was waiting starts at each end, as a run that
@@ -240,7 +249,8 @@ class _Sim:
 
     def next_tick(self, t: datetime) -> datetime:
         """The next whole minute at which a tick could start something."""
-        candidates = [t + _MINUTE] if self.running else []
+        ends = [end for end, _group in self.running]
+        candidates = [_ceil_minute(max(min(ends), t + _MINUTE))] if self.blocked and ends else []
         nxt = next_look(self.given_at(t))
         if nxt is not None:
             candidates.append(_ceil_minute(max(nxt, t + _MINUTE)))
