@@ -5,8 +5,10 @@ gather the facts and pass ``now`` in, so every rule is tested by handing in data
 
 - a fire is handled once: an ingest is due when its latest fire is later than both the last fire the
   scheduler handled and the start of its last successful step (a run by hand covers the fire before it);
-  missed fires coalesce into one run;
-- a held asset is not started but stays due, so it runs at the first tick after its hold lifts;
+  missed fires coalesce into one run; a fire counts from its release (``schedule.release``: its jitter, then
+  out of quiet hours), and ``next_look`` names the next instant the clock alone can change the answer;
+- a held asset is not started but stays due, so it runs at the first tick after its hold lifts (one asset
+  paused by itself is such a hold, ``scheduler.pause``);
 - due assets are grouped by connected components of the whole asset graph: one run per group;
 - the clock decides: a handled fire stamped more than ``heartbeat.AHEAD_LIMIT`` ahead of the clock (the
   clock moved back since, or a tick ran with a ``CROFT_NOW`` ahead) counts as covering the fires up to
