@@ -248,20 +248,36 @@ def pause(asset: str | None, length: str | None, project_dir: str | None) -> Res
 
 @group.command("resume")
 @click.argument("asset", required=False)
+@click.option("--no-os-job", is_flag=True, help="Without ASSET, as `croft schedule on --no-os-job`.")
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "crontab", "launchd", "systemd"]),
+    default="auto",
+    show_default=True,
+    help="Without ASSET, as `croft schedule on --backend`.",
+)
 @project_option
 @json_option
 @_group_options
 @run_command(_pause_human)
-def resume(asset: str | None, project_dir: str | None) -> Result:
+def resume(asset: str | None, no_os_job: bool, backend: str, project_dir: str | None) -> Result:
     """Let the scheduler run ASSET again after `croft schedule pause ASSET`; without ASSET, the same as
     `croft schedule on`."""
     if asset is not None:
+        if no_os_job or backend != "auto":
+            from croft.core.problems import CroftError
+
+            raise CroftError(
+                "USAGE",
+                f"--no-os-job and --backend say how the project is ticked, not {asset}",
+                f"croft schedule resume {asset} resumes the asset; croft schedule on --no-os-job the project",
+            )
         from croft.scheduler.control.assetpause import resume_asset
 
         return resume_asset(load(project_dir), asset)
     from croft.scheduler.control.commands import schedule_on
 
-    return schedule_on(load(project_dir), no_os_job=False, backend_name="auto", progress=_progress())  # type: ignore[arg-type]
+    return schedule_on(load(project_dir), no_os_job=no_os_job, backend_name=backend, progress=_progress())  # type: ignore[arg-type]
 
 
 @group.command("status")
