@@ -179,17 +179,23 @@ def _progress() -> object:
     return lambda line: click.echo(line, err=True)
 
 
+def _ticking_options(work: Callable[..., Any]) -> Callable[..., Any]:
+    """``--no-os-job`` and ``--backend``: how the project is ticked (``on``, and ``resume`` without ASSET)."""
+    work = click.option(
+        "--backend",
+        type=click.Choice(["auto", "crontab", "launchd", "systemd"]),
+        default="auto",
+        show_default=True,
+        help="Which OS job to install (auto: launchd on macOS, systemd where a user manager answers, else"
+        " crontab).",
+    )(work)
+    return click.option(
+        "--no-os-job", is_flag=True, help="Install no OS job: a running `croft serve` ticks this project."
+    )(work)
+
+
 @group.command("on")
-@click.option(
-    "--no-os-job", is_flag=True, help="Install no OS job: a running `croft serve` ticks this project."
-)
-@click.option(
-    "--backend",
-    type=click.Choice(["auto", "crontab", "launchd", "systemd"]),
-    default="auto",
-    show_default=True,
-    help="Which OS job to install (auto: launchd on macOS, systemd where a user manager answers, else crontab).",
-)
+@_ticking_options
 @project_option
 @json_option
 @_group_options
@@ -248,14 +254,7 @@ def pause(asset: str | None, length: str | None, project_dir: str | None) -> Res
 
 @group.command("resume")
 @click.argument("asset", required=False)
-@click.option("--no-os-job", is_flag=True, help="Without ASSET, as `croft schedule on --no-os-job`.")
-@click.option(
-    "--backend",
-    type=click.Choice(["auto", "crontab", "launchd", "systemd"]),
-    default="auto",
-    show_default=True,
-    help="Without ASSET, as `croft schedule on --backend`.",
-)
+@_ticking_options
 @project_option
 @json_option
 @_group_options
