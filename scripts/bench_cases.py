@@ -935,45 +935,31 @@ def bench_ui() -> Section:
 
 # The flight plan: croft schedule simulate over six ingests
 
-SIM_ASSETS = {
-    "hourly": ("every hour", ""),
-    "quarter": ("every 15 minutes", ""),
-    "daily": ("every day at 01:30", ""),
-    "held": ("every hour", ""),
-    "night": ("every hour", ', quiet=["22:00-06:00"]'),
-    "spread": ("every 2 hours", ', jitter="7m"'),
-}
-SIM_INGEST = """
-from croft import ingest
-
-
-@ingest(schedule="{schedule}", key="id"{options})
-def rows(ctx):
-    yield [{{"id": 1, "n": {n}}}]
-"""
-SIM_NOW = "2026-10-24T08:00:00Z"  # the Saturday before London's clocks go back
 SIM_RUNS = 5
 SIM_TARGET_S = 2.0
 
 
 def bench_simulate() -> Section:
     """``croft schedule simulate --days 2`` (and 7) as a whole process, over the six ingests of the flight
-    plan's end-to-end test (one held, one in quiet hours, one jittered, a daily across a DST change)."""
+    plan's end-to-end test (``tests/flightkit.py``: one held, one in quiet hours, one jittered, a daily
+    across a DST change)."""
     import tempfile
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import flightkit
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "proj"
         (folder / "assets").mkdir(parents=True)
         (folder / "croft.json").write_text('{"timezone": "Europe/London"}\n')
-        for name, (schedule, options) in SIM_ASSETS.items():
-            text = SIM_INGEST.format(schedule=schedule, options=options, n=1)
-            (folder / "assets" / f"{name}.py").write_text(text)
-        env = {**os.environ, "CROFT_NOW": "2026-10-24T07:59:00Z", "CROFT_HOME": str(Path(tmp) / "home")}
+        for rel, text in flightkit.files().items():
+            (folder / rel).write_text(text)
+        env = {**os.environ, "CROFT_NOW": flightkit.APPROVED_AT, "CROFT_HOME": str(Path(tmp) / "home")}
         for args in (["run"], ["schedule", "on", "--no-os-job"]):
             subprocess.run([sys.executable, "-m", "croft", *args, "--json"], cwd=folder, env=env,
                            check=True, capture_output=True)  # fmt: skip
-        (folder / "assets" / "held.py").write_text(SIM_INGEST.format(schedule="every hour", options="", n=2))
-        env["CROFT_NOW"] = SIM_NOW
+        flightkit.edit_held(folder)
+        env["CROFT_NOW"] = flightkit.START
         found: dict[str, tuple[float, float]] = {}
         for days in ("2", "7"):
             argv = [sys.executable, "-m", "croft", "schedule", "simulate", "--days", days, "--json"]

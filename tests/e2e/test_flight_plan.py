@@ -1,11 +1,9 @@
 """The flight plan against the real thing: ``croft schedule simulate --days 2`` predicts exactly the run
 starts (same assets, same minutes) that two days of real ticks on a moved clock then make.
 
-Six ingests: hourly, every 15 minutes, daily at 01:30 across the night London leaves summer time (01:30
-happens twice; it fires once), one held (edited after it was run), one with quiet hours, and one with a
-jitter. They fire together at most full hours, so the per-user cap of 2 makes queue waits. Every one of
-the 2,881 minutes is ticked: the project tick is called in-process (as the tick tests do) at each
-``CROFT_NOW`` minute, and every run it starts is a real detached process. Pools are not in this
+The six ingests of ``flightkit`` fire together at most full hours, so the per-user cap of 2 makes queue
+waits. Every one of the 2,881 minutes is ticked: the project tick is called in-process (as the tick tests
+do) at each ``CROFT_NOW`` minute, and every run it starts is a real detached process. Pools are not in this
 project: the tick gains them with the pools work, and then the pair joins this project.
 """
 
@@ -20,46 +18,22 @@ from datetime import timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from flightkit import APPROVED_AT, ASSETS, START, edit_held, files
 from schedulekit import croft_json, query, schedule_on, wait_for_runs
 
 from croft.core.clock import parse_instant, to_iso
 from croft.project.config import load_project
 from croft.scheduler.tick.project_tick import project_tick
 
-START = "2026-10-24T08:00:00Z"  # 09:00 BST on the Saturday before London's clocks go back
-INGEST = """
-from croft import ingest
-
-
-@ingest(schedule="{schedule}", key="id"{options})
-def rows(ctx):
-    yield [{{"id": 1, "n": {n}}}]
-"""
-ASSETS = {
-    "hourly": ("every hour", ""),
-    "quarter": ("every 15 minutes", ""),
-    "daily": ("every day at 01:30", ""),
-    "held": ("every hour", ""),
-    "night": ("every hour", ', quiet=["22:00-06:00"]'),
-    "spread": ("every 2 hours", ', jitter="7m"'),
-}
-
-
-def _files(n: int) -> dict[str, str]:
-    return {
-        f"assets/{name}.py": INGEST.format(schedule=schedule, options=options, n=n)
-        for name, (schedule, options) in ASSETS.items()
-    }
-
 
 def test_simulate_predicts_the_run_starts_of_two_days_of_real_ticks(
     make_project, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    root = make_project(_files(1))
-    code, ran = croft_json(root, "2026-10-24T07:59:00Z", "run")
+    root = make_project(files())
+    code, ran = croft_json(root, APPROVED_AT, "run")
     assert code == 0, ran
-    (root / "assets" / "held.py").write_text(INGEST.format(schedule="every hour", options="", n=2))
-    schedule_on(root, "2026-10-24T07:59:00Z")
+    edit_held(root)
+    schedule_on(root, APPROVED_AT)
 
     began = time.perf_counter()
     plan = subprocess.run(
