@@ -14,6 +14,7 @@ INGEST_OPTIONS = frozenset(
     {
         "schedule", "key", "incremental", "secrets", "checks", "write", "description", "retries", "timeout",
         "max_runtime", *ALERT_OPTIONS,
+        "jitter", "quiet",  # when a fire is let go (docs/scheduling.md)
     }
 )  # fmt: skip
 TRANSFORM_OPTIONS = frozenset({"inputs", "key", "checks", "description", "max_runtime", *ALERT_OPTIONS})

@@ -75,6 +75,12 @@ ALIASES: dict[str, str] = {
     "missed": "scheduling",
     "missed-fires": "scheduling",
     "explain": "scheduling",
+    "jitter": "scheduling",
+    "quiet": "scheduling",
+    "quiet-hours": "scheduling",
+    "pause": "scheduling",
+    "simulate": "scheduling",
+    "flight-plan": "scheduling",
     # the OS job on each platform
     "crontab": "scheduler",
     "launchd": "scheduler",

@@ -13,13 +13,16 @@ import click
 
 from croft.cli.project_option import load, project_option
 from croft.cli.render import emit, json_option, run_command
+from croft.cli.schedule_simulate import simulate
 from croft.cli.schedule_text import explain_text, schedule_text
 from croft.core import clock
 from croft.core.problems import CroftError, problem
 from croft.core.result import Result
 from croft.project.config import find_root, load_config
 from croft.schedule.explain import explain_schedule
+from croft.scheduler.control.assetpause import pause_asset, pause_words, resume_asset
 from croft.scheduler.control.commands import schedule_off, schedule_on, schedule_pause, schedule_status
+from croft.scheduler.control.explainasset import explain_asset
 
 __all__ = ["group"]
 
@@ -27,7 +30,6 @@ __all__ = ["group"]
 SYNONYMS = {
     "enable": "on",
     "start": "on",
-    "resume": "on",
     "disable": "off",
     "stop": "off",
     "show": "status",
@@ -101,7 +103,8 @@ def _human(result: Result) -> str:
 
 
 @group.command("explain")
-@click.argument("schedule", nargs=-1, required=True)
+@click.argument("schedule", nargs=-1)
+@click.option("--asset", help="Explain this ingest's own schedule, with its jitter and quiet hours.")
 @click.option("--tz", "tz_name", help="IANA zone (default: the project's zone, or UTC outside a project).")
 @click.option(
     "--after", help="Start after this instant, ISO-8601 or epoch ms (default: now; CROFT_NOW counts)."
@@ -112,6 +115,7 @@ def _human(result: Result) -> str:
 @run_command(_human)
 def explain(
     schedule: tuple[str, ...],
+    asset: str | None,
     tz_name: str | None,
     after: str | None,
     count: int,
@@ -123,6 +127,7 @@ def explain(
     Examples:
       croft schedule explain "weekdays at 9am"
       croft schedule explain "30 2 * * *" --tz America/Los_Angeles --after 2026-03-07T00:00:00Z
+      croft schedule explain --asset orders     (its schedule, jitter and quiet hours)
     """
 
     start = clock.now()
@@ -133,6 +138,14 @@ def explain(
             raise CroftError(
                 "USAGE", f"--after: {exc}", "give an ISO-8601 instant such as 2026-03-08T09:00:00Z"
             ) from None
+    if asset is not None:
+        return explain_asset(load(project_dir), asset, tz_name, start, count)
+    if not schedule:
+        raise CroftError(
+            "USAGE",
+            "croft schedule explain needs a SCHEDULE or --asset NAME",
+            'e.g. croft schedule explain "weekdays at 9am", or croft schedule explain --asset orders',
+        )
     return explain_schedule(" ".join(schedule), tz_name or _project_zone(project_dir), start, count)
 
 
@@ -160,17 +173,23 @@ def _progress() -> object:
     return lambda line: click.echo(line, err=True)
 
 
+def _ticking_options(work: Callable[..., Any]) -> Callable[..., Any]:
+    """``--no-os-job`` and ``--backend``: how the project is ticked (``on``, and ``resume`` without ASSET)."""
+    work = click.option(
+        "--backend",
+        type=click.Choice(["auto", "crontab", "launchd", "systemd"]),
+        default="auto",
+        show_default=True,
+        help="Which OS job to install (auto: launchd on macOS, systemd where a user manager answers, else"
+        " crontab).",
+    )(work)
+    return click.option(
+        "--no-os-job", is_flag=True, help="Install no OS job: a running `croft serve` ticks this project."
+    )(work)
+
+
 @group.command("on")
-@click.option(
-    "--no-os-job", is_flag=True, help="Install no OS job: a running `croft serve` ticks this project."
-)
-@click.option(
-    "--backend",
-    type=click.Choice(["auto", "crontab", "launchd", "systemd"]),
-    default="auto",
-    show_default=True,
-    help="Which OS job to install (auto: launchd on macOS, systemd where a user manager answers, else crontab).",
-)
+@_ticking_options
 @project_option
 @json_option
 @_group_options
@@ -198,16 +217,49 @@ def off(project_dir: str | None) -> Result:
     return schedule_off(load(project_dir))
 
 
+def _pause_human(result: Result) -> str:
+    if "asset" in result.data:
+        return pause_words(result.data)
+    return _state_human(result)
+
+
 @group.command("pause")
-@click.option("--for", "length", help="How long: 90m, 1h30m, 2 days... (default: until `croft schedule on`).")
+@click.argument("asset", required=False)
+@click.option("--for", "length", help="How long: 90m, 1h30m, 2 days... (default: until resumed).")
 @project_option
 @json_option
 @_group_options
-@run_command(_state_human)
-def pause(length: str | None, project_dir: str | None) -> Result:
-    """Start nothing until the pause ends or `croft schedule on`."""
+@run_command(_pause_human)
+def pause(asset: str | None, length: str | None, project_dir: str | None) -> Result:
+    """Start nothing until the pause ends or `croft schedule on`; with ASSET, pause only that asset
+    (`croft schedule resume ASSET` ends it) while the rest of the project runs."""
+    if asset is not None:
+        return pause_asset(load(project_dir), asset, length)
 
     return schedule_pause(load(project_dir), length)
+
+
+@group.command("resume")
+@click.argument("asset", required=False)
+@_ticking_options
+@project_option
+@json_option
+@_group_options
+@run_command(_pause_human)
+def resume(asset: str | None, no_os_job: bool, backend: str, project_dir: str | None) -> Result:
+    """Let the scheduler run ASSET again after `croft schedule pause ASSET`; without ASSET, the same as
+    `croft schedule on`."""
+    if asset is not None:
+        if no_os_job or backend != "auto":
+            from croft.core.problems import CroftError
+
+            raise CroftError(
+                "USAGE",
+                f"--no-os-job and --backend say how the project is ticked, not {asset}",
+                f"croft schedule resume {asset} resumes the asset; croft schedule on --no-os-job the project",
+            )
+        return resume_asset(load(project_dir), asset)
+    return schedule_on(load(project_dir), no_os_job=no_os_job, backend_name=backend, progress=_progress())  # type: ignore[arg-type]
 
 
 @group.command("status")
@@ -219,3 +271,6 @@ def status(project_dir: str | None) -> Result:
     """The setting, the OS job, the last tick (and whether it is stale), and each asset's schedule."""
 
     return schedule_status(load(project_dir))
+
+
+group.add_command(simulate)

@@ -145,12 +145,16 @@ def explain_text(data: dict[str, object]) -> str:
         return "\n".join(lines)
     lines.append(f"  next {len(fires)} fire{'s' if len(fires) != 1 else ''}:")
     notes = _notes(str(data["cron"]), where, fires)
-    for moment in fires:
+    found = data.get("runsAt")
+    runs: list[str | None] = list(found) if isinstance(found, list) else [None] * len(fires)
+    for moment, run in zip(fires, runs, strict=True):
         local = moment.astimezone(where)
         line = f"    {local:%a %Y-%m-%d %H:%M} {_offset(local)}"
         fire = notes.get(moment)
         if fire is not None and fire.note is not None:
             line += f"   {note_text(fire.note, f'{local:%H:%M}')}"
+        if run is not None and run != local.isoformat():
+            line += f"   runs {datetime.fromisoformat(run):%a %H:%M:%S} ({data.get('why') or 'jitter'})"
         lines.append(line)
     return "\n".join(lines)
 

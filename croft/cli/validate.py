@@ -21,7 +21,11 @@ def _human(result: Result) -> str:
         sched = a.get("schedule")
         if sched and sched["cron"]:
             lines.append(f"  {'':<24} schedule {sched['text']!r} = cron {sched['cron']}")
-            lines += [f"  {'':<24}   next {fire}" for fire in sched["next"]]
+            runs = sched.get("runsAt") or sched["next"]  # jitter or quiet hours: when each fire runs
+            lines += [
+                f"  {'':<24}   next {fire}" + (f" (runs {run})" if run != fire else "")
+                for fire, run in zip(sched["next"], runs, strict=True)
+            ]
     if result.is_ok:
         lines.append("valid")
     return "\n".join(lines)

@@ -50,6 +50,9 @@ class AssetFacts:
     run_ping: str | None = None  # a URL or the name of a .env key
     fresh_within_s: float | None = None  # the freshness promise (no default: no promise)
     slow_after_s: float | None = None  # a scheduled step running this long is told once (no default)
+    # when a fire is let go (croft.schedule.release); None: croft.json's jitter / quiet
+    jitter_s: float | None = None
+    quiet: tuple[str, ...] | None = None
     problems: tuple[Problem, ...] = ()
 
     @property
@@ -71,6 +74,8 @@ class AssetFacts:
         values = dict(data)
         values["path"] = Path(values["path"])
         values["problems"] = tuple(Problem.from_dict(p) for p in values.get("problems", ()))
+        if values.get("quiet") is not None:
+            values["quiet"] = tuple(values["quiet"])
         for name in ("inputs", "key", "secrets", "checks"):
             values[name] = tuple(values.get(name) or ())
         return cls(**values)

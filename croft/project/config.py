@@ -44,7 +44,17 @@ __all__ = [
 
 CONFIG_FILE = "croft.json"
 DEFAULT_DATABASE = "warehouse.sqlite"
-TOP_KEYS = ("$schema", "database", "notify", "stateDir", "timezone", "history", "maxRuntime")
+TOP_KEYS = (
+    "$schema",
+    "database",
+    "notify",
+    "stateDir",
+    "timezone",
+    "history",
+    "maxRuntime",
+    "jitter",
+    "quiet",
+)
 HISTORY_KEYS = ("keepDays",)
 DEFAULT_KEEP_DAYS = 90  # how long runs, steps and step logs are kept (the latest of each asset always is)
 NOTIFY_KEYS = ("after", "desktop", "ping", "remind", "runPing", "secret", "urls", "webhook")
@@ -69,6 +79,8 @@ class Config:
     notify_urls: tuple[str, ...] = ()  # Apprise URLs; "$NAME" names a .env key
     history_keep_days: int = DEFAULT_KEEP_DAYS
     max_runtime_s: float | None = None  # the project's default ceiling of a scheduled run (None: 2 h)
+    jitter_s: float | None = None  # every ingest's fire delay unless it sets its own (schedule.jitter)
+    quiet: tuple[str, ...] = ()  # quiet hours in the project's zone, unless an ingest sets its own
     raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def __repr__(self) -> str:  # croft.json as parsed stays out of a repr, as it did (a webhook URL in it)
@@ -183,6 +195,8 @@ def load_config(root: Path) -> Config:
         notify_urls=tuple(notify.get("urls") or ()),
         history_keep_days=(raw.get("history") or {}).get("keepDays", DEFAULT_KEEP_DAYS),
         max_runtime_s=_max_runtime(raw.get("maxRuntime")),
+        jitter_s=_jitter(raw.get("jitter")),
+        quiet=_quiet(raw.get("quiet")),
         raw=raw,
     )
 
@@ -225,7 +239,26 @@ def validate(raw: Any, path: Path) -> list[Problem]:
                     'e.g. "maxRuntime": "30m" (the default is "2h")',
                 )
             )
+    problems.extend(_release_problems(raw, path))
     return problems
+
+
+def _release_problems(raw: dict[str, Any], path: Path) -> list[Problem]:
+    """``jitter`` and ``quiet``: the project's defaults for when a fire is let go (docs/scheduling.md)."""
+    from croft.project.rules import bound_problem, quiet_problem
+
+    out = []
+    if "jitter" in raw:
+        why = bound_problem("jitter", raw["jitter"], as_json=True)
+        if why:
+            out.append(
+                _bad(path, "jitter", f'"jitter" {why}', 'e.g. "jitter": "5m" (each fire waits 0 to 5 min)')
+            )
+    if "quiet" in raw:
+        why = quiet_problem(raw["quiet"])
+        if why:
+            out.append(_bad(path, "quiet", f'"quiet" {why}', 'e.g. "quiet": ["22:00-06:00"] (in "timezone")'))
+    return out
 
 
 def _history_problems(history: Any, path: Path) -> list[Problem]:
@@ -256,6 +289,18 @@ def _history_problems(history: Any, path: Path) -> list[Problem]:
 def _remind(value: Any) -> float:
 
     return remind_seconds(value)
+
+
+def _jitter(value: Any) -> float | None:
+    from croft.core.duration import parse_seconds
+
+    return parse_seconds(value, bare_text=False) if value is not None else None
+
+
+def _quiet(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def _max_runtime(value: Any) -> float | None:

@@ -23,6 +23,7 @@ from croft.project.asset import DEFAULT_RETRIES, AssetFacts
 from croft.project.rules import (
     bound_problem,
     max_runtime_problem,
+    quiet_problem,
     remind_problem,
     remind_seconds,
     url_or_env_problem,
@@ -268,6 +269,7 @@ class _Reader:
             parse_seconds,
         )
         self.alerts(out)
+        self.release(out)
         self.cross_checks(kind, out)
         return self.facts(kind, **out)
 
@@ -306,6 +308,25 @@ class _Reader:
             'e.g. slow_after="10m": tell once when a scheduled run passes it',
             "slow_after_s",
             spoken,
+        )
+
+    def release(self, out: dict[str, Any]) -> None:
+        """jitter= and quiet=: when a fire is let go, by the rules croft.json's jitter and quiet use."""
+        self.checked(
+            out,
+            "jitter",
+            "jitter",
+            'e.g. jitter="5m": each fire waits 0 to 5 min, the same wait for the same fire',
+            "jitter_s",
+            lambda value: parse_seconds(value, bare_text=False),
+        )
+        self.checked(
+            out,
+            "quiet",
+            quiet_problem,
+            'e.g. quiet=["22:00-06:00"]: fires inside run once when the window ends',
+            "quiet",
+            lambda value: (value,) if isinstance(value, str) else tuple(value),
         )
 
     def checked(

@@ -22,6 +22,7 @@ from croft.core.duration import parse_seconds, words
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.text import clip
 from croft.project.checkspec import is_identifier, parse_check
+from croft.schedule.quiet import window_problem
 
 if TYPE_CHECKING:
     from typing import Any
@@ -39,6 +40,7 @@ __all__ = [
     "bound_problem",
     "lookback_problem",
     "max_runtime_problem",
+    "quiet_problem",
     "remind_problem",
     "remind_seconds",
     "resolved_write_mode",
@@ -219,6 +221,8 @@ BOUNDS: dict[str, Bound] = {
     "fresh_within": Bound("duration", 60, 365 * 86_400, '"6h"', bare_text=False),
     # a minute at least: the per-minute tick is what notices a step past it (scheduler.tick.slow)
     "slow_after": Bound("duration", 60, 7 * 86_400, '"10m"', bare_text=False),
+    # a fire's delay (croft.schedule.jitter); never past the next fire, whatever the bound
+    "jitter": Bound("duration", 1, 86_400, '"5m"', bare_text=False),
 }
 
 REMIND_NEVER = 0.0  # notify.remind "never", as the seconds croft keeps (no real interval is 0: see BOUNDS)
@@ -323,6 +327,11 @@ def max_runtime_problem(value: Any) -> str | None:
     usable, or None. One rule for the decorator, the SQL header and croft.json; durations are read by the
     one duration parser."""
     return bound_problem("max_runtime", value)
+
+
+def quiet_problem(value: Any) -> str | None:
+    """Why ``value`` is no list of quiet windows (croft.json's ``quiet``, an ingest's ``quiet=``), or None."""
+    return window_problem(value)
 
 
 def lookback_problem(lookback: Any) -> str | None:

@@ -51,6 +51,7 @@ HEADER_NAMES = (
 )  # fmt: skip
 ALERT_HEADERS = frozenset({"notify_after", "notify_remind", "run_ping", "fresh_within", "slow_after"})
 REPEATABLE = frozenset({"check"})
+SCHEDULE_HEADERS = frozenset({"schedule", "jitter", "quiet"})  # an ingest's, never a transform's
 MAX_ROUNDS = 200
 STUB_COLUMN = "_croft_stub"
 # Authorizer action codes (they share numbers with result codes, so no reverse lookup of sqlite3 names).
@@ -310,6 +311,16 @@ def _max_runtime(value: str | None, add: Any, line: int | None) -> float | None:
 def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any]:
     header: dict[str, Any] = {}
     for name, value, line in entries:
+        if name in SCHEDULE_HEADERS:
+            add(
+                "ASSET_INVALID",
+                f"`-- {name}:` cannot apply: a SQL asset is a transform, which runs after its inputs and has"
+                " no schedule of its own",
+                f'give the ingest it reads {name}= (or croft.json a "{name}" for every ingest);'
+                " `croft docs scheduling` shows how",
+                line,
+            )
+            continue
         if name not in HEADER_NAMES:
             close = nearest(name, HEADER_NAMES, cutoff=0.5)
             hint = (

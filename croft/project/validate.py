@@ -15,6 +15,7 @@ from croft.project.fingerprint import code_hash
 from croft.project.graph import Graph
 from croft.schedule.cron import next_fires
 from croft.schedule.phrase import parse_schedule
+from croft.schedule.release import Policy, release_at
 
 __all__ = ["channel_problems", "validate_project"]
 
@@ -50,17 +51,21 @@ def channel_problems(project: Project) -> list[Problem]:
 
 
 def _schedule(
-    text: str, zone: str, asset: str, line: int | None, rel: str
+    text: str, zone: str, asset: str, line: int | None, rel: str, policy: Policy
 ) -> tuple[dict[str, Any], Problem | None]:
     parsed = parse_schedule(text)
     if isinstance(parsed, Problem):
         return {"text": text, "cron": None, "next": []}, parsed.with_(asset=asset, file=rel, line=line)
     fires = next_fires(parsed.cron, zone, now(), 3)
-    return {
+    out: dict[str, Any] = {
         "text": parsed.text,
         "cron": parsed.cron,
         "next": [f.astimezone(_zone(zone)).isoformat() for f in fires],
-    }, None
+    }
+    if not policy.plain:  # jitter or quiet hours: when each of those fires runs
+        runs = [release_at(asset, parsed.spec, zone, f, policy) for f in fires]
+        out["runsAt"] = [r.astimezone(_zone(zone)).isoformat() for r in runs]
+    return out, None
 
 
 def _zone(name: str) -> Any:
@@ -125,8 +130,10 @@ def validate_project(project: Project) -> Result:
         except CroftError as exc:
             problems.append(exc.problem)
         if f.schedule is not None:
+            config = project.config
+            policy = Policy.resolve(f.jitter_s, f.quiet, config.jitter_s, config.quiet)
             item["schedule"], bad = _schedule(
-                f.schedule, project.config.timezone, name, f.schedule_line, f.rel
+                f.schedule, config.timezone, name, f.schedule_line, f.rel, policy
             )
             if bad:
                 problems.append(bad)

@@ -5,8 +5,10 @@ gather the facts and pass ``now`` in, so every rule is tested by handing in data
 
 - a fire is handled once: an ingest is due when its latest fire is later than both the last fire the
   scheduler handled and the start of its last successful step (a run by hand covers the fire before it);
-  missed fires coalesce into one run;
-- a held asset is not started but stays due, so it runs at the first tick after its hold lifts;
+  missed fires coalesce into one run; a fire counts from its release (``schedule.release``: its jitter, then
+  out of quiet hours), and ``next_look`` names the next instant the clock alone can change the answer;
+- a held asset is not started but stays due, so it runs at the first tick after its hold lifts (one asset
+  paused by itself is such a hold, ``scheduler.pause``);
 - due assets are grouped by connected components of the whole asset graph: one run per group;
 - the clock decides: a handled fire stamped more than ``heartbeat.AHEAD_LIMIT`` ahead of the clock (the
   clock moved back since, or a tick ran with a ``CROFT_NOW`` ahead) counts as covering the fires up to
@@ -26,8 +28,9 @@ from croft.core.clock import parse_instant, to_iso
 from croft.core.problems import CODES, Problem, problem
 from croft.engine.staleness import data_version, stale_reasons
 from croft.project.graph import Graph
-from croft.schedule import cron
+from croft.schedule import cron, release
 from croft.scheduler.heartbeat import AHEAD_LIMIT
+from croft.scheduler.pause import active_pauses, asset_pause_hold_words, pause_ends
 from croft.scheduler.setting import Scheduling, effective_state
 
 if TYPE_CHECKING:
@@ -46,6 +49,8 @@ __all__ = [
     "due_work",
     "edited_ago",
     "is_retryable",
+    "next_look",
+    "release_policy",
 ]
 
 RETRY_BACKOFF = timedelta(minutes=15)
@@ -62,6 +67,7 @@ _ON = Scheduling(state="on")
 # hold kind -> the registered problem code it is reported with
 HOLD_CODES = {
     "paused": "SCHEDULE_PAUSED",
+    "asset_paused": "SCHEDULE_PAUSED",
     "SCHEDULE_HELD": "SCHEDULE_HELD",
     "LARGE_REPROCESS": "LARGE_REPROCESS",
     "leased": "ASSET_BUSY",
@@ -96,6 +102,8 @@ class AssetInfo:
     max_runtime_s: float | None = None  # the asset's own ceiling for a scheduled run (scheduler.tick.ceiling)
     fresh_within_s: float | None = None  # its freshness promise (scheduler.freshness)
     slow_after_s: float | None = None  # a scheduled step running longer is told once (scheduler.tick.slow)
+    jitter_s: float | None = None  # its own jitter (schedule.jitter); None: the project's
+    quiet: tuple[str, ...] | None = None  # its own quiet hours (schedule.quiet); None: the project's
     spec: Any = None  # the parsed cron (cron.CronSpec) when known
     # SCHEDULE_INVALID (as a problem dict) when ``schedule`` is text the schedule language refuses: the
     # ingest never fires, and the tick, status and schedule status say so instead of staying quiet
@@ -136,11 +144,17 @@ class DueInput:
     # asset -> {code, message, since}: an incremental ingest whose table a scheduled run found
     # dropped or emptied (scheduler.tick.tableholds), held until a person loads it again
     tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # asset -> {since, until}: one asset paused while its project runs (scheduler.pause)
+    pauses: Mapping[str, Any] = field(default_factory=dict)
+    # croft.json's jitter and quiet hours: each ingest's unless it sets its own
+    jitter_s: float | None = None
+    quiet: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
 class Hold:
-    kind: str  # paused | SCHEDULE_HELD | LARGE_REPROCESS | leased | starting | backoff | table_*
+    # paused | asset_paused | SCHEDULE_HELD | LARGE_REPROCESS | leased | starting | backoff | table_*
+    kind: str
     reason: str
     hint: str
     until: str | None = None
@@ -299,6 +313,7 @@ class _Decider:
             self.inputs[name] = tuple(dict.fromkeys(found))
         self.graph = Graph(self.inputs)
         self.state_now = effective_state(given.setting, self.now)
+        self.paused = active_pauses(given.pauses, self.now)
         self.views: dict[str, View] = {}
         self._holds: dict[str, Hold | None] = {}
         self._visiting: set[str] = set()
@@ -327,10 +342,11 @@ class _Decider:
                 spec = cron.parse_cron(info.cron)
             except Exception:  # validate reports SCHEDULE_INVALID; the scheduler leaves it alone
                 return
+        policy = release_policy(info, self.g.jitter_s, self.g.quiet)
+        latest, pending = release.due_fire(info.name, spec, self.g.tz, self.now, policy)
         if self.g.next_fires:
-            nxt = cron.next_fire(spec, self.g.tz, self.now)
+            nxt = release.next_release(info.name, spec, self.g.tz, self.now, policy, pending)
             view.next_fire_at = to_iso(nxt) if nxt else None
-        latest = cron.latest_fire_at_or_before(spec, self.g.tz, self.now)
         if latest is None:
             return
         handled = self.handled(info.name, view.last_fire_at, latest)
@@ -340,8 +356,11 @@ class _Decider:
         view.due = view.primary = True
         missed = 1
         if handled_at is not None:
-            fires = cron.next_fires(spec, self.g.tz, handled_at, MISSED_CAP)
-            missed = max(1, sum(1 for f in fires if f <= self.now))
+            # most often one fire came since: look no further than two
+            fires = release.fires_after(spec, self.g.tz, handled_at, 2)
+            if len(fires) == 2 and fires[1] <= latest:
+                fires = release.fires_after(spec, self.g.tz, handled_at, MISSED_CAP)
+            missed = max(1, sum(1 for f in fires if f <= latest))
         view.missed = missed
         reason = f"fired at {self.words(latest)}"
         if missed > 1:
@@ -413,6 +432,10 @@ class _Decider:
         approval = self.approval(info)
         if approval:
             return approval
+        if name in self.paused:
+            ends = self.paused[name]
+            reason, hint = asset_pause_hold_words(name, ends, self.words(ends) if ends else None)
+            return Hold("asset_paused", reason, hint, ends)
         lost = g.tables.get(name)
         if lost is not None and info.kind == "ingest":
             code = str(lost.get("code") or "TABLE_MISSING")
@@ -584,6 +607,32 @@ class _Decider:
         for name in sorted(names):
             groups.setdefault(find(name), []).append(name)
         return sorted(groups.values())
+
+
+def release_policy(info: AssetInfo, jitter_s: float | None, quiet: Sequence[str]) -> release.Policy:
+    """An ingest's jitter and quiet hours: its own where it sets them, else the project's."""
+    return release.Policy.resolve(info.jitter_s, info.quiet, jitter_s, quiet)
+
+
+def next_look(given: DueInput) -> datetime | None:
+    """The first instant after ``given.now`` at which the decision can change by the clock alone: an
+    ingest's next release (its fire, jittered, out of quiet hours) or the end of an asset's pause. The
+    idle memo (and through it the minute gate) sleeps until then: an instant missed here is a fire
+    skipped, so this reads the same functions ``due_work`` decides with."""
+    found = pause_ends(given.pauses, given.now)
+    paused_until = given.setting.paused_until if given.setting.state == "paused" else None
+    if paused_until and paused_until > to_iso(given.now):  # the project's own pause ends
+        found.append(parse_instant(paused_until))
+    for info in given.assets.values():
+        if info.kind != "ingest" or not info.cron:
+            continue
+        spec = info.spec or cron.parse_cron(info.cron)
+        policy = release_policy(info, given.jitter_s, given.quiet)
+        _, pending = release.due_fire(info.name, spec, given.tz, given.now, policy)
+        nxt = release.next_release(info.name, spec, given.tz, given.now, policy, pending)
+        if nxt is not None:
+            found.append(nxt)
+    return min(found, default=None)
 
 
 def due_work(given: DueInput) -> DueWork:

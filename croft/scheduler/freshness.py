@@ -8,6 +8,7 @@ The data's age is the time since the asset last reflected its sources:
 
 An asset never built has no age, so no breach: its first run starts the clock. The cause of a breach
 is the first of: scheduling off, paused, no scheduler tick, the asset (or the ingest its age follows)
+paused by itself (``croft schedule pause ASSET``),
 held for code nobody ran, failing, waiting on another hold; otherwise its schedule did not refresh it.
 """
 
@@ -32,7 +33,7 @@ __all__ = ["Cause", "Facts", "Fresh", "assess", "cause_of", "next_breach", "refe
 class Cause:
     """Why an asset is past its promise: a stable ``code``, a sentence, and the command that helps."""
 
-    code: str  # scheduling_off | paused | no_tick | held | failing | waiting | not_refreshed
+    code: str  # scheduling_off | paused | no_tick | asset_paused | held | failing | waiting | not_refreshed
     text: str
     fix: str
 
@@ -152,6 +153,8 @@ def cause_of(fresh: Fresh, facts: Facts) -> Cause:
     chain = [fresh.asset] + ([fresh.follows] if fresh.follows else [])
     for name in chain:
         kind, reason = facts.holds.get(name, ("", ""))
+        if kind == "asset_paused":
+            return Cause("asset_paused", f"{name} is {reason.split(';')[0]}", f"croft schedule resume {name}")
         if kind == "SCHEDULE_HELD":
             return Cause("held", f"{name} is held: {reason}", f"croft run {name}")
     for name in chain:

@@ -17,6 +17,7 @@ from croft.core.suggest import unknown_asset
 from croft.history.peek import peek
 from croft.project.config import Project
 from croft.project.discovery import discover
+from croft.scheduler.control.assetpause import pause_asset, resume_asset
 from croft.scheduler.control.commands import schedule_on, schedule_pause
 from croft.scheduler.jobs.record import installed_backend
 from croft.scheduler.setting import read_scheduling_file
@@ -89,13 +90,19 @@ def _ended(code: int, out: IO[bytes], asset: str) -> Result:
     )
 
 
-def pause(project: Project) -> Result:
+def pause(project: Project, asset: str | None = None) -> Result:
+    """Pause 2h: the project, or one asset of it (a row's button)."""
+    if asset:
+        return pause_asset(project, asset, PAUSE_LENGTH)
     return schedule_pause(project, PAUSE_LENGTH)
 
 
-def resume(project: Project) -> Result:
-    """``croft schedule on`` as the project is ticked now: a ``--no-os-job`` project stays one, and the
-    OS job stays on the backend it was installed with."""
+def resume(project: Project, asset: str | None = None) -> Result:
+    """``croft schedule resume ASSET`` for a row's button; for the project, ``croft schedule on`` as it
+    is ticked now: a ``--no-os-job`` project stays one, and the OS job stays on the backend it was
+    installed with."""
+    if asset:
+        return resume_asset(project, asset)
     setting = read_scheduling_file(project.config.state_dir)
     if setting.via == "serve":
         return schedule_on(project, no_os_job=True)

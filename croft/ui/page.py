@@ -250,7 +250,26 @@ def _row(
         f"<td class=next>{_next_fire(asset, ctx['sched_state'], ctx['stale'], now, zone)}</td>"
         f'<td class=actions><a class="button run" href="{url("/confirm", project=root, asset=name)}"'
         f' data-project="{e(root)}" data-asset="{e(name)}" data-confirm="{e(run_confirm_text(name))}"'
-        f' aria-label="Run now: {e(name)}">Run now</a></td></tr>'
+        f' aria-label="Run now: {e(name)}">Run now</a>{_asset_pause(name, sched, root, ctx)}</td></tr>'
+    )
+
+
+def _asset_pause(name: str, sched: dict[str, Any], root: str, ctx: dict[str, Any]) -> str:
+    """Pause 2h for a scheduled ingest (``croft schedule pause ASSET --for 2h``); Resume for one paused by
+    itself (``croft schedule resume ASSET``)."""
+    hold = sched.get("hold") or {}
+    if hold.get("kind") == "asset_paused":
+        action, label = "/api/resume", "Resume"
+    elif sched.get("schedule") and sched.get("cron"):
+        action, label = "/api/pause", "Pause 2h"
+    else:
+        return ""
+    return (
+        f'<form method=post action="{action}" class="action asset-pause">{_csrf_field(ctx["csrf"])}'
+        f'<input type=hidden name=project value="{e(root)}">'
+        f'<input type=hidden name=asset value="{e(name)}">'
+        f'<input type=hidden name=back value="{e(ctx["back"])}">'
+        f'<button type=submit aria-label="{e(label)}: {e(name)}">{e(label)}</button></form>'
     )
 
 
@@ -277,6 +296,8 @@ def _project_section(
         "buckets": STRIP_BUCKETS,
         "sched_state": sched.get("effective") or sched.get("state", "off"),
         "stale": _stale(status.get("problems") or []) is not None,
+        "csrf": csrf,
+        "back": back,
     }
     states = states_of(project, snap.get("queue"), now)
     rows = "".join(_row(a, states[a["asset"]], project, snap, ctx) for a in assets)

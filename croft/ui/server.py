@@ -205,9 +205,9 @@ class UiServer(ThreadingHTTPServer):
             if action == "run":
                 result = actions.run_now(project, fields.get("asset", ""))
             elif action == "pause":
-                result = actions.pause(project)
+                result = actions.pause(project, fields.get("asset") or None)
             else:
-                result = actions.resume(project)
+                result = actions.resume(project, fields.get("asset") or None)
         except CroftError as exc:
             result = Result(problems=[exc.problem, *exc.extra])
         self.looks.forget()
@@ -225,7 +225,8 @@ def _words(action: str, fields: dict[str, str], result: Result) -> tuple[str, st
         return "good", f"croft run {fields.get('asset')}: run {run_id} " + (
             "started" if result.data.get("status") is None else str(result.data["status"])
         )
-    return "good", "scheduling paused for 2 h" if action == "pause" else "scheduling resumed"
+    what = f"{fields['asset']}'s schedule" if fields.get("asset") else "scheduling"
+    return "good", f"{what} paused for 2 h" if action == "pause" else f"{what} resumed"
 
 
 def start(port: int, targets: snapshot.Targets) -> UiServer:

@@ -28,6 +28,7 @@ from croft.project.config import Project, load_project
 from croft.project.discovery import discover
 from croft.schedule import cron
 from croft.scheduler.control.doctor import doctor
+from croft.scheduler.control.flightplan import flight_plan
 from croft.scheduler.control.status import status
 from croft.scheduler.tick.slots import queue_json
 from croft.scheduler.user.registry import Registry
@@ -50,6 +51,7 @@ BUCKET_S = 6 * 3600  # the 7-day strip: four buckets a day, each showing its wor
 STRIP_BUCKETS = STRIP_DAYS * 86400 // BUCKET_S
 TIMELINE_PER_ASSET = 60  # the day's attempts drawn per asset (the newest); more would not be seen apart
 PLANNED_PER_ASSET = 48
+PLAN_MOST_ASSETS = 200  # above this many assets the timeline draws the cron's fires, not the flight plan
 ATTEMPTS_SHOWN = 50
 LOGS_SHOWN = 10  # attempts whose own log the asset's page includes (the newest, and the one chosen)
 LOG_LINES = 200
@@ -290,12 +292,33 @@ def timeline(project: dict[str, Any], hours: int = 24) -> dict[str, Any]:
     tz = project.get("timezone") or "UTC"
     assets = (project["status"].get("data") or {}).get("assets") or []
     until = now + timedelta(hours=hours)
+    starts = _plan_starts(loaded, now, hours) if isinstance(loaded, Project) else {}
     return {
         "at": to_iso(now),
         "hours": hours,
         "past": past,
-        "planned": {a["asset"]: planned(a, tz, now, until, PLANNED_PER_ASSET) for a in assets},
+        "planned": {
+            a["asset"]: starts.get(a["asset"]) or planned(a, tz, now, until, PLANNED_PER_ASSET)
+            for a in assets
+        },
     }
+
+
+def _plan_starts(project: Project, now: datetime, hours: int) -> dict[str, list[str]]:
+    """Where the flight plan (``croft schedule simulate``) starts each asset in the next ``hours``: jitter,
+    quiet hours and queue waits included. An asset it never starts (held, paused) is drawn at its cron's
+    fires instead, marked as the hold says; so is every asset of a project past ``PLAN_MOST_ASSETS``."""
+    try:
+        if len(list((project.root / "assets").iterdir())) > PLAN_MOST_ASSETS:
+            return {}
+        plan = flight_plan(project, now, hours / 24).data
+    except (CroftError, OSError):
+        return {}
+    out: dict[str, list[str]] = {}
+    for run in plan["runs"]:
+        for asset in run["assets"]:
+            out.setdefault(asset, []).append(run["startAt"])
+    return out
 
 
 def _columns(project: Project, asset: str) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 """The timeline: for each asset, the last 24 hours of attempts (where each started, how long it took,
-its result) and the next 24 hours of fires the due policy plans, around a line at now. A held asset's
+its result) and the next 24 hours of starts the flight plan predicts (``croft schedule simulate``: the
+due policy with jitter, quiet hours and queue waits), around a line at now. A held asset's
 fires are drawn hollow and say "held"; while scheduling is paused the fires before its end say
 "paused"; while it is off none are planned. Server-rendered SVG, one row per asset."""
 

@@ -226,6 +226,7 @@ def test_every_range_croft_enforces_is_in_the_docs_as_it_enforces_it():
         "notify.remind": "notifications",
         "fresh_within": "notifications",
         "slow_after": "notifications",
+        "jitter": "configuration",
     }
     assert set(pages) == set(BOUNDS)
     for option, page in pages.items():

@@ -244,3 +244,17 @@ def test_strips_still_being_counted_say_so_instead_of_an_empty_week() -> None:
     assert "counting…" in html and "<svg class=strip7" not in html
     s["projects"][0]["stripsPending"] = False
     assert "<svg class=strip7" in overview_html(s, "c", [])
+
+
+def test_a_scheduled_row_has_its_own_pause_and_a_paused_one_its_resume() -> None:
+    hold = {"code": "SCHEDULE_PAUSED", "kind": "asset_paused", "reason": "paused", "until": None, "hint": ""}
+    paused = entry("pulls", schedule={**entry("pulls")["schedule"], "hold": hold})
+    html = overview_html(snap(entry("orders"), paused, entry("summary", kind="sql", schedule={})), "c", [])
+    rows = {
+        name: found.group(0)
+        for name in ("orders", "pulls", "summary")
+        if (found := re.search(rf'<tr class=asset data-asset="{name}".*?</tr>', html, flags=re.S))
+    }
+    assert 'action="/api/pause"' in rows["orders"] and 'name=asset value="orders"' in rows["orders"]
+    assert 'action="/api/resume"' in rows["pulls"] and "Resume" in rows["pulls"]
+    assert "asset-pause" not in rows["summary"]  # a transform has no schedule to pause

@@ -42,6 +42,7 @@ from croft.project.sqlfacts import read_sql_facts
 from croft.schedule import cron
 from croft.schedule.phrase import Schedule, parse_schedule
 from croft.scheduler.due import AssetInfo, approval_hold
+from croft.scheduler.pause import active_pauses, asset_pause_hold_words, read_pauses
 from croft.scheduler.setting import effective_state, read_scheduling
 from croft.scheduler.tick import tableholds
 from croft.scheduler.tick.afterrun import after_run
@@ -87,7 +88,7 @@ class DueRules:
         leased = live_leases(self.conn, mine=run_id)
         kept = []
         for name in order:
-            why = self._setting_hold() or self._code_hold(self.facts[name])
+            why = self._setting_hold() or self._pause_hold(name) or self._code_hold(self.facts[name])
             if why is None and name in leased:
                 why = f"held: run {leased[name]} holds it; it stays due"
             if why:
@@ -108,7 +109,7 @@ class DueRules:
     # -- 3. each step -------------------------------------------------------------------------------------
     def step_hold(self, name: str) -> str | None:
         """Re-check at the step's start, against the file as it is now."""
-        why = self._setting_hold()
+        why = self._setting_hold() or self._pause_hold(name)
         if why:
             return why
         fresh = self._reread(name)
@@ -131,6 +132,14 @@ class DueRules:
     def _setting_hold(self) -> str | None:
         now_state = effective_state(read_scheduling(self.conn), clock_now())
         return None if now_state == "on" else f"held: scheduling is {now_state}"
+
+    def _pause_hold(self, name: str) -> str | None:
+        """The asset paused by itself (``scheduler.pause``): held, as the tick holds it."""
+        paused = active_pauses(read_pauses(self.conn), clock_now())
+        if name not in paused:
+            return None
+        until = paused[name]
+        return f"held (SCHEDULE_PAUSED): {asset_pause_hold_words(name, until, until)[0]}"
 
     def _code_hold(self, facts: AssetFacts) -> str | None:
 

@@ -105,6 +105,8 @@ def _read_one(
         max_runtime_s=facts.max_runtime_s,
         fresh_within_s=facts.fresh_within_s,
         slow_after_s=facts.slow_after_s,
+        jitter_s=facts.jitter_s if kind == "ingest" else None,
+        quiet=facts.quiet if kind == "ingest" else None,
         schedule_problem=schedule_problem if kind == "ingest" else None,
     )
     out = asdict(info)
@@ -202,6 +204,8 @@ def load_facts(
         info = dict(entry["info"])
         info["inputs"] = tuple(info.get("inputs") or ())
         info["spec"] = _spec(info.get("spec"))
+        if info.get("quiet") is not None:
+            info["quiet"] = tuple(info["quiet"])
         infos[name] = AssetInfo(**info)
     if conn is not None and store and (read or set(fresh) != set(entries) or old_zone != zone):
         put_setting(conn, CACHE_KEY, {"format": _FORMAT, "zone": zone, "files": fresh})

@@ -59,7 +59,16 @@ def standing(project: Project, now: datetime, infos: dict[str, AssetInfo] | None
         if not promises or conn is None:
             return Standing()
         setting = read_scheduling(conn)
-        given = due_input(conn, infos, now=now, tz=project.config.timezone, setting=setting, next_fires=False)
+        given = due_input(
+            conn,
+            infos,
+            now=now,
+            tz=project.config.timezone,
+            setting=setting,
+            next_fires=False,
+            jitter_s=project.config.jitter_s,
+            quiet=project.config.quiet,
+        )
         going = streaks.read(conn)
     finally:
         if conn is not None:

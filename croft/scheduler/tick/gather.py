@@ -18,6 +18,7 @@ from croft.history import catalog, leases, state
 from croft.history.db import translate_sqlite_errors
 from croft.history.migrations import COST_GUARD_WHERE
 from croft.scheduler.due import AssetInfo, DueInput, FailedStart
+from croft.scheduler.pause import read_pauses
 from croft.scheduler.setting import Scheduling
 from croft.scheduler.tick.tableholds import HELD_KEY, live, still_lost
 
@@ -107,14 +108,17 @@ def due_input(
     latest: dict[str, dict[str, Any]] | None = None,
     next_fires: bool = True,
     database: Path | None = None,
+    jitter_s: float | None = None,
+    quiet: Sequence[str] = (),
 ) -> DueInput:
     """The DueInput for a project; ``conn`` None (no runs.sqlite) means nothing has happened yet.
 
     ``landed`` adds crashed steps whose write the warehouse shows committed: they count as successes.
     ``database`` (the warehouse) lets a held lost table be looked at again: one restored lifts its hold.
+    ``jitter_s`` and ``quiet``: croft.json's, for the ingests that set none of their own.
     """
     if conn is None:
-        return DueInput(assets=assets, now=now, tz=tz, setting=setting)
+        return DueInput(assets=assets, now=now, tz=tz, setting=setting, jitter_s=jitter_s, quiet=quiet)
     last_ok = last_ok_starts(conn, assets)
     for asset, at in (landed or {}).items():
         if at > last_ok.get(asset, ""):
@@ -142,6 +146,9 @@ def due_input(
         rollbacks=rollbacks or {},
         next_fires=next_fires,
         tables=tables,
+        pauses=read_pauses(conn),
+        jitter_s=jitter_s,
+        quiet=quiet,
     )
 
 

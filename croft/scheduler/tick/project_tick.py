@@ -30,8 +30,7 @@ from croft.history.db import open_history
 from croft.history.state import claim_tick, delete_setting, put_setting, read_tick, release_tick, write_tick
 from croft.notify.send import ping_after_tick
 from croft.project.config import Project
-from croft.schedule import cron
-from croft.scheduler.due import RETRY_BACKOFF, due_work
+from croft.scheduler.due import RETRY_BACKOFF, DueInput, due_work, next_look
 from croft.scheduler.heartbeat import last_awake
 from croft.scheduler.setting import effective_state, read_scheduling, read_scheduling_file
 from croft.scheduler.tick import slots, start
@@ -189,6 +188,8 @@ def _work(
         latest=latest,
         next_fires=False,
         database=project.config.database,
+        jitter_s=project.config.jitter_s,
+        quiet=project.config.quiet,
     )
     work = due_work(given)
     moved = settle_clock(project, conn, now, previous, work.ahead)
@@ -241,26 +242,21 @@ def _work(
     pass_on(grant.kick, now, "a slot is free for its waiting groups")
     waiting = len(data["held"]) > len(never)
     idle = not (data["spawned"] or waiting or problems or settled.still or settled.failed_starts)
-    _leave_memo(project, conn, now, infos if idle else None, never)
+    _leave_memo(project, conn, now, given if idle else None, never)
     return told
 
 
 def _leave_memo(
-    project: Project, conn: Any, now: datetime, infos: dict[str, Any] | None, never: list[dict[str, str]]
+    project: Project, conn: Any, now: datetime, given: DueInput | None, never: list[dict[str, str]]
 ) -> None:
-    """After a tick that found nothing to do, the memo that lets the next ticks only beat (``idle``);
-    after any other tick, no memo."""
+    """After a tick that found nothing to do, the memo that lets the next ticks only beat (``idle``) until
+    the decision's next instant (``due.next_look``: a release, a pause's end); after any other tick, none."""
 
-    if infos is None:
+    if given is None:
         delete_setting(conn, MEMO_KEY)
         return
-    tz = project.config.timezone
-    fires = [
-        cron.next_fire(info.spec or cron.parse_cron(info.cron), tz, now)
-        for info in infos.values()
-        if info.kind == "ingest" and info.cron
-    ]
-    until = min((to_iso(f) for f in fires if f is not None), default="9999-12-31T23:59:59.999Z")
+    nxt = next_look(given)
+    until = to_iso(nxt) if nxt is not None else "9999-12-31T23:59:59.999Z"
     config_text = (project.root / "croft.json").read_text(encoding="utf-8")
     memo = make_memo(conn, str(project.root), config_text, to_iso(now), until, cached_deps(conn), never)
     put_setting(conn, MEMO_KEY, memo)

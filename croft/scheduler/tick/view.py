@@ -67,12 +67,22 @@ def schedule_look(project: Project, now: datetime) -> tuple[dict[str, Any], dict
                 failed_starts=settled.failed_starts if settled else (),
                 rollbacks=settled.rollback_view() if settled else None,
                 database=project.config.database,
+                jitter_s=project.config.jitter_s,
+                quiet=project.config.quiet,
             )
         except (sqlite3.Error, CroftError) as exc:
             _unless_broken(exc, project)  # a broken file is its problem; one not migrated yet reads as new
             setting = Scheduling()
             infos, _ = load_facts(None, project, store=False)
-            given = due_input(None, infos, now=now, tz=tz, setting=setting)
+            given = due_input(
+                None,
+                infos,
+                now=now,
+                tz=tz,
+                setting=setting,
+                jitter_s=project.config.jitter_s,
+                quiet=project.config.quiet,
+            )
         work = due_work(given)
     finally:
         if conn is not None:
@@ -182,7 +192,7 @@ def asset_rows(view: dict[str, Any]) -> list[dict[str, Any]]:
                 else {
                     "code": hold["code"],
                     "why": hold["reason"],
-                    "release": release_command(name, hold["code"]),
+                    "release": release_command(name, hold["code"], hold.get("kind")),
                 },
                 "starting": hold is not None and hold.get("kind") == "starting",
                 "invalid": a.get("invalid"),
@@ -191,8 +201,10 @@ def asset_rows(view: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def release_command(asset: str, code: str) -> str:
+def release_command(asset: str, code: str, kind: str | None = None) -> str:
     """The command that lifts a hold (or shows what holds it)."""
+    if kind == "asset_paused":  # the asset alone is paused, not its project
+        return f"croft schedule resume {asset}"
     if code == "SCHEDULE_INVALID":
         return "croft validate"  # shows the schedule's problem and a suggestion that parses
     if code == "SCHEDULE_PAUSED":

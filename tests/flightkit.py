@@ -1,0 +1,43 @@
+"""The flight plan's project: six ingests whose plan covers every rule of the due policy at once, shared by
+its end-to-end test (tests/e2e/test_flight_plan.py) and its benchmark (scripts/bench simulate).
+
+Hourly, every 15 minutes, daily at 01:30 across the night London's clocks go back (01:30 happens twice;
+it fires once), one held (edited after the run by hand that approved it), one with quiet hours and one
+with a jitter. ``START`` is the Saturday morning before that night.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+START = "2026-10-24T08:00:00Z"  # 09:00 BST
+APPROVED_AT = "2026-10-24T07:59:00Z"
+INGEST = """
+from croft import ingest
+
+
+@ingest(schedule="{schedule}", key="id"{options})
+def rows(ctx):
+    yield [{{"id": 1, "n": {n}}}]
+"""
+ASSETS = {
+    "hourly": ("every hour", ""),
+    "quarter": ("every 15 minutes", ""),
+    "daily": ("every day at 01:30", ""),
+    "held": ("every hour", ""),
+    "night": ("every hour", ', quiet=["22:00-06:00"]'),
+    "spread": ("every 2 hours", ', jitter="7m"'),
+}
+
+
+def files(n: int = 1) -> dict[str, str]:
+    """The asset files (``n`` changes their code, as an edit does)."""
+    return {
+        f"assets/{name}.py": INGEST.format(schedule=schedule, options=options, n=n)
+        for name, (schedule, options) in ASSETS.items()
+    }
+
+
+def edit_held(root: Path) -> None:
+    """Edit the held ingest after it was run by hand: the scheduler holds it until a person runs it."""
+    (root / "assets" / "held.py").write_text(INGEST.format(schedule="every hour", options="", n=2))
