@@ -9,16 +9,17 @@ import click
 
 from croft.cli.project_option import load, project_option
 from croft.cli.render import json_option, run_command
+from croft.core import clock
+from croft.core.clock import parse_instant
 from croft.core.result import Result
+from croft.core.text import for_terminal
+from croft.schedule.cron import zone
+from croft.scheduler.control.flightplan import flight_plan
 
 __all__ = ["simulate"]
 
 
 def _calendar(result: Result) -> str:
-    from croft.core.clock import parse_instant
-    from croft.core.text import for_terminal
-    from croft.schedule.cron import zone
-
     data: dict[str, Any] = result.data
     where = zone(data["timezone"])
 
@@ -77,7 +78,5 @@ def simulate(days: float, project_dir: str | None) -> Result:
       croft schedule simulate --days 2
       croft schedule simulate --json | jq '.data.runs[].startAt'
     """
-    from croft.core import clock
-    from croft.scheduler.control.flightplan import flight_plan
 
     return flight_plan(load(project_dir), clock.now(), days)

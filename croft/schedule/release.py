@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from croft.core.record import NamedTuple
 from croft.schedule import cron
 from croft.schedule.jitter import jitter_delay
 from croft.schedule.quiet import Window, parse_windows, quiet_end, quiet_start
@@ -24,7 +24,8 @@ _TICK = timedelta(microseconds=1)
 _STEPS = 8  # fires stepped back at most: a jitter is shorter than one gap, a quiet window is skipped whole
 
 
-class Policy(NamedTuple):
+@dataclass(frozen=True)
+class Policy:
     """An ingest's release options as resolved (its own, else the project's)."""
 
     jitter_s: float | None = None

@@ -12,12 +12,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from croft.core.clock import parse_instant, to_iso
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from croft.history.state import get_setting, put_setting
 
 __all__ = [
     "PAUSES_KEY",
@@ -78,8 +76,6 @@ def read_pauses(conn: sqlite3.Connection | None) -> dict[str, Any]:
     """The stored pauses (asset -> ``{"since", "until"}``); anything malformed reads as none stored."""
     if conn is None:
         return {}
-    from croft.history.state import get_setting  # lazy: as scheduler.setting reads it
-
     found = get_setting(conn, PAUSES_KEY)
     return {str(k): v for k, v in found.items() if isinstance(v, dict)} if isinstance(found, dict) else {}
 
@@ -88,8 +84,6 @@ def write_pause(
     conn: sqlite3.Connection, asset: str, now: datetime, until: datetime | None
 ) -> dict[str, Any]:
     """Pause ``asset`` (``until`` None: until resumed); returns the pauses in force (ended ones dropped)."""
-    from croft.history.state import put_setting
-
     pauses = {a: e for a, e in read_pauses(conn).items() if a in active_pauses({a: e}, now)}
     pauses[asset] = {"since": to_iso(now), "until": to_iso(until) if until else None}
     put_setting(conn, PAUSES_KEY, pauses)
@@ -98,8 +92,6 @@ def write_pause(
 
 def resume(conn: sqlite3.Connection, asset: str, now: datetime) -> bool:
     """Resume ``asset``; whether it was paused then."""
-    from croft.history.state import put_setting
-
     stored = read_pauses(conn)
     was = asset in active_pauses(stored, now)
     stored.pop(asset, None)

@@ -16,16 +16,13 @@ this plan share the rule.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from croft.core.clock import parse_instant, to_iso
-from croft.core.record import NamedTuple
 from croft.schedule import cron, release
 from croft.scheduler.due import DueInput, due_work, next_look, release_policy
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["DEFAULT_RUN_S", "Plan", "Run", "SimInput", "pool_admission", "simulate"]
 
@@ -33,17 +30,21 @@ DEFAULT_RUN_S = 30.0  # a run croft has no duration for: under a minute, as most
 _MINUTE = timedelta(minutes=1)
 
 
-class SimInput(NamedTuple):
+@dataclass(frozen=True)
+class SimInput:
     given: DueInput  # the facts at the start, as the tick gathers them (``given.now``: where it starts)
     until: datetime
     durations: Mapping[str, float]  # asset -> seconds a run of it takes
     cap: int  # the per-user cap on scheduled runs at once
-    pools: Mapping[str, int] = {}  # pool -> how many of it may run at once
-    pool_of: Mapping[str, str] = {}  # asset -> its pool
-    hosts: Mapping[str, tuple[str, ...]] = {}  # ingest -> the upstream hosts its file names
+    pools: Mapping[str, int] = field(default_factory=dict)  # pool -> how many of it may run at once
+    pool_of: Mapping[str, str] = field(default_factory=dict)  # asset -> its pool
+    hosts: Mapping[str, tuple[str, ...]] = field(
+        default_factory=dict
+    )  # ingest -> the upstream hosts its file names
 
 
-class Run(NamedTuple):
+@dataclass(frozen=True)
+class Run:
     assets: tuple[str, ...]
     fires: dict[str, str]  # asset -> the fire it handles
     released: str  # when the latest of those fires was let go (jitter, quiet hours, a pause's end)
@@ -53,7 +54,8 @@ class Run(NamedTuple):
     why: tuple[str, ...]  # what moved it: jitter, quiet hours, coalesced fires, a pause, the queue
 
 
-class Plan(NamedTuple):
+@dataclass(frozen=True)
+class Plan:
     runs: list[Run]
     holds: list[dict[str, Any]]
     deferred: list[dict[str, Any]]
