@@ -51,6 +51,7 @@ class AssetFacts(NamedTuple):
     run_ping: str | None = None  # a URL or the name of a .env key
     fresh_within_s: float | None = None  # the freshness promise (no default: no promise)
     slow_after_s: float | None = None  # a scheduled step running this long is told once (no default)
+    pool: str | None = None  # at most croft.json's pools[pool] of its scheduled runs at once for the user
     problems: tuple[Problem, ...] = ()
 
     @property

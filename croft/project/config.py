@@ -41,7 +41,7 @@ __all__ = [
 
 CONFIG_FILE = "croft.json"
 DEFAULT_DATABASE = "warehouse.sqlite"
-TOP_KEYS = ("$schema", "database", "notify", "stateDir", "timezone", "history", "maxRuntime")
+TOP_KEYS = ("$schema", "database", "notify", "stateDir", "timezone", "history", "maxRuntime", "pools")
 HISTORY_KEYS = ("keepDays",)
 DEFAULT_KEEP_DAYS = 90  # how long runs, steps and step logs are kept (the latest of each asset always is)
 NOTIFY_KEYS = ("after", "desktop", "ping", "remind", "runPing", "secret", "urls", "webhook")
@@ -65,6 +65,7 @@ class Config(NamedTuple):
     notify_urls: tuple[str, ...] = ()  # Apprise URLs; "$NAME" names a .env key
     history_keep_days: int = DEFAULT_KEEP_DAYS
     max_runtime_s: float | None = None  # the project's default ceiling of a scheduled run (None: 2 h)
+    pools: Mapping[str, int] = MappingProxyType({})  # pool -> its scheduled runs at once for the user
     raw: Mapping[str, Any] = MappingProxyType({})
 
     def __repr__(self) -> str:  # croft.json as parsed stays out of a repr, as it did (a webhook URL in it)
@@ -194,6 +195,7 @@ def load_config(root: Path) -> Config:
         notify_urls=tuple(notify.get("urls") or ()),
         history_keep_days=(raw.get("history") or {}).get("keepDays", DEFAULT_KEEP_DAYS),
         max_runtime_s=_max_runtime(raw.get("maxRuntime")),
+        pools=MappingProxyType(dict(raw.get("pools") or {})),
         raw=raw,
     )
 
@@ -225,6 +227,7 @@ def validate(raw: Any, path: Path) -> list[Problem]:
         problems.append(_bad(path, "stateDir", '"stateDir" must be a folder path', 'the default is ".croft"'))
     problems.extend(_notify_problems(raw.get("notify"), path))
     problems.extend(_history_problems(raw.get("history"), path))
+    problems.extend(_pools_problems(raw.get("pools"), path))
     if "maxRuntime" in raw:
         from croft.project.rules import bound_problem
 
@@ -264,6 +267,25 @@ def _history_problems(history: Any, path: Path) -> list[Problem]:
                 f"the default is {DEFAULT_KEEP_DAYS}; the latest run of each asset is kept whatever its age",
             )
         )
+    return problems
+
+
+def _pools_problems(pools: Any, path: Path) -> list[Problem]:
+    """``"pools": {"stripe": 1}``: each a pool name (``rules.pool_problem``) and how many of its scheduled
+    runs may go at once for this user (``rules.pool_size_problem``)."""
+    if pools is None:
+        return []
+    example = '"pools": {"stripe": 1}'
+    if not isinstance(pools, dict):
+        return [_bad(path, "pools", '"pools" must be an object of pool names and sizes', f"e.g. {example}")]
+    from croft.project.rules import pool_problem, pool_size_problem
+
+    problems = []
+    for name, size in pools.items():
+        why = pool_problem(name) or pool_size_problem(size)
+        if why:
+            key = f"pools.{clip(str(name), 40)}"
+            problems.append(_bad(path, key, f'"{key}": {why}', f"e.g. {example}"))
     return problems
 
 

@@ -21,6 +21,7 @@ from croft.project.asset import DEFAULT_RETRIES, AssetFacts
 from croft.project.rules import (
     bound_problem,
     max_runtime_problem,
+    pool_problem,
     remind_problem,
     remind_seconds,
     url_or_env_problem,
@@ -267,6 +268,7 @@ class _Reader:
             "max_runtime_s",
             parse_seconds,
         )
+        self.checked(out, "pool", pool_problem, 'e.g. pool="stripe", a key of croft.json\'s "pools"')
         self.alerts(out)
         self.cross_checks(kind, out)
         return self.facts(kind, **out)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from croft.core.duration import parse_seconds, words
 from croft.core.problems import CroftError, Problem, problem
@@ -39,6 +39,9 @@ __all__ = [
     "bound_problem",
     "lookback_problem",
     "max_runtime_problem",
+    "pool_in_config",
+    "pool_problem",
+    "pool_size_problem",
     "remind_problem",
     "remind_seconds",
     "resolved_write_mode",
@@ -213,6 +216,7 @@ BOUNDS: dict[str, Bound] = {
     "retries": Bound("count", 0, 20, "2"),
     "lookback": Bound("duration", 0, 3650 * 86_400, '"30 days"', bare_text=False),
     "pause": Bound("duration", 60, 365 * 86_400, '"90m"', bare_text=False),
+    "pools": Bound("count", 1, 64, "1"),  # runs of one pool at once for the user: the cap's range
     # alerts (docs/notifications.md): croft.json's notify.after / notify.remind, and per asset
     "notify.after": Bound("count", 1, 1000, "3"),
     "notify.remind": Bound("duration", 60, 365 * 86_400, '"1 day"', bare_text=False),
@@ -323,6 +327,45 @@ def max_runtime_problem(value: Any) -> str | None:
     usable, or None. One rule for the decorator, the SQL header and croft.json; durations are read by the
     one duration parser."""
     return bound_problem("max_runtime", value)
+
+
+_POOL_NAME = r"[a-z][a-z0-9_-]{0,39}"
+
+
+def pool_problem(pool: Any, sizes: Mapping[str, int] | None = None) -> str | None:
+    """Why ``pool`` is no pool an asset can name (``pool="stripe"``, ``-- pool: stripe``, a key of
+    croft.json's ``pools``), or None. With ``sizes`` (croft.json's ``pools``), it must be one of them:
+    the one rule ``validate``, ``run`` and the tick call."""
+    if not isinstance(pool, str) or not re.fullmatch(_POOL_NAME, pool):
+        shown = clip(json.dumps(pool), 60)
+        return f"pool must be a name of lowercase letters, digits, - and _ (at most 40), not {shown}"
+    if sizes is not None and pool not in sizes:
+        return f'pool "{pool}" is not in croft.json\'s "pools"'
+    return None
+
+
+def pool_in_config(asset: str, rel: str, pool: str | None, sizes: Mapping[str, int]) -> Problem | None:
+    """CONFIG_INVALID when an asset names a pool its project's croft.json does not size: ``validate`` and
+    ``run`` (through discovery) and the tick, which holds the asset, all ask here."""
+    if pool is None:
+        return None
+    why = pool_problem(pool, sizes)
+    if why is None:
+        return None
+    return problem(
+        "CONFIG_INVALID",
+        f"{rel}: {why}",
+        f'add it to croft.json, e.g. "pools": {{"{pool}": 1}} (how many of its runs may go at once)',
+        asset=asset,
+        file="croft.json",
+        details={"key": "pools", "pool": pool},
+    )
+
+
+def pool_size_problem(size: Any) -> str | None:
+    """Why a pool's size in croft.json is not usable, or None: as many of its runs at once as the cap
+    allows at most."""
+    return bound_problem("pools", size, as_json=True)
 
 
 def lookback_problem(lookback: Any) -> str | None:

@@ -95,6 +95,7 @@ class AssetInfo(NamedTuple):
     max_runtime_s: float | None = None  # the asset's own ceiling for a scheduled run (scheduler.tick.ceiling)
     fresh_within_s: float | None = None  # its freshness promise (scheduler.freshness)
     slow_after_s: float | None = None  # a scheduled step running longer is told once (scheduler.tick.slow)
+    pool: str | None = None  # the pool its scheduled runs wait for (scheduler.tick.admit)
     spec: Any = None  # the parsed cron (cron.CronSpec) when known
     # SCHEDULE_INVALID (as a problem dict) when ``schedule`` is text the schedule language refuses: the
     # ingest never fires, and the tick, status and schedule status say so instead of staying quiet

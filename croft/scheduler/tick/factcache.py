@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["CACHE_KEY", "cached_deps", "load_facts", "stat_key"]
 
 CACHE_KEY = "schedule.facts"
-_FORMAT = 6  # bump when an entry's shape changes: old caches are read again once
+_FORMAT = 7  # bump when an entry's shape changes: old caches are read again once
 
 
 def stat_key(root: str, path: str, deps: list[str], zone: str) -> str:
@@ -106,6 +106,7 @@ def _read_one(
         max_runtime_s=facts.max_runtime_s,
         fresh_within_s=facts.fresh_within_s,
         slow_after_s=facts.slow_after_s,
+        pool=facts.pool,
         schedule_problem=schedule_problem if kind == "ingest" else None,
     )
     out = info._asdict()
