@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 
+from croft.scheduler.tick.report import tick_text
+
 TYPE_CHECKING = False  # nothing of typing (or pathlib) is loaded on the idle path
 if TYPE_CHECKING:
     from typing import Any
@@ -29,12 +31,6 @@ options:
                    croft serve start it, its output going to the tick log)
   -h, --help       show this message
 """
-
-_EXITED = {
-    "off": "scheduling is off for this project",
-    "paused": "scheduling is paused for this project",
-    "busy": "another tick of this project is running",
-}
 
 
 def _parse(args: list[str]) -> tuple[bool, str | None, str | None]:
@@ -57,15 +53,6 @@ def _parse(args: list[str]) -> tuple[bool, str | None, str | None]:
 
             raise CroftError("USAGE", f"croft tick does not take {word!r}", USAGE)
     return as_json, project, name
-
-
-def human(data: dict[str, Any]) -> str:
-    if data.get("exited"):
-        return f"tick: nothing to do: {_EXITED.get(data['exited'], data['exited'])}"
-    started = [f"started {s['runId']} ({', '.join(s['assets'])})" for s in data["spawned"]]
-    lines = [f"tick: {'; '.join(started) or 'nothing due'} ({data['tookMs']} ms)"]
-    lines += [f"  held {h['asset']} ({h['code']}): {h['message'].split(': ', 1)[-1]}" for h in data["held"]]
-    return "\n".join(lines)
 
 
 def _idle(args: list[str]) -> dict[str, Any] | None:
@@ -138,7 +125,7 @@ def batch() -> int:
             continue
         name = names.get(root, root)
         data, problems, answer = tick_one(root, name)
-        said = [human(data)] if data else []
+        said = [tick_text(data)] if data else []
         if problems:
             from croft.cli.boundary import problem_lines
 
@@ -171,7 +158,7 @@ def run(args: list[str]) -> int:
         else:
             from croft.core.text import for_terminal
 
-            print(for_terminal(human(quick)))
+            print(for_terminal(tick_text(quick)))
         return 0
     from croft.core import clock
     from croft.core.envelope import dumps
@@ -205,7 +192,7 @@ def run(args: list[str]) -> int:
         if result.data:
             from croft.core.text import for_terminal
 
-            print(for_terminal(human(result.data)))
+            print(for_terminal(tick_text(result.data)))
         if result.problems:
             from croft.cli.boundary import problem_lines
 
