@@ -226,7 +226,7 @@ from croft import ingest
 
 @ingest(schedule="{schedule}", key="id")
 def orders(ctx):
-    yield [{{"id": i, "amount": i * 3} for i in range(100)]
+    yield [{{"id": i, "amount": i * 3}} for i in range(100)]
 """
 
 
