@@ -63,7 +63,10 @@ def fire(tmp: Path) -> tuple[list[str], list[str]]:
 
     env0 = dict(os.environ) | {"CROFT_JOB_LABEL": "dev.croft.bench", "CROFT_NOTIFY_DRY": "1"}
     template = bench_scale._template(
-        tmp / "fire-template", env0 | {"CROFT_HOME": str(tmp / "h0"), "CROFT_NOW": "2026-03-01T02:30:00Z"}, 1, 0
+        tmp / "fire-template",
+        env0 | {"CROFT_HOME": str(tmp / "h0"), "CROFT_NOW": "2026-03-01T02:30:00Z"},
+        1,
+        0,
     )
     home = tmp / "fire-home"
     scheduled = bench_scale._projects(template, tmp / "fire", home, 1)[0]

@@ -147,6 +147,8 @@ ALIASES: dict[str, str] = {
     "layout": "architecture",
     "contributing": "architecture",
     "bench": "benchmarks",
+    "pool": "pools",
+    "rate-limit": "pools",
     "performance": "benchmarks",
     "speed": "benchmarks",
 }

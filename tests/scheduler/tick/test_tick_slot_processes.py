@@ -138,7 +138,9 @@ def test_a_backlog_of_forty_groups_never_has_more_run_processes_alive_than_the_c
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads live processes from /proc")
-def test_a_pool_of_one_never_lets_two_of_its_runs_overlap_across_projects(make_project, tmp_path, _croft_home):
+def test_a_pool_of_one_never_lets_two_of_its_runs_overlap_across_projects(
+    make_project, tmp_path, _croft_home
+):
     """Two projects whose ingests all name pool "stripe" (size 1), with a cap of 3: one pool run at a
     time, in fire order, the rest shown waiting for the pool; runs outside the pool go ahead meanwhile."""
     pooled = _projects(make_project, tmp_path, 2, 4, pool="stripe")
@@ -155,7 +157,7 @@ def test_a_pool_of_one_never_lets_two_of_its_runs_overlap_across_projects(make_p
         assert len(first["spawned"]) == 1 and second["spawned"] == []
         waiting = [h for h in second["held"] if h["code"] == "ASSET_BUSY"]
         assert len(waiting) == 4 and all("waiting for pool stripe" in h["message"] for h in waiting), waiting
-        code, status = croft_json(pooled[1], T0, "schedule", "status", **knobs)
+        _, status = croft_json(pooled[1], T0, "schedule", "status", **knobs)
         queue = status["data"]["queue"]
         assert {w["waitingFor"] for w in queue["waiting"]} == {"pool stripe"}
         assert "pool stripe: " in queue["text"]
