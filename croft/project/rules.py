@@ -132,6 +132,9 @@ RULES: tuple[Rule, ...] = (
         "long_sql.sql",
         "-- max_runtime: forever\nSELECT 1 AS id\n",
     ),
+    Rule("pool is not a name", "ASSET_INVALID", "pooled.py", _ingest('key="id", pool="Stripe API"')),
+    Rule("SQL pool is not a name", "ASSET_INVALID", "pooled_sql.sql", "-- pool: 42 things\nSELECT 1 AS id\n"),
+    Rule("pool croft.json does not size", "CONFIG_INVALID", "unsized.py", _ingest('key="id", pool="stripe"')),
     # Out of range (BOUNDS): each once passed validate and then broke the run or the tick.
     Rule("timeout past its range", "ASSET_INVALID", "huge_timeout.py", _ingest('key="id", timeout=1e30')),
     Rule("timeout of zero", "ASSET_INVALID", "no_timeout.py", _ingest('key="id", timeout=0')),

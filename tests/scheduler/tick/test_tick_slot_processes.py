@@ -175,3 +175,25 @@ def test_a_pool_of_one_never_lets_two_of_its_runs_overlap_across_projects(
     assert len(pool_runs) == 8 and {r["status"] for r in pool_runs} == {"succeeded"}
     assert sampler.most_in_pool == 1, f"{sampler.most_in_pool} runs of the pool alive at once"
     assert sampler.most <= 3
+
+
+def test_an_asset_naming_a_pool_croft_json_does_not_size_is_held_by_the_tick_with_the_fix(
+    make_project, tmp_path
+):
+    """The one rule (``rules.pool_in_config``) validate and run apply: the tick holds the asset, starts
+    nothing of it, and says which line of croft.json to add."""
+    root = make_project(
+        {"assets/f.py": SHORT.format(hour=1, name="f", pool=', pool="stripe"')}, root=tmp_path / "u"
+    )
+    code, ran = croft_json(root, "2026-05-31T23:30:00Z", "run")
+    assert code == 2 and "CONFIG_INVALID" in {p["code"] for p in ran["problems"]}
+    (root / "croft.json").write_text(json.dumps({"timezone": "Europe/London", "pools": {"stripe": 1}}))
+    assert croft_json(root, "2026-05-31T23:30:00Z", "run")[0] == 0  # sized: a person's run approves it
+    schedule_on(root, "2026-05-31T23:30:00Z")
+    (root / "croft.json").write_text(json.dumps({"timezone": "Europe/London"}))  # the pool's size gone
+    data = tick(root, T0)
+    assert data["spawned"] == []
+    held = [h for h in data["held"] if h["asset"] == "f"]
+    assert held and held[0]["code"] == "CONFIG_INVALID" and '"pools": {"stripe": 1}' in held[0]["hint"], held
+    code, validated = croft_json(root, T0, "validate")
+    assert code == 2 and "CONFIG_INVALID" in {p["code"] for p in validated["problems"]}
