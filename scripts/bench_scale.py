@@ -287,8 +287,10 @@ def _alive_slots(home: Path) -> int:
 
 
 def _due_processes(base: Path) -> int:
-    """Live `croft run --due` processes whose folder is under ``base``, from /proc (0 without one)."""
-    alive = 0
+    """Live `croft run --due` processes whose folder is under ``base``, from /proc (0 without one). A
+    run's own fork not yet become what it starts shows the run's command line for that instant: a
+    process whose parent is a counted run is that run (a run started by a run begins after it exited)."""
+    alive: dict[int, int] = {}
     prefix = str(base) + os.sep
     try:
         names = [n for n in os.listdir("/proc") if n.isdigit()]
@@ -300,13 +302,12 @@ def _due_processes(base: Path) -> int:
                 if b"\0-m\0croft\0run\0--due\0" not in handle.read():
                     continue
             with open(f"/proc/{name}/stat") as handle:
-                if handle.read().rpartition(")")[2].split()[0] == "Z":
-                    continue
-            if os.readlink(f"/proc/{name}/cwd").startswith(prefix):
-                alive += 1
+                state, ppid = handle.read().rpartition(")")[2].split()[:2]
+            if state != "Z" and os.readlink(f"/proc/{name}/cwd").startswith(prefix):
+                alive[int(name)] = int(ppid)
         except OSError:
             continue
-    return alive
+    return sum(1 for ppid in alive.values() if ppid not in alive)
 
 
 def _scheduled_runs(root: Path) -> list[tuple[str, str]]:

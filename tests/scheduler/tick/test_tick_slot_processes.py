@@ -32,8 +32,12 @@ def {name}(ctx):
 
 
 def _due_runs() -> list[tuple[int, str]]:
-    """(pid, its project folder) of every live `croft run --due` process (a zombie has ended)."""
+    """(pid, its project folder) of every live `croft run --due` process (a zombie has ended). A run's
+    own fork that has not yet become the program it starts (it shows its parent's command line for that
+    instant) is the run, not another: no scheduled run has a live run as its parent, since a run started
+    by a run begins only once that run has exited."""
     found = []
+    parents = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -42,13 +46,15 @@ def _due_runs() -> list[tuple[int, str]]:
                 if b"\0-m\0croft\0run\0--due\0" not in handle.read():
                     continue
             with open(f"/proc/{name}/stat") as handle:
-                state = handle.read().rpartition(")")[2].split()[0]
+                state, ppid = handle.read().rpartition(")")[2].split()[:2]
             cwd = os.readlink(f"/proc/{name}/cwd")
         except OSError:
             continue  # ended meanwhile
         if state != "Z":
             found.append((int(name), cwd))
-    return found
+            parents[int(name)] = int(ppid)
+    pids = {pid for pid, _ in found}
+    return [(pid, cwd) for pid, cwd in found if parents[pid] not in pids]
 
 
 class Sampler:
