@@ -286,28 +286,31 @@ def _alive_slots(home: Path) -> int:
     return count_held(home, CAP)
 
 
+def _running_due(pid: str) -> str | None:
+    """The folder of process ``pid`` when it is a live `croft run --due`, else None."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            if b"\0-m\0croft\0run\0--due\0" not in handle.read():
+                return None
+        with open(f"/proc/{pid}/stat") as handle:
+            if handle.read().rpartition(")")[2].split()[0] == "Z":
+                return None
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+
+
 def _due_processes(base: Path) -> int:
-    """Live `croft run --due` processes whose folder is under ``base``, from /proc (0 without one). A
-    run's own fork not yet become what it starts shows the run's command line for that instant: a
-    process whose parent is a counted run is that run (a run started by a run begins after it exited)."""
-    alive: dict[int, int] = {}
+    """Live `croft run --due` processes whose folder is under ``base``, at one instant, from /proc (0
+    without one). A read of /proc takes a while: a run ending early in it and the next beginning late in
+    it would both be seen, so each found is looked at again once the read is over."""
     prefix = str(base) + os.sep
     try:
         names = [n for n in os.listdir("/proc") if n.isdigit()]
     except OSError:
         return 0
-    for name in names:
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as handle:
-                if b"\0-m\0croft\0run\0--due\0" not in handle.read():
-                    continue
-            with open(f"/proc/{name}/stat") as handle:
-                state, ppid = handle.read().rpartition(")")[2].split()[:2]
-            if state != "Z" and os.readlink(f"/proc/{name}/cwd").startswith(prefix):
-                alive[int(name)] = int(ppid)
-        except OSError:
-            continue
-    return sum(1 for ppid in alive.values() if ppid not in alive)
+    first = [(n, cwd) for n in names for cwd in [_running_due(n)] if cwd and cwd.startswith(prefix)]
+    return sum(1 for n, cwd in first if _running_due(n) == cwd)
 
 
 def _scheduled_runs(root: Path) -> list[tuple[str, str]]:

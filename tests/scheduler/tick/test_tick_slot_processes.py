@@ -31,30 +31,29 @@ def {name}(ctx):
 """
 
 
+def _running_due(pid: str) -> str | None:
+    """The folder of process ``pid`` when it is a live `croft run --due`, else None."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            if b"\0-m\0croft\0run\0--due\0" not in handle.read():
+                return None
+        with open(f"/proc/{pid}/stat") as handle:
+            if handle.read().rpartition(")")[2].split()[0] == "Z":
+                return None
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None  # ended meanwhile
+
+
 def _due_runs() -> list[tuple[int, str]]:
-    """(pid, its project folder) of every live `croft run --due` process (a zombie has ended). A run's
-    own fork that has not yet become the program it starts (it shows its parent's command line for that
-    instant) is the run, not another: no scheduled run has a live run as its parent, since a run started
-    by a run begins only once that run has exited."""
-    found = []
-    parents = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as handle:
-                if b"\0-m\0croft\0run\0--due\0" not in handle.read():
-                    continue
-            with open(f"/proc/{name}/stat") as handle:
-                state, ppid = handle.read().rpartition(")")[2].split()[:2]
-            cwd = os.readlink(f"/proc/{name}/cwd")
-        except OSError:
-            continue  # ended meanwhile
-        if state != "Z":
-            found.append((int(name), cwd))
-            parents[int(name)] = int(ppid)
-    pids = {pid for pid, _ in found}
-    return [(pid, cwd) for pid, cwd in found if parents[pid] not in pids]
+    """(pid, its project folder) of the `croft run --due` processes alive at one instant. Reading /proc
+    takes a while, and a run ending early in the read and the next one beginning late in it would both
+    be seen: so each found is looked at again once the read is over, and only those still running count
+    (a run's own fork showing its command line an instant before it becomes something else drops out
+    the same way)."""
+    found = [(pid, _running_due(pid)) for pid in os.listdir("/proc") if pid.isdigit()]
+    first = [(pid, cwd) for pid, cwd in found if cwd is not None]
+    return [(int(pid), cwd) for pid, cwd in first if _running_due(pid) == cwd]
 
 
 class Sampler:
