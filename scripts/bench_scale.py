@@ -287,13 +287,21 @@ def _alive_slots(home: Path) -> int:
 
 
 def _running_due(pid: str) -> str | None:
-    """The folder of process ``pid`` when it is a live `croft run --due`, else None."""
+    """The folder of process ``pid`` when it is a live `croft run --due`, else None. A run's own fork
+    that has not yet become what it starts shows the run's command line (and, once it moved there, the
+    folder of what it starts): a process with its parent's very command line, run id included, is that
+    run, not another. (A run a run starts has a run id of its own, so it is never left out this way.)"""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            if b"\0-m\0croft\0run\0--due\0" not in handle.read():
-                return None
+            command = handle.read()
+        if b"\0-m\0croft\0run\0--due\0" not in command:
+            return None
         with open(f"/proc/{pid}/stat") as handle:
-            if handle.read().rpartition(")")[2].split()[0] == "Z":
+            state, ppid = handle.read().rpartition(")")[2].split()[:2]
+        if state == "Z":
+            return None
+        with open(f"/proc/{ppid}/cmdline", "rb") as handle:
+            if handle.read() == command:  # the run's fork, its very command line (run id included)
                 return None
         return os.readlink(f"/proc/{pid}/cwd")
     except OSError:

@@ -18,6 +18,8 @@ import pytest
 from schedulekit import croft_json, query, schedule_on, tick, wait_for_runs
 from waiting import wait_for
 
+from croft.core.clock import parse_instant
+
 pytestmark = pytest.mark.processes
 
 T0 = "2026-06-01T10:05:00Z"
@@ -27,18 +29,33 @@ from croft import ingest
 
 @ingest(schedule="0 {hour} * * *", key="id"{pool})
 def {name}(ctx):
+    import os
+    import time
+
+    waited = 0.0
+    while os.path.exists("hold") and waited < 60:  # a scheduled run starts in the project folder
+        time.sleep(0.05)
+        waited += 0.05
     yield [{{"id": 1}}]
 """
 
 
 def _running_due(pid: str) -> str | None:
-    """The folder of process ``pid`` when it is a live `croft run --due`, else None."""
+    """The folder of process ``pid`` when it is a live `croft run --due`, else None. A run's own fork
+    that has not yet become what it starts shows the run's command line (and, once it moved there, the
+    folder of what it starts): a process with its parent's very command line, run id included, is that
+    run, not another. (A run a run starts has a run id of its own, so it is never left out this way.)"""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            if b"\0-m\0croft\0run\0--due\0" not in handle.read():
-                return None
+            command = handle.read()
+        if b"\0-m\0croft\0run\0--due\0" not in command:
+            return None
         with open(f"/proc/{pid}/stat") as handle:
-            if handle.read().rpartition(")")[2].split()[0] == "Z":
+            state, ppid = handle.read().rpartition(")")[2].split()[:2]
+        if state == "Z":
+            return None
+        with open(f"/proc/{ppid}/cmdline", "rb") as handle:
+            if handle.read() == command:  # the run's fork, its very command line (run id included)
                 return None
         return os.readlink(f"/proc/{pid}/cwd")
     except OSError:
@@ -156,6 +173,8 @@ def test_a_pool_of_one_never_lets_two_of_its_runs_overlap_across_projects(
     assert croft_json(free, "2026-05-31T23:30:00Z", "run")[0] == 0
     schedule_on(free, "2026-05-31T23:30:00Z")
     knobs = {"CROFT_MAX_SCHEDULED_RUNS": "3"}
+    for root in pooled:
+        (root / "hold").touch()  # the pool's runs stay alive while the test looks
     with Sampler(tmp_path, {str(r) for r in pooled}) as sampler:
         first = tick(pooled[0], T0, wait=False, **knobs)
         second = tick(pooled[1], T0, wait=False, **knobs)
@@ -166,9 +185,21 @@ def test_a_pool_of_one_never_lets_two_of_its_runs_overlap_across_projects(
         queue = status["data"]["queue"]
         assert {w["waitingFor"] for w in queue["waiting"]} == {"pool stripe"}
         assert "pool stripe: " in queue["text"]
+        _, looked = croft_json(pooled[1], T0, "status", **knobs)  # waiting, not failing nor stale for it
+        assert {a["asset"]: a.get("waitingFor") for a in looked["data"]["assets"]} == {
+            f"f1_{g}": "pool stripe" for g in range(4)
+        }
+        from croft.ui.derived import derived_state
+
+        shown = derived_state(
+            looked["data"]["assets"][0], queue["waiting"], str(pooled[1]), parse_instant(T0)
+        )
+        assert shown["label"] == "waiting for pool stripe", shown
         # the project outside the pool is not held back by it: its three start at once (cap 3, 1 taken)
         others = tick(free, T0, wait=False, **knobs)
         assert len(others["spawned"]) == 2
+        for root in pooled:
+            (root / "hold").unlink()
         wait_for(
             lambda: sum(len(_scheduled(r)) for r in pooled) == 8,
             lambda: f"all eight pool runs to start: {[len(_scheduled(r)) for r in pooled]}",
