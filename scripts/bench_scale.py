@@ -286,39 +286,13 @@ def _alive_slots(home: Path) -> int:
     return count_held(home, CAP)
 
 
-def _running_due(pid: str) -> str | None:
-    """The folder of process ``pid`` when it is a live `croft run --due`, else None. A run's own fork
-    that has not yet become what it starts shows the run's command line (and, once it moved there, the
-    folder of what it starts): a process with its parent's very command line, run id included, is that
-    run, not another. (A run a run starts has a run id of its own, so it is never left out this way.)"""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            command = handle.read()
-        if b"\0-m\0croft\0run\0--due\0" not in command:
-            return None
-        with open(f"/proc/{pid}/stat") as handle:
-            state, ppid = handle.read().rpartition(")")[2].split()[:2]
-        if state == "Z":
-            return None
-        with open(f"/proc/{ppid}/cmdline", "rb") as handle:
-            if handle.read() == command:  # the run's fork, its very command line (run id included)
-                return None
-        return os.readlink(f"/proc/{pid}/cwd")
-    except OSError:
-        return None
-
-
 def _due_processes(base: Path) -> int:
-    """Live `croft run --due` processes whose folder is under ``base``, at one instant, from /proc (0
-    without one). A read of /proc takes a while: a run ending early in it and the next beginning late in
-    it would both be seen, so each found is looked at again once the read is over."""
+    """Live `croft run --due` processes whose folder is under ``base``, at one instant (the tests' kit)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from processkit import due_runs
+
     prefix = str(base) + os.sep
-    try:
-        names = [n for n in os.listdir("/proc") if n.isdigit()]
-    except OSError:
-        return 0
-    first = [(n, cwd) for n in names for cwd in [_running_due(n)] if cwd and cwd.startswith(prefix)]
-    return sum(1 for n, cwd in first if _running_due(n) == cwd)
+    return sum(1 for _, cwd in due_runs() if cwd.startswith(prefix))
 
 
 def _scheduled_runs(root: Path) -> list[tuple[str, str]]:

@@ -107,15 +107,20 @@ def cron_user() -> Iterator[User]:
         turns.close()
 
 
-def _scheduled_runs(project: Path) -> list[tuple[str, str]]:
+def _history(project: Path, sql: str) -> list[tuple[str, ...]]:
+    """Rows of the project's runs.sqlite, read-only ([] before it exists)."""
     path = project / ".croft" / "runs.sqlite"
+    if not path.exists():
+        return []
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
     try:
-        return conn.execute(
-            "SELECT id, status FROM runs WHERE trigger = 'schedule' ORDER BY rowid"
-        ).fetchall()
+        return conn.execute(sql).fetchall()
     finally:
         conn.close()
+
+
+def _scheduled_runs(project: Path) -> list[tuple[str, ...]]:
+    return _history(project, "SELECT id, status FROM runs WHERE trigger = 'schedule' ORDER BY rowid")
 
 
 def _crontab(user: User) -> str:
@@ -230,18 +235,10 @@ def orders(ctx):
 """
 
 
-def _runs_with_times(project: Path) -> list[tuple[str, str, str, str]]:
+def _runs_with_times(project: Path) -> list[tuple[str, ...]]:
     """(trigger, status, started_at, finished_at) of every run, oldest first."""
-    path = project / ".croft" / "runs.sqlite"
-    if not path.exists():
-        return []
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-    try:
-        return conn.execute(
-            "SELECT trigger, status, started_at, COALESCE(finished_at, '') FROM runs ORDER BY rowid"
-        ).fetchall()
-    finally:
-        conn.close()
+    sql = "SELECT trigger, status, started_at, COALESCE(finished_at, '') FROM runs ORDER BY rowid"
+    return _history(project, sql)
 
 
 def _into_minute(stamp: str) -> float:

@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from processkit import due_runs
 from schedulekit import croft_json, query, schedule_on, tick, wait_for_runs
 from waiting import wait_for
 
@@ -38,39 +39,6 @@ def {name}(ctx):
         waited += 0.05
     yield [{{"id": 1}}]
 """
-
-
-def _running_due(pid: str) -> str | None:
-    """The folder of process ``pid`` when it is a live `croft run --due`, else None. A run's own fork
-    that has not yet become what it starts shows the run's command line (and, once it moved there, the
-    folder of what it starts): a process with its parent's very command line, run id included, is that
-    run, not another. (A run a run starts has a run id of its own, so it is never left out this way.)"""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            command = handle.read()
-        if b"\0-m\0croft\0run\0--due\0" not in command:
-            return None
-        with open(f"/proc/{pid}/stat") as handle:
-            state, ppid = handle.read().rpartition(")")[2].split()[:2]
-        if state == "Z":
-            return None
-        with open(f"/proc/{ppid}/cmdline", "rb") as handle:
-            if handle.read() == command:  # the run's fork, its very command line (run id included)
-                return None
-        return os.readlink(f"/proc/{pid}/cwd")
-    except OSError:
-        return None  # ended meanwhile
-
-
-def _due_runs() -> list[tuple[int, str]]:
-    """(pid, its project folder) of the `croft run --due` processes alive at one instant. Reading /proc
-    takes a while, and a run ending early in the read and the next one beginning late in it would both
-    be seen: so each found is looked at again once the read is over, and only those still running count
-    (a run's own fork showing its command line an instant before it becomes something else drops out
-    the same way)."""
-    found = [(pid, _running_due(pid)) for pid in os.listdir("/proc") if pid.isdigit()]
-    first = [(pid, cwd) for pid, cwd in found if cwd is not None]
-    return [(int(pid), cwd) for pid, cwd in first if _running_due(pid) == cwd]
 
 
 class Sampler:
@@ -97,7 +65,7 @@ class Sampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            alive = [(pid, cwd) for pid, cwd in _due_runs() if cwd.startswith(self._base)]
+            alive = [(pid, cwd) for pid, cwd in due_runs() if cwd.startswith(self._base)]
             self.samples += 1
             if len(alive) > 2:
                 self.seen.append(alive)
