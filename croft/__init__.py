@@ -13,11 +13,13 @@ ALERT_OPTIONS = ("notify_after", "notify_remind", "run_ping", "fresh_within", "s
 INGEST_OPTIONS = frozenset(
     {
         "schedule", "key", "incremental", "secrets", "checks", "write", "description", "retries", "timeout",
-        "max_runtime", *ALERT_OPTIONS,
+        "max_runtime", "pool", *ALERT_OPTIONS,
         "jitter", "quiet",  # when a fire is let go (docs/scheduling.md)
     }
 )  # fmt: skip
-TRANSFORM_OPTIONS = frozenset({"inputs", "key", "checks", "description", "max_runtime", *ALERT_OPTIONS})
+TRANSFORM_OPTIONS = frozenset(
+    {"inputs", "key", "checks", "description", "max_runtime", "pool", *ALERT_OPTIONS}
+)
 
 
 def _mark(kind, allowed, options):

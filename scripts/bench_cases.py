@@ -842,6 +842,15 @@ def bench_scale() -> Section:
     return Section("Scale: a backlog, a long history, many projects", body, ok)
 
 
+def bench_fire() -> Section:
+    """From a fire to the row in the warehouse, croft beside a plain crontab line (scripts/bench_fire.py)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_fire
+
+    body, ok = bench_fire.run()
+    return Section("A fire to its row: croft beside a plain crontab line", body, ok)
+
+
 def bench_gate() -> Section:
     """The minute gate: an idle minute of `croft tick --all` over 1000 × 5 and 100 × 20 beside the floor."""
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -1012,6 +1021,7 @@ BENCHMARKS: list[Callable[[], Section]] = [
     bench_logs,
     bench_scale,
     bench_gate,
+    bench_fire,
     bench_context,
     bench_start,
     bench_ui,

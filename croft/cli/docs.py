@@ -154,6 +154,8 @@ ALIASES: dict[str, str] = {
     "layout": "architecture",
     "contributing": "architecture",
     "bench": "benchmarks",
+    "pool": "pools",
+    "rate-limit": "pools",
     "performance": "benchmarks",
     "speed": "benchmarks",
 }

@@ -115,7 +115,10 @@ def _queue_lines(data: dict[str, Any]) -> list[str]:
     if queue:
         lines.append(f"Queue: {queue['text']} (at most {queue['cap']} at once for this user)")
         for w in queue["waiting"][:10]:
-            lines.append(f"  {', '.join(w['assets'])} in {w['root']}: fire {w['since']} ago")
+            waits = w.get("waitingFor") or "a slot"
+            lines.append(
+                f"  {', '.join(w['assets'])} in {w['root']}: waiting for {waits}, fire {w['since']} ago"
+            )
     for c in data.get("catchUp") or []:
         lines.append(f"{c['asset']}: {c['text']}")
     return lines

@@ -58,6 +58,8 @@ def state_words(a: dict[str, Any], now: datetime, scheduler_stale: bool) -> str:
         return f"{word}: {table['code']}"
     if a["problems"]:
         return f"invalid: {a['problems'][0]['code']}"
+    if a.get("waitingFor"):  # due, in the user's queue: not failing, not stale for that
+        return f"waiting for {a['waitingFor']}"
     if a["stale"]:
         return "stale: " + ", ".join(r["text"] for r in a["staleReasons"])
     failing = a.get("failing")

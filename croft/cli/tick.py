@@ -29,24 +29,10 @@ from croft.project.config import load_project
 from croft.scheduler.tick.batch import work
 from croft.scheduler.tick.memo import idle_tick
 from croft.scheduler.tick.project_tick import project_tick
+from croft.scheduler.tick.report import tick_text
 from croft.scheduler.ticklog import NamedLines
 
-__all__ = ["command", "human", "tick"]
-
-_EXITED = {
-    "off": "scheduling is off for this project",
-    "paused": "scheduling is paused for this project",
-    "busy": "another tick of this project is running",
-}
-
-
-def human(data: dict[str, Any]) -> str:
-    if data.get("exited"):
-        return f"tick: nothing to do: {_EXITED.get(data['exited'], data['exited'])}"
-    started = [f"started {s['runId']} ({', '.join(s['assets'])})" for s in data["spawned"]]
-    lines = [f"tick: {'; '.join(started) or 'nothing due'} ({data['tookMs']} ms)"]
-    lines += [f"  held {h['asset']} ({h['code']}): {h['message'].split(': ', 1)[-1]}" for h in data["held"]]
-    return "\n".join(lines)
+__all__ = ["command", "tick"]
 
 
 def _idle(project_dir: str | None) -> dict[str, Any] | None:
@@ -79,7 +65,7 @@ def _stamp() -> str:
 
 def _said(data: dict[str, Any], problems: list[Any]) -> list[str]:
     """What one project tick of ``croft tick --batch`` (``scheduler.tick.batch``) says in the tick log."""
-    lines = [human(data)] if data else []
+    lines = [tick_text(data)] if data else []
     if problems:
         lines += problem_lines(problems)
     return lines
@@ -89,7 +75,7 @@ def tick(project_dir: str | None, name: str | None, as_json: bool) -> int:
     """Tick one project and print what it did; returns the exit code. Never raises a CroftError."""
     quick = _idle(project_dir)
     if quick is not None:
-        print(dumps(envelope(True, quick)) if as_json else for_terminal(human(quick)))
+        print(dumps(envelope(True, quick)) if as_json else for_terminal(tick_text(quick)))
         return 0
     try:
         knobs.require_all()  # the tick hands every knob on to the runs it starts: a bad one stops it here
@@ -108,7 +94,7 @@ def tick(project_dir: str | None, name: str | None, as_json: bool) -> int:
         print(dumps(result.envelope()))
     else:
         if result.data:
-            print(for_terminal(human(result.data)))
+            print(for_terminal(tick_text(result.data)))
         if result.problems:
             print("\n".join(problem_lines(result.problems)), file=sys.stderr)
     return result.exit_code

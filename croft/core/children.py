@@ -129,19 +129,24 @@ def detach(
     env: dict[str, str],
     *,
     talk: bool = False,
+    keep: tuple[int, ...] = (),
+    stdin: int | None = None,
 ) -> subprocess.Popen[bytes]:
     """A child in its own session (the OS job or the tick ending does not take it along), no stdin, its
     stdout and stderr to ``out``, and exactly ``env``. Raises OSError when it cannot start.
 
-    ``talk``: the starter speaks to it (its stdin and stdout are pipes; only stderr goes to ``out``)."""
+    ``talk``: the starter speaks to it (its stdin and stdout are pipes; only stderr goes to ``out``).
+    ``keep``: descriptors it inherits (a scheduled run's slots); ``stdin``: a descriptor in place of none."""
 
+    given = subprocess.PIPE if talk else subprocess.DEVNULL
     return subprocess.Popen(
         argv,
         cwd=cwd,
         env=env,
-        stdin=subprocess.PIPE if talk else subprocess.DEVNULL,
+        stdin=given if stdin is None else stdin,
         stdout=subprocess.PIPE if talk else out,
         stderr=out if talk else subprocess.STDOUT,
         start_new_session=True,
         close_fds=True,
+        pass_fds=keep,
     )

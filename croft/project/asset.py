@@ -53,6 +53,7 @@ class AssetFacts:
     # when a fire is let go (croft.schedule.release); None: croft.json's jitter / quiet
     jitter_s: float | None = None
     quiet: tuple[str, ...] | None = None
+    pool: str | None = None  # at most croft.json's pools[pool] of its scheduled runs at once for the user
     problems: tuple[Problem, ...] = ()
 
     @property

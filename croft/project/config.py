@@ -54,6 +54,7 @@ TOP_KEYS = (
     "maxRuntime",
     "jitter",
     "quiet",
+    "pools",
 )
 HISTORY_KEYS = ("keepDays",)
 DEFAULT_KEEP_DAYS = 90  # how long runs, steps and step logs are kept (the latest of each asset always is)
@@ -81,6 +82,7 @@ class Config:
     max_runtime_s: float | None = None  # the project's default ceiling of a scheduled run (None: 2 h)
     jitter_s: float | None = None  # every ingest's fire delay unless it sets its own (schedule.jitter)
     quiet: tuple[str, ...] = ()  # quiet hours in the project's zone, unless an ingest sets its own
+    pools: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))  # pool -> runs at once
     raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def __repr__(self) -> str:  # croft.json as parsed stays out of a repr, as it did (a webhook URL in it)
@@ -197,6 +199,7 @@ def load_config(root: Path) -> Config:
         max_runtime_s=_max_runtime(raw.get("maxRuntime")),
         jitter_s=_jitter(raw.get("jitter")),
         quiet=_quiet(raw.get("quiet")),
+        pools=MappingProxyType(dict(raw.get("pools") or {})),
         raw=raw,
     )
 
@@ -228,6 +231,7 @@ def validate(raw: Any, path: Path) -> list[Problem]:
         problems.append(_bad(path, "stateDir", '"stateDir" must be a folder path', 'the default is ".croft"'))
     problems.extend(_notify_problems(raw.get("notify"), path))
     problems.extend(_history_problems(raw.get("history"), path))
+    problems.extend(_pools_problems(raw.get("pools"), path))
     if "maxRuntime" in raw:
         why = bound_problem("maxRuntime", raw["maxRuntime"], as_json=True)
         if why:
@@ -283,6 +287,25 @@ def _history_problems(history: Any, path: Path) -> list[Problem]:
                 f"the default is {DEFAULT_KEEP_DAYS}; the latest run of each asset is kept whatever its age",
             )
         )
+    return problems
+
+
+def _pools_problems(pools: Any, path: Path) -> list[Problem]:
+    """``"pools": {"stripe": 1}``: each a pool name (``rules.pool_problem``) and how many of its scheduled
+    runs may go at once for this user (``rules.pool_size_problem``)."""
+    if pools is None:
+        return []
+    example = '"pools": {"stripe": 1}'
+    if not isinstance(pools, dict):
+        return [_bad(path, "pools", '"pools" must be an object of pool names and sizes', f"e.g. {example}")]
+    from croft.project.rules import pool_problem, pool_size_problem
+
+    problems = []
+    for name, size in pools.items():
+        why = pool_problem(name) or pool_size_problem(size)
+        if why:
+            key = f"pools.{clip(str(name), 40)}"
+            problems.append(_bad(path, key, f'"{key}": {why}', f"e.g. {example}"))
     return problems
 
 

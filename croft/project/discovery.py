@@ -15,7 +15,7 @@ from croft.core.problems import Problem, problem
 from croft.project.asset import AssetFacts
 from croft.project.config import Project
 from croft.project.facts import NAME_PATTERN, read_python_facts
-from croft.project.rules import MAX_NAME_LENGTH, static_problems
+from croft.project.rules import MAX_NAME_LENGTH, pool_in_config, static_problems
 from croft.project.sqlfacts import read_sql_facts
 
 __all__ = ["RESERVED_NAMES", "AssetFacts", "all_problems", "asset_files", "check_name", "discover"]
@@ -74,6 +74,9 @@ def discover(
         else:
             facts = read_python_facts(path, name, rel)
         ruled = static_problems(facts)
+        undeclared = pool_in_config(name, rel, facts.pool, project.config.pools)
+        if undeclared is not None:
+            ruled.append(undeclared)
         assets[name] = replace(facts, problems=(*facts.problems, *ruled)) if ruled else facts
     return assets, problems
 

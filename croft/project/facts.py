@@ -23,6 +23,7 @@ from croft.project.asset import DEFAULT_RETRIES, AssetFacts
 from croft.project.rules import (
     bound_problem,
     max_runtime_problem,
+    pool_problem,
     quiet_problem,
     remind_problem,
     remind_seconds,
@@ -268,6 +269,7 @@ class _Reader:
             "max_runtime_s",
             parse_seconds,
         )
+        self.checked(out, "pool", pool_problem, 'e.g. pool="stripe", a key of croft.json\'s "pools"')
         self.alerts(out)
         self.release(out)
         self.cross_checks(kind, out)

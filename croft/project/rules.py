@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,6 +40,9 @@ __all__ = [
     "bound_problem",
     "lookback_problem",
     "max_runtime_problem",
+    "pool_in_config",
+    "pool_problem",
+    "pool_size_problem",
     "quiet_problem",
     "remind_problem",
     "remind_seconds",
@@ -130,6 +133,9 @@ RULES: tuple[Rule, ...] = (
         "long_sql.sql",
         "-- max_runtime: forever\nSELECT 1 AS id\n",
     ),
+    Rule("pool is not a name", "ASSET_INVALID", "pooled.py", _ingest('key="id", pool="Stripe API"')),
+    Rule("SQL pool is not a name", "ASSET_INVALID", "pooled_sql.sql", "-- pool: 42 things\nSELECT 1 AS id\n"),
+    Rule("pool croft.json does not size", "CONFIG_INVALID", "unsized.py", _ingest('key="id", pool="stripe"')),
     # Out of range (BOUNDS): each once passed validate and then broke the run or the tick.
     Rule("timeout past its range", "ASSET_INVALID", "huge_timeout.py", _ingest('key="id", timeout=1e30')),
     Rule("timeout of zero", "ASSET_INVALID", "no_timeout.py", _ingest('key="id", timeout=0')),
@@ -215,6 +221,7 @@ BOUNDS: dict[str, Bound] = {
     "retries": Bound("count", 0, 20, "2"),
     "lookback": Bound("duration", 0, 3650 * 86_400, '"30 days"', bare_text=False),
     "pause": Bound("duration", 60, 365 * 86_400, '"90m"', bare_text=False),
+    "pools": Bound("count", 1, 64, "1"),  # runs of one pool at once for the user: the cap's range
     # alerts (docs/notifications.md): croft.json's notify.after / notify.remind, and per asset
     "notify.after": Bound("count", 1, 1000, "3"),
     "notify.remind": Bound("duration", 60, 365 * 86_400, '"1 day"', bare_text=False),
@@ -332,6 +339,45 @@ def max_runtime_problem(value: Any) -> str | None:
 def quiet_problem(value: Any) -> str | None:
     """Why ``value`` is no list of quiet windows (croft.json's ``quiet``, an ingest's ``quiet=``), or None."""
     return window_problem(value)
+
+
+_POOL_NAME = r"[a-z][a-z0-9_-]{0,39}"
+
+
+def pool_problem(pool: Any, sizes: Mapping[str, int] | None = None) -> str | None:
+    """Why ``pool`` is no pool an asset can name (``pool="stripe"``, ``-- pool: stripe``, a key of
+    croft.json's ``pools``), or None. With ``sizes`` (croft.json's ``pools``), it must be one of them:
+    the one rule ``validate``, ``run`` and the tick call."""
+    if not isinstance(pool, str) or not re.fullmatch(_POOL_NAME, pool):
+        shown = clip(json.dumps(pool), 60)
+        return f"pool must be a name of lowercase letters, digits, - and _ (at most 40), not {shown}"
+    if sizes is not None and pool not in sizes:
+        return f'pool "{pool}" is not in croft.json\'s "pools"'
+    return None
+
+
+def pool_in_config(asset: str, rel: str, pool: str | None, sizes: Mapping[str, int]) -> Problem | None:
+    """CONFIG_INVALID when an asset names a pool its project's croft.json does not size: ``validate`` and
+    ``run`` (through discovery) and the tick, which holds the asset, all ask here."""
+    if pool is None:
+        return None
+    why = pool_problem(pool, sizes)
+    if why is None:
+        return None
+    return problem(
+        "CONFIG_INVALID",
+        f"{rel}: {why}",
+        f'add it to croft.json, e.g. "pools": {{"{pool}": 1}} (how many of its runs may go at once)',
+        asset=asset,
+        file="croft.json",
+        details={"key": "pools", "pool": pool},
+    )
+
+
+def pool_size_problem(size: Any) -> str | None:
+    """Why a pool's size in croft.json is not usable, or None: as many of its runs at once as the cap
+    allows at most."""
+    return bound_problem("pools", size, as_json=True)
 
 
 def lookback_problem(lookback: Any) -> str | None:

@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 HEADER_NAMES = (
-    "check", "description", "key", "timeout", "max_runtime",
+    "check", "description", "key", "timeout", "max_runtime", "pool",
     "notify_after", "notify_remind", "run_ping", "fresh_within", "slow_after",
 )  # fmt: skip
 ALERT_HEADERS = frozenset({"notify_after", "notify_remind", "run_ping", "fresh_within", "slow_after"})
@@ -233,6 +233,7 @@ def read_sql_facts(
         description=header.get("description"),
         timeout_s=_timeout(header.get("timeout"), add, header.get("timeout_line")),
         max_runtime_s=_max_runtime(header.get("max_runtime"), add, header.get("max_runtime_line")),
+        pool=_pool(header.get("pool"), add, header.get("pool_line")),
         sql=statement,
         **_alerts(header, add),
         problems=tuple(problems),
@@ -306,6 +307,19 @@ def _max_runtime(value: str | None, add: Any, line: int | None) -> float | None:
         )
         return None
     return parse_duration(value)
+
+
+def _pool(value: str | None, add: Any, line: int | None) -> str | None:
+    """``-- pool: stripe``: the pool its scheduled runs wait for, by the one rule (``rules.pool_problem``)."""
+    from croft.project.rules import pool_problem
+
+    if value is None:
+        return None
+    why = pool_problem(value)
+    if why:
+        add("ASSET_INVALID", f"`-- pool: {clip(value)}`: {why}", "e.g. `-- pool: stripe`", line)
+        return None
+    return value
 
 
 def _read_header(entries: list[tuple[str, str, int]], add: Any) -> dict[str, Any]:

@@ -81,8 +81,15 @@ def derived_state(
         return state("invalid", label, first.get("message"), first.get("fix") or "croft validate")
     if held:
         return state("held", _HELD_WORDS[held["code"]], held.get("why"), held.get("release"))
-    if any(w.get("root") == root and name in w.get("assets", []) for w in waiting):
-        return state("waiting", "waiting for a slot", "every slot of the per-user cap is taken")
+    found = [w for w in waiting if w.get("root") == root and name in w.get("assets", [])]
+    if found:
+        waits = found[0].get("waitingFor") or "a slot"
+        why = (
+            "every slot of the per-user cap is taken"
+            if waits == "a slot"
+            else f"every slot of {waits} is taken"
+        )
+        return state("waiting", f"waiting for {waits}", why)
     if last.get("retryAt"):
         return state("retrying", f"retrying at {moment(last['retryAt'], now)}", last.get("message"))
     if hold.get("code") == "SCHEDULE_BACKOFF" and hold.get("until"):

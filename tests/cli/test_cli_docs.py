@@ -222,6 +222,7 @@ def test_every_range_croft_enforces_is_in_the_docs_as_it_enforces_it():
         "retries": "assets",
         "lookback": "assets",
         "pause": "commands",
+        "pools": "configuration",
         "notify.after": "notifications",
         "notify.remind": "notifications",
         "fresh_within": "notifications",

@@ -107,15 +107,20 @@ def cron_user() -> Iterator[User]:
         turns.close()
 
 
-def _scheduled_runs(project: Path) -> list[tuple[str, str]]:
+def _history(project: Path, sql: str) -> list[tuple[str, ...]]:
+    """Rows of the project's runs.sqlite, read-only ([] before it exists)."""
     path = project / ".croft" / "runs.sqlite"
+    if not path.exists():
+        return []
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
     try:
-        return conn.execute(
-            "SELECT id, status FROM runs WHERE trigger = 'schedule' ORDER BY rowid"
-        ).fetchall()
+        return conn.execute(sql).fetchall()
     finally:
         conn.close()
+
+
+def _scheduled_runs(project: Path) -> list[tuple[str, ...]]:
+    return _history(project, "SELECT id, status FROM runs WHERE trigger = 'schedule' ORDER BY rowid")
 
 
 def _crontab(user: User) -> str:
@@ -219,3 +224,100 @@ def _journey(http_server: TestServer, user: User) -> None:
     assert off.returncode == 0, off.stdout + off.stderr
     after = _crontab(user)
     assert after == table  # our line gone, every other line byte for byte
+
+
+STAMPED = """\
+from croft import ingest
+
+@ingest(schedule="{schedule}", key="id")
+def orders(ctx):
+    yield [{{"id": i, "amount": i * 3}} for i in range(100)]
+"""
+
+
+def _runs_with_times(project: Path) -> list[tuple[str, ...]]:
+    """(trigger, status, started_at, finished_at) of every run, oldest first."""
+    sql = "SELECT trigger, status, started_at, COALESCE(finished_at, '') FROM runs ORDER BY rowid"
+    return _history(project, sql)
+
+
+def _into_minute(stamp: str) -> float:
+    """Seconds from the start of its minute to the instant ``stamp``."""
+    from croft.core.clock import parse_instant
+
+    moment = parse_instant(stamp)
+    return moment.second + moment.microsecond / 1e6
+
+
+def test_under_real_cron_a_fire_after_idle_minutes_lands_in_its_minute_beside_a_plain_crontab_line(
+    cron_user: User,
+) -> None:
+    """Two copies of one project, one scheduled by croft ("every 2 minutes": a minute of idling between
+    fires), one run by a plain crontab line at the same fires. Each fire's row reaches croft's warehouse
+    within the fire's minute, the fire after an idle minute is neither a wake-up nor a catch-up (no
+    "woke after" line, no missed fires), and the seconds each took are printed beside the plain line's
+    (``scripts/bench fire`` measures the difference; docs/benchmarks.md has it)."""
+    user = cron_user
+    base = user.home / "latency"
+    base.mkdir()
+    projects = {}
+    for name in ("scheduled", "plain"):
+        project = base / name
+        (project / "assets").mkdir(parents=True)
+        (project / "croft.json").write_text(json.dumps({"timezone": "UTC"}))
+        (project / "assets" / "orders.py").write_text(STAMPED.format(schedule="*/2 * * * *"))
+        projects[name] = project
+    user.give(base)
+    python = python_for(user, base)
+    home = base / "home"
+    label = f"dev.croft.e2e{os.getpid()}l"
+    env = user.env(CROFT_HOME=str(home), CROFT_JOB_LABEL=label, CROFT_NOTIFY_DRY="1")
+    for project in projects.values():  # a person ran each once: the scheduler may run its code
+        done = user.run([str(python), "-m", "croft", "run", "orders", "--json"], cwd=project, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+    on = user.run(
+        [str(python), "-m", "croft", "schedule", "on", "--backend", "crontab", "--json"],
+        cwd=projects["scheduled"],
+        env=env,
+    )
+    assert on.returncode == 0, on.stdout + on.stderr
+    plain_home = base / "plain home"
+    line = (
+        f"*/2 * * * * cd '{projects['plain']}' && CROFT_HOME='{plain_home}' CROFT_NOTIFY_DRY=1"
+        f" '{python}' -m croft run orders >/dev/null 2>&1 # croft e2e: the plain line\n"
+    )
+    table = _crontab(user) + line
+    subprocess.run(["crontab", "-u", user.name, "-"], input=table, text=True, check=True)
+    log = home / "logs" / "tick.log"
+
+    def fires(project: Path, trigger: str) -> list[tuple[str, str, str, str]]:
+        return [r for r in _runs_with_times(project) if r[0] == trigger and r[1] == "succeeded"]
+
+    before = len(fires(projects["plain"], "manual"))
+    wait_for(
+        lambda: (
+            len(fires(projects["scheduled"], "schedule")) >= 2
+            and len(fires(projects["plain"], "manual")) >= before + 2
+        ),
+        lambda: (
+            f"two fires of each: {_runs_with_times(projects['scheduled'])}; {log.read_text() if log.exists() else ''}"
+        ),
+        timeout=330,
+    )
+    scheduled = fires(projects["scheduled"], "schedule")[:2]
+    plain = fires(projects["plain"], "manual")[before : before + 2]
+    for (_, _, started, finished), (_, _, _, p_finished) in zip(scheduled, plain, strict=True):
+        assert started[:16] == finished[:16], (started, finished)  # the row landed in the fire's minute
+        print(
+            f"fire {started[:16]}: croft {_into_minute(finished):.2f} s, plain line {_into_minute(p_finished):.2f} s"
+        )
+    said = log.read_text()
+    assert "woke after" not in said, said  # idle minutes are the machine awake, not asleep
+    assert "missed fires" not in said and "catch" not in said, said
+    reasons = [
+        r[0]
+        for r in sqlite3.connect(projects["scheduled"] / ".croft" / "runs.sqlite").execute(
+            "SELECT s.reason FROM steps s JOIN runs r ON r.id = s.run_id WHERE r.trigger = 'schedule'"
+        )
+    ]
+    assert reasons and all("missed" not in (r or "") for r in reasons), reasons

@@ -44,11 +44,12 @@ from croft.schedule.phrase import Schedule, parse_schedule
 from croft.scheduler.due import AssetInfo, approval_hold
 from croft.scheduler.pause import active_pauses, asset_pause_hold_words, read_pauses
 from croft.scheduler.setting import effective_state, read_scheduling
-from croft.scheduler.tick import tableholds
+from croft.scheduler.tick import slots, tableholds
 from croft.scheduler.tick.afterrun import after_run
 from croft.scheduler.tick.gather import last_ok_starts, live_leases
 from croft.scheduler.tick.rungroup import end_own_group
 from croft.scheduler.tick.settle import SPAWNED_KEY, not_started_path
+from croft.scheduler.tick.slotlocks import Lock, adopt
 
 __all__ = ["DueRules"]
 
@@ -209,21 +210,24 @@ def due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv
     """``croft run --due A B``: the normal runner with the scheduler's rules; a refusal before the run
     is recorded is left in the run's log folder for the next tick to read."""
 
+    held = adopt(slots.home(), os.environ)  # the slots its tick handed it, kept until this process exits
     _fault_before_run()
     try:
-        return _due_run(project_dir, assets, run_id, argv)
+        return _due_run(project_dir, assets, run_id, argv, held)
     finally:
         end_own_group()  # the run is over: so is whatever its asset code left running in its group
 
 
-def _due_run(project_dir: str | None, assets: list[str], run_id: str | None, argv: list[str]) -> Any:
+def _due_run(
+    project_dir: str | None, assets: list[str], run_id: str | None, argv: list[str], held: tuple[Lock, ...]
+) -> Any:
     try:
         project = load_project(Path(project_dir) if project_dir else None)
         options = RunOptions(
             selectors=assets, trigger="schedule", human=False, argv=argv, run_id=run_id, due_rules=DueRules
         )
         result = run_assets(project, options)
-        after_run(run_id or str(result.data.get("runId")))  # its slot goes to the next group at once
+        after_run(run_id or str(result.data.get("runId")), held)  # its slots go to the next groups at once
         return result
     except CroftError as exc:
         if run_id:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["CACHE_KEY", "cached_deps", "load_facts", "stat_key"]
 
 CACHE_KEY = "schedule.facts"
-_FORMAT = 7  # bump when an entry's shape changes: old caches are read again once
+_FORMAT = 8  # bump when an entry's shape changes: old caches are read again once
 
 
 def stat_key(root: str, path: str, deps: list[str], zone: str) -> str:
@@ -107,6 +107,7 @@ def _read_one(
         slow_after_s=facts.slow_after_s,
         jitter_s=facts.jitter_s if kind == "ingest" else None,
         quiet=facts.quiet if kind == "ingest" else None,
+        pool=facts.pool,
         schedule_problem=schedule_problem if kind == "ingest" else None,
     )
     out = asdict(info)

@@ -30,6 +30,7 @@ from croft.history.db import open_history
 from croft.history.state import claim_tick, delete_setting, put_setting, read_tick, release_tick, write_tick
 from croft.notify.send import ping_after_tick
 from croft.project.config import Project
+from croft.project.rules import pool_in_config
 from croft.scheduler.due import RETRY_BACKOFF, DueInput, due_work, next_look
 from croft.scheduler.heartbeat import last_awake
 from croft.scheduler.setting import effective_state, read_scheduling, read_scheduling_file
@@ -52,6 +53,7 @@ from croft.scheduler.tick.settle import (
     settle,
     tidy_reported,
 )
+from croft.scheduler.tick.slotlocks import Lock, let_go
 from croft.scheduler.tick.slow import Slow, claim_slow, tell_slow
 from croft.scheduler.tick.tell import tell_after_tick
 from croft.scheduler.ticklog import TickLog
@@ -86,13 +88,20 @@ def _refresh_catalog(project: Project, conn: Any, assets: list[str], infos: dict
 
 
 def project_tick(
-    project: Project, now: datetime, *, ping: bool = True, log_name: str | None = None
+    project: Project,
+    now: datetime,
+    *,
+    ping: bool = True,
+    log_name: str | None = None,
+    spare: list[Lock] | None = None,
 ) -> tuple[dict[str, Any], list[Problem]]:
     """Run one tick of ``project`` at ``now``; returns the ``croft tick --json`` data and its problems.
 
     ``ping``: send the dead-man's-switch ping after a completed tick (``croft tick --all`` sends the
     pings of the ticks it hands to a worker itself, all at once). ``log_name``: the project's name in the
-    tick log (``croft tick --log-as``); by hand, its whole path."""
+    tick log (``croft tick --log-as``); by hand, its whole path. ``spare``: the slots of the scheduled
+    run ticking here as it ends (``scheduler.tick.afterrun``): the runs started get them first, and begin
+    only once that run has exited."""
 
     started = time.perf_counter()
     data = tick_data()
@@ -116,7 +125,7 @@ def project_tick(
                 data["heartbeatAt"] = to_iso(now)
                 write_tick(conn, who, data["heartbeatAt"])
                 slow: list[Slow] = []
-                failed_starts = _work(project, conn, now, data, problems, previous, log_name, slow)
+                failed_starts = _work(project, conn, now, data, problems, previous, log_name, slow, spare)
             finally:
                 release_tick(conn, who)
             _tell(project, conn, now, failed_starts, slow)
@@ -151,6 +160,7 @@ def _work(
     previous: str | None = None,
     log_name: str | None = None,
     slow: list[Slow] | None = None,
+    spare: list[Lock] | None = None,
 ) -> list[tuple[Any, Problem]]:
     """Returns the failed starts found or made, each with the problem reported for it (to notify);
     ``slow`` gains the slow steps this tick claimed (to notify too)."""
@@ -200,24 +210,28 @@ def _work(
     data["held"] += never
     env = croft_env()
     awake = last_awake(previous, project.config.state_dir, now)  # idle minutes count as the machine awake
-    grant = _grant(project, conn, work, now, awake, log_name or str(project.root))
+    unsized, pool_holds = _unsized(project, work, infos)
+    data["held"] += pool_holds
+    grant = _grant(project, conn, work, infos, now, awake, log_name or str(project.root), spare, unsized)
     if grant.wake_line:
         data["woke"] = grant.wake_line
     for want in grant.waiting:
         data["held"] += [
-            _waiting(asset, grant.reason(), work.views[asset].reason or "") for asset in want.group
+            _waiting(asset, grant.reason(want), work.views[asset].reason or "") for asset in want.group
         ]
     followers = [n for n, v in work.views.items() if v.due and not v.primary]
-    for want, slot in grant.start:
+    for want, locks in grant.start:
         group = want.group
         run_id = runs.new_run_id(now, tz, conn)
         fires = {a: work.fires[a] for a in group if a in work.fires}
         deadline = deadline_for([*group, *followers], infos, project, now)
         note_spawn(conn, run_id, group, now, fires, group, deadline=deadline)
         try:
-            child = start.start_due_run(project.root, state_dir, run_id, group, env)
+            child = start.start_due_run(
+                project.root, state_dir, run_id, group, env, locks, after_me=spare is not None
+            )
         except OSError as exc:
-            slots.release(slots.home(), slot)
+            slots.release(slots.home(), locks)
             machine = disk.os_problem(exc, f"starting the scheduled run of {', '.join(group)}")
             if machine is not None:  # its state folder cannot take the run's log: not a start to retry in
                 forget_spawn(conn, run_id, None)  # 15 min, but the tick's failure (an incident, told once)
@@ -236,7 +250,8 @@ def _work(
             )
             told.append((failure, problems[-1]))
             continue
-        slots.attach(slots.home(), slot, child)
+        slots.attach(slots.home(), locks, child)
+        let_go(locks)  # the run holds them now, alone
         note_child(conn, run_id, child)
         data["spawned"].append({"runId": run_id, "assets": group, "reason": work.group_reason(group)})
     pass_on(grant.kick, now, "a slot is free for its waiting groups")
@@ -262,12 +277,49 @@ def _leave_memo(
     put_setting(conn, MEMO_KEY, memo)
 
 
-def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str | None, name: str) -> Any:
-    """Which due groups start now under the per-user cap (``scheduler.tick.slots``); a wake is logged once."""
+def _unsized(
+    project: Project, work: Any, infos: dict[str, Any]
+) -> tuple[list[list[str]], list[dict[str, Any]]]:
+    """The due groups an asset of which names a pool croft.json does not size (``rules.pool_in_config``,
+    the rule validate and run apply too), and a hold for each of those assets: they never start unsized."""
+    groups, holds = [], []
+    for group in work.groups:
+        found = [
+            (a, p)
+            for a in group
+            if a in infos
+            for p in [pool_in_config(a, a, infos[a].pool, project.config.pools)]
+            if p is not None
+        ]
+        if found:
+            groups.append(group)
+            holds += [held(a, p.code, p.message, p.hint) for a, p in found]
+    return groups, holds
 
+
+def _grant(
+    project: Project,
+    conn: Any,
+    work: Any,
+    infos: dict[str, Any],
+    now: datetime,
+    previous: str | None,
+    name: str,
+    spare: list[Lock] | None,
+    unsized: list[list[str]],
+) -> Any:
+    """Which due groups start now under the per-user cap and the pools (``scheduler.tick.slots``); a
+    wake is logged once."""
+
+    sizes = project.config.pools
     wants = [
-        slots.Want(group, min((work.fires[a] for a in group if a in work.fires), default=to_iso(now)))
+        slots.Want(
+            group,
+            min((work.fires[a] for a in group if a in work.fires), default=to_iso(now)),
+            {p: sizes[p] for a in group if a in infos for p in [infos[a].pool] if p},
+        )
         for group in work.groups
+        if group not in unsized
     ]
     asleep = None
     if previous and wants:
@@ -284,7 +336,7 @@ def _grant(project: Project, conn: Any, work: Any, now: datetime, previous: str 
         grant = slots.Grant()
         grant.kick = slots.withdraw(slots.home(), str(project.root), now)
         return grant
-    grant = slots.take(slots.home(), str(project.root), wants, now, current(), asleep=asleep)
+    grant = slots.take(slots.home(), str(project.root), wants, now, current(), asleep=asleep, spare=spare)
     if grant.wake_line:
         TickLog.of(slots.home()).write(to_iso(now), f"{name}: {grant.wake_line}")
     return grant

@@ -11,12 +11,28 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["held", "never_fires", "tick_data"]
+__all__ = ["held", "never_fires", "tick_data", "tick_text"]
+
+_EXITED = {
+    "off": "scheduling is off for this project",
+    "paused": "scheduling is paused for this project",
+    "busy": "another tick of this project is running",
+}
 
 
 def tick_data(exited: str | None = None, heartbeat_at: str | None = None) -> dict[str, Any]:
     """A tick's data before it started anything: nothing spawned, nothing held."""
     return {"exited": exited, "heartbeatAt": heartbeat_at, "spawned": [], "held": [], "tookMs": 0}
+
+
+def tick_text(data: dict[str, Any]) -> str:
+    """A tick's data in the words ``croft tick`` prints and the tick log keeps."""
+    if data.get("exited"):
+        return f"tick: nothing to do: {_EXITED.get(data['exited'], data['exited'])}"
+    started = [f"started {s['runId']} ({', '.join(s['assets'])})" for s in data["spawned"]]
+    lines = [f"tick: {'; '.join(started) or 'nothing due'} ({data['tookMs']} ms)"]
+    lines += [f"  held {h['asset']} ({h['code']}): {h['message'].split(': ', 1)[-1]}" for h in data["held"]]
+    return "\n".join(lines)
 
 
 def held(asset: str, code: str, message: str, hint: str) -> dict[str, str]:

@@ -1,25 +1,26 @@
-"""The per-user cap on scheduled runs: at most N alive at once across every project, taken fairly.
+"""The per-user cap on scheduled runs, and the pools: at most N alive at once, taken fairly, in fire order.
 
-One small SQLite file, ``<CROFT_HOME>/slots.sqlite``, is shared by every project tick of the user:
+A slot is a lock file a live ``croft run --due`` process holds until it exits (``scheduler.tick.slotlocks``):
+the count of slots held is the count of live scheduled runs, whatever crashed. Beside the lock files, one
+small SQLite file, ``<CROFT_HOME>/slots.sqlite``, is shared by every project tick of the user:
 
-- ``slots``: one row per scheduled run holding a slot, with the process identity (pid + start time +
-  boot id) of whoever holds it. A tick reserves a slot under its own identity, then hands it to the run
-  it spawned; a row whose process is gone (a killed run, a tick that died between the two) is dead and
-  is dropped by the next taker, so no crash can leave the count wrong.
-- ``waiting``: the groups project ticks found due but could not start, with the fire they handle. A
-  tick only starts a group when no fresher-looking, older group of another project is ahead of it in
-  the one order (oldest fire first, ties by project folder, then group), so no project starves. An
-  entry a project tick has not refreshed for ``STALE_AFTER`` is forgotten (the project went off, or its
-  group was started or held).
+- ``slots``: who holds each slot file (project, group, pools, process identity), for ``croft schedule
+  status`` and the page to show; the lock, never this record, decides whether a slot is free.
+- ``waiting``: the groups project ticks found due but could not start, with the fire they handle, the
+  pools they need (with each pool's size) and why they wait. A tick only starts a group the one
+  admission rule (``scheduler.tick.admit``: oldest fire first, ties by project folder, then group; a
+  group whose pool is full waits without blocking the groups behind it) lets start over every group
+  waiting, so no project starves. An entry a project tick has not refreshed for ``STALE_AFTER`` is
+  forgotten (the project went off, or its group was started or held).
 - ``meta``: the staggered wake-up: the last wake (when, until when it lasts, how many groups it has
   started), so the minute after a long sleep starts at most N groups whatever finishes meanwhile.
 - ``kicks``: the projects asked to tick now because a slot is theirs (see below), and when.
 
-The cap limits runs alive, not starts per minute. A scheduled run that ends hands its slot over at
-once (``hand_over``): it gives its slot back and asks the project ticks of the groups now first in the
-order (``kicks``) to tick; the tick that comes takes the slot through ``take`` like any other, so every
-hold rule, the fire recorded before the spawn and the order itself are the project tick's own. A tick
-that finds another project's group ahead of its own with a slot free asks that project too, and a tick
+The cap limits runs alive, not starts per minute. A scheduled run that ends hands its slots on at once
+(``hand_over``): it names the projects whose groups are now first in the order, and ticks them itself
+(``scheduler.tick.afterrun``) with its own slots as the spare ones; the run such a tick starts waits for
+the ending run to exit before it begins, so the ending run counts until it exits. A tick that finds
+another project's group ahead of its own with a slot free asks that project too (``kicks``), and a tick
 that no longer wants anything withdraws its waiting groups (``withdraw``) and passes its turn on, so a
 backlog drains at the speed its runs take, never with more than N alive. A project is asked once until
 its tick has come (or ``KICK_LASTS`` went by: a tick that found its project busy does not block it).
@@ -50,6 +51,9 @@ from croft.core.paths import croft_home
 from croft.core.private import create_file, make_dirs
 from croft.core.problems import CroftError, problem
 from croft.core.text import clip
+from croft.scheduler.tick import slotlocks
+from croft.scheduler.tick.admit import Waiting, admit
+from croft.scheduler.tick.slotlocks import Lock
 from croft.scheduler.ticklog import TickLog
 
 __all__ = [
@@ -78,11 +82,12 @@ WAKE_GAP = timedelta(minutes=5)
 WAKE_LASTS = timedelta(seconds=60)
 KICK_LASTS = timedelta(seconds=30)
 
+_VERSION = 2  # 2: slots are lock files (the table says who holds them); groups wait with their pools
 _SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS slots (id TEXT PRIMARY KEY, root TEXT NOT NULL, pid INTEGER NOT NULL,"
-    " proc_start TEXT, boot_id TEXT, taken_at TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS slots (file TEXT PRIMARY KEY, root TEXT NOT NULL, grp TEXT NOT NULL,"
+    " pools TEXT NOT NULL, pid INTEGER NOT NULL, proc_start TEXT, boot_id TEXT, taken_at TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS waiting (root TEXT NOT NULL, grp TEXT NOT NULL, fire TEXT NOT NULL,"
-    " seen_at TEXT NOT NULL, PRIMARY KEY (root, grp))",
+    " pools TEXT NOT NULL, why TEXT NOT NULL, seen_at TEXT NOT NULL, PRIMARY KEY (root, grp))",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS kicks (root TEXT PRIMARY KEY, at TEXT NOT NULL)",
 )
@@ -135,30 +140,42 @@ def _count(value: Any) -> int | None:
 
 @dataclass(slots=True)
 class Want:
-    """A due group a project tick would start: its key (assets joined) and the fire it handles."""
+    """A due group a project tick would start: its key (assets joined), the fire it handles and the
+    pools its assets name, each with its size in this project's croft.json."""
 
     group: list[str]
     fire: str
+    pools: dict[str, int] = field(default_factory=dict)
     key: str = field(init=False)
 
     def __post_init__(self) -> None:
+        self.group = list(self.group)
+        self.pools = dict(self.pools or {})
         self.key = ",".join(self.group)
 
 
+@dataclass
 class Grant:
-    """What ``take`` decided: the groups to start now (each with its slot id) and the rest, waiting."""
+    """What ``take`` decided: the groups to start now (each with the slots it holds) and the rest,
+    waiting, each with why (``"cap"`` or ``"pool <name>"``, ``admit``'s words)."""
 
-    def __init__(self) -> None:
-        self.start: list[tuple[Want, str]] = []
-        self.waiting: list[Want] = []
-        self.cap = DEFAULT_MAX
-        self.alive = 0
-        self.queued = 0  # waiting groups of the whole user, after this tick
-        self.room = 0
-        self.wake_line: str | None = None
-        self.kick: list[str] = []  # other projects whose groups are first in the order, asked to tick now
+    start: list[tuple[Want, list[Lock]]] = field(default_factory=list)
+    waiting: list[Want] = field(default_factory=list)
+    why: dict[str, str] = field(default_factory=dict)  # group key -> why it waits
+    sizes: dict[str, int] = field(default_factory=dict)
+    cap: int = DEFAULT_MAX
+    alive: int = 0
+    queued: int = 0  # waiting groups of the whole user, after this tick
+    room: int = 0
+    wake_line: str | None = None
+    kick: list[str] = field(default_factory=list)  # other projects whose groups are first, asked to tick now
 
-    def reason(self) -> str:
+    def reason(self, want: Want | None = None) -> str:
+        why = self.why.get(want.key, "cap") if want is not None else "cap"
+        if why.startswith("pool "):
+            pool = why[len("pool ") :]
+            size = self.sizes.get(pool, 0)
+            return f"waiting for pool {pool} (at most {size} of its runs at once for this user)"
         cap = f"at most {self.cap} at once for this user"
         if self.alive >= self.cap or self.room == 0:
             runs = "scheduled run" if self.alive == 1 else "scheduled runs"
@@ -195,6 +212,10 @@ def _connect(path: Path) -> sqlite3.Connection:
     create_file(path)  # 0600 whatever the umask (see core.private)
     conn = sqlitefile.connect(path, "create", timeout=10.0)
     try:
+        if conn.execute("PRAGMA user_version").fetchone()[0] < _VERSION:  # an older croft's file: its rows
+            conn.execute("DROP TABLE IF EXISTS slots")  # said nothing of pools or locks; ticks refill it
+            conn.execute("DROP TABLE IF EXISTS waiting")
+            conn.execute(f"PRAGMA user_version = {_VERSION}")
         for statement in _SCHEMA:
             conn.execute(statement)
         checked = conn.execute("PRAGMA quick_check").fetchone()
@@ -298,14 +319,11 @@ def _writing(conn: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
-def _live(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-    """Drop dead slots; (slot id, project root) of the live ones."""
-    live: list[tuple[str, str]] = []
-    dead: list[tuple[str, str]] = []
-    for sid, root, pid, start, boot in conn.execute("SELECT id, root, pid, proc_start, boot_id FROM slots"):
-        (live if is_alive(ProcessIdentity(pid, start, boot)) else dead).append((sid, root))
-    conn.executemany("DELETE FROM slots WHERE id = ?", [(sid,) for sid, _ in dead])
-    return live
+def _forget_dead(conn: sqlite3.Connection) -> None:
+    """Drop the records of slot holders that are gone (their locks went with them)."""
+    rows = conn.execute("SELECT file, pid, proc_start, boot_id FROM slots").fetchall()
+    dead = [(f,) for f, pid, start, boot in rows if not is_alive(ProcessIdentity(pid, start, boot))]
+    conn.executemany("DELETE FROM slots WHERE file = ?", dead)
 
 
 def _meta(conn: sqlite3.Connection, key: str) -> Any:
@@ -330,27 +348,31 @@ def take(
     *,
     asleep: timedelta | None = None,
     cap: int | None = None,
+    spare: list[Lock] | None = None,
 ) -> Grant:
-    """Decide, in one transaction, which of ``wants`` start now; reserve their slots under ``who``.
+    """Decide, in one transaction, which of ``wants`` start now; take their slots (the cap's and their
+    pools') and record them under ``who``.
 
     ``asleep``: how long since this project's previous tick when that was more than ``WAKE_GAP`` (a wake).
-    Other projects whose waiting groups are ahead of these with a slot free are asked to tick
-    (``Grant.kick``).
+    ``spare``: slots this process holds and hands on (a scheduled run that ends): counted as free, and
+    given out first. Other projects whose waiting groups are ahead of these with a slot free are asked to
+    tick (``Grant.kick``).
     """
     grant = Grant()
     grant.cap = cap if cap is not None else max_scheduled_runs(home)[0]
+    spare = spare if spare is not None else []
     stamp = to_iso(now)
     conn = _open(home)
     try:
         with _writing(conn):
-            live = _live(conn)
-            grant.alive = len(live)
+            _forget_dead(conn)
+            grant.alive = slotlocks.count_held(home, slotlocks.CAP, tuple(spare))
             conn.execute(
                 "DELETE FROM waiting WHERE root = ? OR seen_at < ?", (root, to_iso(now - STALE_AFTER))
             )
             conn.execute("DELETE FROM kicks WHERE root = ?", (root,))  # this project's tick has come
-            others = _others(conn, stamp)
-            room, wake, in_wake = _room(conn, grant.cap, len(live), stamp)
+            others, sizes = _queue(conn, stamp)
+            room, wake, in_wake = _room(conn, grant.cap, grant.alive, stamp)
             if asleep is not None and not in_wake:
                 wake = {"at": stamp, "until": to_iso(now + WAKE_LASTS), "started": 0}
                 in_wake = True
@@ -358,39 +380,103 @@ def take(
                 groups = "group" if due == 1 else "groups"
                 grant.wake_line = f"woke after {words(asleep.total_seconds())}; {due} {groups} due"
             grant.room = room
-            mine = sorted(wants, key=lambda w: (w.fire, w.key))
-            order = sorted([*others, *((w.fire, root, w.key) for w in mine)])
-            ahead = {(r, g) for _, r, g in order[:room]}
-            for want in mine:
-                if (root, want.key) in ahead:
-                    sid = f"{root}\x00{want.key}\x00{stamp}\x00{who.pid}"
-                    conn.execute(
-                        "INSERT OR REPLACE INTO slots (id, root, pid, proc_start, boot_id, taken_at)"
-                        " VALUES (?, ?, ?, ?, ?, ?)",
-                        (sid, root, who.pid, who.start, who.boot, stamp),
-                    )
-                    grant.start.append((want, sid))
-                else:
-                    grant.waiting.append(want)
-                    conn.execute(
-                        "INSERT OR REPLACE INTO waiting (root, grp, fire, seen_at) VALUES (?, ?, ?, ?)",
-                        (root, want.key, want.fire, stamp),
-                    )
+            for want in wants:
+                for pool, size in want.pools.items():
+                    sizes[pool] = min(size, sizes.get(pool, size))
+            grant.sizes = sizes
+            mine = {(w.fire, root, w.key): w for w in wants}
+            queue = [*others, *(Waiting(f, r, k, tuple(sorted(w.pools))) for (f, r, k), w in mine.items())]
+            decided = admit(queue, room, _pool_free(home, sizes, spare))
+            waits = dict(decided.waits)
+            for group in decided.start:
+                starting = mine.get((group.fire, group.root, group.group))
+                if starting is None:
+                    continue
+                locks = _grab(home, starting, spare)
+                if locks is None:
+                    waits[group] = "cap"  # admitted, yet no file was free: it waits like the rest
+                    continue
+                _hold(conn, root, starting, locks, who, stamp)
+                grant.start.append((starting, locks))
+            for group, why in waits.items():
+                left = mine.get((group.fire, group.root, group.group))
+                if left is None:
+                    continue
+                grant.waiting.append(left)
+                grant.why[left.key] = why
+                conn.execute(
+                    "INSERT OR REPLACE INTO waiting (root, grp, fire, pools, why, seen_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (root, left.key, left.fire, json.dumps(left.pools), why, stamp),
+                )
+            grant.waiting.sort(key=lambda w: (w.fire, w.key))
             if in_wake:
                 wake["started"] = int(wake.get("started", 0)) + len(grant.start)
                 _put_meta(conn, "wake", wake)
-            grant.kick = _kick(conn, [(r, g) for _, r, g in order[:room] if r != root], now)
+            heads = [(g.root, g.group) for g in decided.start if g.root != root]
+            grant.kick = _kick(conn, heads, now)
             grant.queued = len(others) + len(grant.waiting)
     finally:
         conn.close()
     return grant
 
 
-def _others(conn: sqlite3.Connection, stamp: str | None = None) -> list[tuple[str, str, str]]:
-    """(fire, root, group) of the waiting groups of the user (seen up to ``stamp``, when given: a tick
-    decides only over what was queued by its own instant; a slot handed on goes to whatever waits)."""
-    rows = conn.execute("SELECT root, grp, fire FROM waiting WHERE seen_at <= ?", (stamp or "\uffff",))
-    return [(fire, r, grp) for r, grp, fire in rows]
+def _grab(home: Path, want: Want, spare: list[Lock]) -> list[Lock] | None:
+    """The cap's slot and a slot of each of the group's pools, or None (every one let go) when one is
+    not free after all."""
+    locks: list[Lock] = []
+    for resource in [slotlocks.CAP, *(slotlocks.pool_resource(p) for p in sorted(want.pools))]:
+        lock = slotlocks.grab(home, resource, spare)
+        if lock is None:
+            slotlocks.let_go(locks)
+            return None
+        locks.append(lock)
+    return locks
+
+
+def _hold(
+    conn: sqlite3.Connection, root: str, want: Want, locks: list[Lock], who: ProcessIdentity, stamp: str
+) -> None:
+    pools = ",".join(sorted(want.pools))
+    conn.executemany(
+        "INSERT OR REPLACE INTO slots (file, root, grp, pools, pid, proc_start, boot_id, taken_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(lock.name, root, want.key, pools, who.pid, who.start, who.boot, stamp) for lock in locks],
+    )
+
+
+def _pool_free(home: Path, sizes: dict[str, int], spare: Sequence[Lock]) -> dict[str, int]:
+    return {
+        pool: size - slotlocks.count_held(home, slotlocks.pool_resource(pool), tuple(spare))
+        for pool, size in sizes.items()
+    }
+
+
+def _queue(conn: sqlite3.Connection, stamp: str | None = None) -> tuple[list[Waiting], dict[str, int]]:
+    """The waiting groups of the user (seen up to ``stamp``, when given: a tick decides only over what
+    was queued by its own instant; a slot handed on goes to whatever waits), and each pool's size (the
+    smallest any project gave it)."""
+    rows = conn.execute(
+        "SELECT root, grp, fire, pools FROM waiting WHERE seen_at <= ?", (stamp or "\uffff",)
+    ).fetchall()
+    sizes: dict[str, int] = {}
+    out: list[Waiting] = []
+    for root, grp, fire, text in rows:
+        pools = _pools(text)
+        for pool, size in pools.items():
+            sizes[pool] = min(size, sizes.get(pool, size))
+        out.append(Waiting(fire, root, grp, tuple(sorted(pools))))
+    return out, sizes
+
+
+def _pools(text: str) -> dict[str, int]:
+    try:
+        pools = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(pools, dict):
+        return {}
+    return {str(k): v for k, v in pools.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def _room(conn: sqlite3.Connection, cap: int, alive: int, stamp: str) -> tuple[int, dict[str, Any], bool]:
@@ -407,7 +493,10 @@ def _room(conn: sqlite3.Connection, cap: int, alive: int, stamp: str) -> tuple[i
 
 def _kick(conn: sqlite3.Connection, heads: Sequence[tuple[str, str]], now: datetime) -> list[str]:
     """Record a kick for each project among ``heads`` (the groups first in the order) not asked in the
-    last ``KICK_LASTS``; returns the projects to tick now."""
+    last ``KICK_LASTS``; returns the projects to tick now. A kicked group leaves the queue: the slot it
+    was admitted to is its tick's to take, so the next decision (another run ending in the same instant)
+    gives the next free slot to the group behind it, not to it again. Its tick puts it back if it does
+    not start."""
     if not heads:
         return []
     recent = to_iso(now - KICK_LASTS)
@@ -418,41 +507,39 @@ def _kick(conn: sqlite3.Connection, heads: Sequence[tuple[str, str]], now: datet
         if root not in asked and root not in out:
             out.append(root)
     conn.executemany("INSERT OR REPLACE INTO kicks (root, at) VALUES (?, ?)", [(r, to_iso(now)) for r in out])
+    conn.executemany("DELETE FROM waiting WHERE root = ? AND grp = ?", [h for h in heads if h[0] in out])
     return out
 
 
 @_translated
-def hand_over(home: Path, who: ProcessIdentity, now: datetime, cap: int | None = None) -> list[str]:
-    """A scheduled run that ends gives its slot back and names the projects to tick now (the groups
-    first in the order, as many as slots are free). Nothing for a process that holds no slot (a run by
-    hand, or a run whose tick had not handed it its slot yet: the next minute's tick then fills it)."""
+def hand_over(home: Path, spare: Sequence[Lock], now: datetime, cap: int | None = None) -> list[str]:
+    """A scheduled run that ends names the projects to tick now with its slots (``spare``) as free ones:
+    the groups the admission rule starts first, as many as slots are free. Nothing for a process that
+    holds no slot (a run by hand)."""
     path = home / FILE
-    if not path.is_file():
+    if not spare or not path.is_file():
         return []
     limit = cap if cap is not None else max_scheduled_runs(home)[0]
-    stamp = to_iso(now)
     conn = _open(home)
     try:
         with _writing(conn):
-            gave = conn.execute(
-                "DELETE FROM slots WHERE pid = ? AND proc_start IS ? AND boot_id IS ?",
-                (who.pid, who.start, who.boot),
-            ).rowcount
-            kicks: list[str] = []
-            if gave:
-                conn.execute("DELETE FROM waiting WHERE seen_at < ?", (to_iso(now - STALE_AFTER),))
-                kicks = _kick_heads(conn, limit, stamp, now)
+            conn.execute("DELETE FROM waiting WHERE seen_at < ?", (to_iso(now - STALE_AFTER),))
+            kicks = _kick_heads(home, conn, limit, now, tuple(spare))
     finally:
         conn.close()
     return kicks
 
 
-def _kick_heads(conn: sqlite3.Connection, limit: int, stamp: str, now: datetime) -> list[str]:
+def _kick_heads(
+    home: Path, conn: sqlite3.Connection, limit: int, now: datetime, spare: tuple[Lock, ...] = ()
+) -> list[str]:
     """Inside the caller's transaction: ask the projects at the head of the waiting order to tick, as
-    many as there is room for now (a slot given back, or a project's groups gone from the queue)."""
-    room, _, _ = _room(conn, limit, len(_live(conn)), stamp)
-    order = sorted(_others(conn))
-    return _kick(conn, [(r, g) for _, r, g in order[:room]], now)
+    many as the admission rule lets start now (a slot given back, or a project's groups gone from the
+    queue)."""
+    room, _, _ = _room(conn, limit, slotlocks.count_held(home, slotlocks.CAP, spare), to_iso(now))
+    queue, sizes = _queue(conn)
+    decided = admit(queue, room, _pool_free(home, sizes, spare))
+    return _kick(conn, [(g.root, g.group) for g in decided.start], now)
 
 
 @_translated
@@ -473,65 +560,96 @@ def withdraw(home: Path, root: str, now: datetime, cap: int | None = None) -> li
         if not queued:
             return []
         limit = cap if cap is not None else max_scheduled_runs(home)[0]
-        stamp = to_iso(now)
         with _writing(conn):
             conn.execute(
                 "DELETE FROM waiting WHERE root = ? OR seen_at < ?", (root, to_iso(now - STALE_AFTER))
             )
             conn.execute("DELETE FROM kicks WHERE root = ?", (root,))
-            kicks = _kick_heads(conn, limit, stamp, now)
+            kicks = _kick_heads(home, conn, limit, now)
     finally:
         conn.close()
     return kicks
 
 
 @_translated
-def attach(home: Path, slot_id: str, child: ProcessIdentity) -> None:
-    """Hand a reserved slot to the run that was spawned for it (its liveness now holds the slot)."""
+def attach(home: Path, locks: Sequence[Lock], child: ProcessIdentity) -> None:
+    """Record that the run spawned with ``locks`` holds them now (the locks themselves went with it)."""
     conn = _open(home)
     try:
-        conn.execute(
-            "UPDATE slots SET pid = ?, proc_start = ?, boot_id = ? WHERE id = ?",
-            (child.pid, child.start, child.boot, slot_id),
+        conn.executemany(
+            "UPDATE slots SET pid = ?, proc_start = ?, boot_id = ? WHERE file = ?",
+            [(child.pid, child.start, child.boot, lock.name) for lock in locks],
         )
     finally:
         conn.close()
 
 
 @_translated
-def release(home: Path, slot_id: str) -> None:
-    """Give back a slot whose run could not be started."""
+def release(home: Path, locks: Sequence[Lock]) -> None:
+    """Give back the slots of a run that could not be started."""
+    slotlocks.let_go(locks)
     conn = _open(home)
     try:
-        conn.execute("DELETE FROM slots WHERE id = ?", (slot_id,))
+        conn.executemany("DELETE FROM slots WHERE file = ?", [(lock.name,) for lock in locks])
     finally:
         conn.close()
 
 
+def _holders(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
+    """(slot file, root, group, pools) of every live holder's record."""
+    rows = conn.execute("SELECT file, root, grp, pools, pid, proc_start, boot_id FROM slots").fetchall()
+    return [(f, r, g, p) for f, r, g, p, pid, s, b in rows if is_alive(ProcessIdentity(pid, s, b))]
+
+
 def queue_view(home: Path, now: datetime) -> dict[str, Any]:
-    """The cap, the live scheduled runs and the waiting groups of the whole user (read-only; status)."""
+    """The cap, the live scheduled runs, the pools' runs and the waiting groups of the whole user, each
+    with what it waits for (read-only; status)."""
     cap, why = max_scheduled_runs(home)
-    out: dict[str, Any] = {"cap": cap, "running": 0, "waiting": [], "capProblem": why}
+    out: dict[str, Any] = {"cap": cap, "running": 0, "waiting": [], "pools": {}, "capProblem": why}
     path = home / "slots.sqlite"
     if not path.is_file():
         return out
     try:
         conn = sqlitefile.connect(path, "read", timeout=2.0)
         try:
-            rows = conn.execute("SELECT pid, proc_start, boot_id FROM slots").fetchall()
-            out["running"] = sum(1 for pid, s, b in rows if is_alive(ProcessIdentity(pid, s, b)))
+            holders = _holders(conn)
             fresh = to_iso(now - STALE_AFTER)
             waiting = conn.execute(
-                "SELECT root, grp, fire FROM waiting WHERE seen_at >= ? ORDER BY fire, root, grp", (fresh,)
+                "SELECT root, grp, fire, pools, why FROM waiting WHERE seen_at >= ? ORDER BY fire, root, grp",
+                (fresh,),
             ).fetchall()
         finally:
             conn.close()
     except sqlite3.Error:
         return out
-    out["waiting"] = [
-        {"root": r, "assets": g.split(","), "fire": f, "since": _since(f, now)} for r, g, f in waiting
-    ]
+    out["running"] = sum(1 for f, *_ in holders if slotlocks.resource_of(f) == slotlocks.CAP)
+    pools: dict[str, dict[str, Any]] = {}
+    for file, root, grp, _ in holders:
+        resource = slotlocks.resource_of(file)
+        if resource.startswith("pool."):
+            held = pools.setdefault(resource[len("pool.") :], {"running": 0, "size": None, "held": []})
+            held["running"] += 1
+            held["held"].append({"root": root, "assets": grp.split(",")})
+    for r, g, f, text, reason in waiting:
+        for pool, size in _pools(text).items():
+            entry = pools.setdefault(pool, {"running": 0, "size": None, "held": []})
+            entry["size"] = size if entry["size"] is None else min(size, entry["size"])
+        out["waiting"].append(
+            {
+                "root": r,
+                "assets": g.split(","),
+                "fire": f,
+                "since": _since(f, now),
+                "waitingFor": _waiting_for(reason),
+            }
+        )
+    out["pools"] = pools
     return out
+
+
+def _waiting_for(why: str) -> str:
+    """What a waiting group waits for, in the words status and the page show."""
+    return f"pool {why[len('pool ') :]}" if why.startswith("pool ") else "a slot"
 
 
 def queue_json(home: Path, now: datetime) -> dict[str, Any]:
@@ -541,6 +659,9 @@ def queue_json(home: Path, now: datetime) -> dict[str, Any]:
     out["waitingCount"] = len(out["waiting"])
     going = f"{out['running']} of {out['cap']} scheduled runs going"
     out["text"] = f"{out['waitingCount']} waiting to start; {going}" if out["waiting"] else going
+    for pool, held in sorted(out["pools"].items()):
+        size = f" of {held['size']}" if held["size"] is not None else ""
+        out["text"] += f"; pool {pool}: {held['running']}{size} going"
     return out
 
 

@@ -181,26 +181,39 @@ def _minute(
             raise
         note(f"{registry.path} is locked by another croft; pruning next minute")
     if full:
-        # lazy, both: an idle minute starts no worker, and is most minutes of most users
-        from croft.core.children import croft_env
-        from croft.scheduler.user.fulltick import full_ticks
-
-        env = croft_env(croft_home=home)
-        with log.open() as handle:
-
-            def started(root: str, pid: int) -> None:
-                note(f"{name_of(root)}: tick started (pid {pid})")
-                out["started"].append({"root": root, "pid": pid})
-
-            for root, answer in full_ticks(full, home, handle, env, started, name_of=name_of).items():
-                if answer.get("error"):
-                    note(f"{name_of(root)}: tick not finished: {answer['error']}")
-                elif answer.get("ping"):
-                    pings.append((str(answer["ping"]), os.path.join(root, ".croft")))
+        for root, answer in _full(full, home, log, note, name_of, out).items():
+            if answer.get("error"):
+                note(f"{name_of(root)}: tick not finished: {answer['error']}")
+            elif answer.get("ping"):
+                pings.append((str(answer["ping"]), os.path.join(root, ".croft")))
     if pings:
         from croft.notify.ping import ping_many  # lazy: only a minute with a ping loads urllib
 
         ping_many([(url, state, _redactor_of(state)) for url, state in pings])
+
+
+def _full(
+    full: list[str], home: str, log: TickLog, note: Any, name_of: Any, out: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """The full ticks: a few here, in this process (``scheduler.tick.here``: a fire's run starts one
+    interpreter sooner), more in workers (``scheduler.user.fulltick``). Lazy imports, all: an idle
+    minute starts no worker, and is most minutes of most users."""
+    from croft.scheduler.tick.here import HERE_AT_MOST, tick_here
+
+    if len(full) <= HERE_AT_MOST:
+        out["started"] += [{"root": root, "pid": os.getpid()} for root in full]
+        return tick_here(full, name_of, note)
+    from croft.core.children import croft_env
+    from croft.scheduler.user.fulltick import full_ticks
+
+    env = croft_env(croft_home=home)
+    with log.open() as handle:
+
+        def started(root: str, pid: int) -> None:
+            note(f"{name_of(root)}: tick started (pid {pid})")
+            out["started"].append({"root": root, "pid": pid})
+
+        return full_ticks(full, home, handle, env, started, name_of=name_of)
 
 
 def _stamps(home: str, registry: Registry, entries: list[Entry], idle: IdleCache, serving: bool) -> Stamps:

@@ -49,6 +49,7 @@ HOME_FILES = (
     "projects.json",
     "job.json",
     "slots.sqlite",
+    "slots",
     "tick-cache.json",
     "idle-cache.json",
     "idle-beats.json",

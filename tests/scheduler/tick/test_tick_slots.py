@@ -47,13 +47,10 @@ def _scheduled(root: Path) -> list[dict]:
 
 
 def _slots(home: Path) -> int:
-    import sqlite3
+    """The cap's slots held now, by their lock files (what a tick counts)."""
+    from croft.scheduler.tick.slotlocks import CAP, count_held
 
-    conn = sqlite3.connect(home / "slots.sqlite")
-    try:
-        return conn.execute("SELECT COUNT(*) FROM slots").fetchone()[0]
-    finally:
-        conn.close()
+    return count_held(home, CAP)
 
 
 @pytest.fixture
@@ -393,8 +390,6 @@ def test_a_backlog_drains_as_fast_as_its_runs_never_more_than_the_cap_alive(
     never sees more than two scheduled runs alive."""
     import threading
 
-    from croft.core.identity import ProcessIdentity, is_alive
-
     hours = {"a": [1, 4, 7], "b": [2, 5, 8], "c": [3, 6, 9]}
     roots = {}
     for name, fires in hours.items():
@@ -415,13 +410,7 @@ def test_a_backlog_drains_as_fast_as_its_runs_never_more_than_the_cap_alive(
         import sqlite3
 
         while not stop.is_set():
-            try:
-                conn = sqlite3.connect(_croft_home / "slots.sqlite")
-                rows = conn.execute("SELECT pid, proc_start, boot_id FROM slots").fetchall()
-                conn.close()
-            except sqlite3.Error:
-                rows = []
-            most[0] = max(most[0], sum(is_alive(ProcessIdentity(*r)) for r in rows))
+            most[0] = max(most[0], _slots(_croft_home))
             running = 0
             for root in roots.values():
                 try:

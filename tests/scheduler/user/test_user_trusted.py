@@ -29,6 +29,7 @@ from croft.scheduler.control.diagnosis import unsafe_warning
 from croft.scheduler.control.doctor import doctor
 from croft.scheduler.jobs.spec import job_spec
 from croft.scheduler.setting import read_scheduling_file
+from croft.scheduler.tick import here
 from croft.scheduler.user import fulltick
 from croft.scheduler.user import serve as userserve
 from croft.scheduler.user import tick_all as usertick
@@ -56,6 +57,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return answers
 
     monkeypatch.setattr(fulltick, "full_ticks", full_ticks)
+    monkeypatch.setattr(here, "HERE_AT_MOST", 0)  # every full tick goes through full_ticks, recorded
     monkeypatch.setenv("CROFT_NOW", NOW)
     return roots
 
