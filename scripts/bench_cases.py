@@ -962,7 +962,7 @@ SIM_TARGET_S = 2.0
 def bench_simulate() -> Section:
     """``croft schedule simulate --days 2`` (and 7) as a whole process, over the six ingests of the flight
     plan's end-to-end test (``tests/flightkit.py``: one held, one in quiet hours, one jittered, a daily
-    across a DST change)."""
+    across a DST change, two in a pool of 1)."""
     import tempfile
 
     sys.path.insert(0, str(ROOT / "tests"))
@@ -971,7 +971,9 @@ def bench_simulate() -> Section:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "proj"
         (folder / "assets").mkdir(parents=True)
-        (folder / "croft.json").write_text('{"timezone": "Europe/London"}\n')
+        (folder / "croft.json").write_text(
+            json.dumps({"timezone": "Europe/London", **flightkit.CONFIG}) + "\n"
+        )
         for rel, text in flightkit.files().items():
             (folder / rel).write_text(text)
         env = {**os.environ, "CROFT_NOW": flightkit.APPROVED_AT, "CROFT_HOME": str(Path(tmp) / "home")}

@@ -104,7 +104,7 @@ class AssetInfo:
     slow_after_s: float | None = None  # a scheduled step running longer is told once (scheduler.tick.slow)
     jitter_s: float | None = None  # its own jitter (schedule.jitter); None: the project's
     quiet: tuple[str, ...] | None = None  # its own quiet hours (schedule.quiet); None: the project's
-    pool: str | None = None  # the pool its scheduled runs wait for (scheduler.tick.admit)
+    pool: str | None = None  # the pool its scheduled runs wait for (scheduler.admit)
     spec: Any = None  # the parsed cron (cron.CronSpec) when known
     # SCHEDULE_INVALID (as a problem dict) when ``schedule`` is text the schedule language refuses: the
     # ingest never fires, and the tick, status and schedule status say so instead of staying quiet

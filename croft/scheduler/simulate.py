@@ -8,9 +8,8 @@ and counts as a success, and takes the asset's recent median duration (``DEFAULT
 which is what makes queue waits. Only this project's runs count against the cap: other projects' runs
 are not known ahead. Transforms run inside their inputs' runs, so only ingests start here.
 
-Pools (``pool_admission``) follow the stated rule: at most N of a pool run at once for this user, and
-the groups waiting for one start in fire order. It is a function of its own so the tick's pool code and
-this plan share the rule.
+The cap and the pools are admitted by the tick's own pure rule (``scheduler.admit``): at most N of a
+pool at once, the waiting groups in fire order, a full pool's group not blocking the rest.
 """
 
 from __future__ import annotations
@@ -23,8 +22,9 @@ from typing import Any
 from croft.core.clock import parse_instant, to_iso
 from croft.schedule import cron, release
 from croft.scheduler.due import DueInput, due_work, next_look, release_policy
+from croft.scheduler.admit import Waiting, admit, free_slots
 
-__all__ = ["DEFAULT_RUN_S", "Plan", "Run", "SimInput", "pool_admission", "simulate"]
+__all__ = ["DEFAULT_RUN_S", "Plan", "Run", "SimInput", "simulate"]
 
 DEFAULT_RUN_S = 30.0  # a run croft has no duration for: under a minute, as most ingests take
 _MINUTE = timedelta(minutes=1)
@@ -62,27 +62,6 @@ class Plan:
     dst: list[dict[str, Any]]
     breaches: list[dict[str, Any]]
     hosts: dict[str, dict[str, int]]
-
-
-def pool_admission(
-    waiting: Sequence[Sequence[str]],
-    running: Mapping[str, int],
-    sizes: Mapping[str, int],
-    pool_of: Mapping[str, str],
-) -> list[bool]:
-    """For each waiting group in fire order, whether its pools let it start now: at most ``sizes[pool]``
-    groups holding an asset of a pool run at once (``running``: how many run now, per pool). A group
-    admitted here takes its place before the next one is asked, so two of a pool of 1 never both start."""
-    taken = dict(running)
-    out = []
-    for group in waiting:
-        pools = {pool_of[a] for a in group if a in pool_of and pool_of[a] in sizes}
-        ok = all(taken.get(p, 0) < sizes[p] for p in pools)
-        if ok:
-            for p in pools:
-                taken[p] = taken.get(p, 0) + 1
-        out.append(ok)
-    return out
 
 
 def _ceil_minute(at: datetime) -> datetime:
@@ -127,12 +106,8 @@ class _Sim:
             quiet=g.quiet,
         )
 
-    def pools_running(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for _end, group in self.running:
-            for p in {self.sim.pool_of[a] for a in group if a in self.sim.pool_of}:
-                out[p] = out.get(p, 0) + 1
-        return out
+    def pools_of(self, group: Sequence[str]) -> tuple[str, ...]:
+        return tuple(sorted({self.sim.pool_of[a] for a in group if a in self.sim.pool_of}))
 
     def decide(self, now: datetime, fresh: bool) -> None:
         """One tick at ``now``: what is due, held, started or left waiting. ``fresh``: a minute's tick
@@ -152,16 +127,19 @@ class _Sim:
         groups = sorted(work.groups, key=lambda grp: min(work.fires.get(a, "~") for a in grp))
         if not fresh:  # a freed slot's tick: what was waiting, not a fire released since the minute began
             groups = [grp for grp in groups if self.queued.intersection(grp)]
-        room = self.sim.cap - len(self.running)
-        admitted = pool_admission(groups, self.pools_running(), self.sim.pools, self.sim.pool_of)
-        self.waiting = False
-        for group, ok in zip(groups, admitted, strict=True):
-            if not ok or room <= 0:
-                self.waiting = True
+        holding = [self.pools_of(group) for _end, group in self.running]
+        cap_free, pool_free = free_slots(self.sim.cap, self.sim.pools, holding)
+        waiting = {
+            Waiting(min(work.fires.get(a, "~") for a in grp), "", ",".join(grp), self.pools_of(grp)): grp
+            for grp in groups
+        }
+        admitted = admit(list(waiting), cap_free, pool_free)  # the tick's own rule (scheduler/admit.py)
+        self.waiting = bool(admitted.waits)
+        for key, group in waiting.items():
+            if key in admitted.waits:
                 self.queued.update(group)
-                continue
-            room -= 1
-            self.start(tuple(group), work, now)
+        for key in admitted.start:
+            self.start(tuple(waiting[key]), work, now)
 
     def start(self, group: tuple[str, ...], work: Any, now: datetime) -> None:
         fires = {a: work.fires[a] for a in group if a in work.fires}

@@ -2,13 +2,14 @@
 starts (same assets, same minutes) that two days of real ticks on a moved clock then make.
 
 The six ingests of ``flightkit`` fire together at most full hours, so the per-user cap of 2 makes queue
-waits. Every one of the 2,881 minutes is ticked: the project tick is called in-process (as the tick tests
-do) at each ``CROFT_NOW`` minute, and every run it starts is a real detached process. Pools are not in this
-project: the tick gains them with the pools work, and then the pair joins this project.
+waits, and two of them share a pool of 1. Every one of the 2,881 minutes is ticked: the project tick is
+called in-process (as the tick tests do) at each ``CROFT_NOW`` minute, and every run it starts is a real
+detached process.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -18,7 +19,7 @@ from datetime import timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from flightkit import APPROVED_AT, ASSETS, START, edit_held, files
+from flightkit import APPROVED_AT, ASSETS, CONFIG, START, edit_held, files
 from schedulekit import croft_json, query, schedule_on, wait_for_runs
 
 from croft.core.clock import parse_instant, to_iso
@@ -29,7 +30,7 @@ from croft.scheduler.tick.project_tick import project_tick
 def test_simulate_predicts_the_run_starts_of_two_days_of_real_ticks(
     make_project, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    root = make_project(files())
+    root = make_project(files(), **CONFIG)
     code, ran = croft_json(root, APPROVED_AT, "run")
     assert code == 0, ran
     edit_held(root)
@@ -53,6 +54,13 @@ def test_simulate_predicts_the_run_starts_of_two_days_of_real_ticks(
     spread = [r for r in data["runs"] if "spread" in r["assets"]]
     assert all(any(w.startswith("spread: jitter") for w in r["why"]) for r in spread)
     assert any(r["startAt"][:16] != r["fires"]["spread"][:16] for r in spread)
+    pooled = sorted(
+        (r["startAt"], r["endsAt"]) for r in data["runs"] if {"hourly", "spread"} & set(r["assets"])
+    )
+    assert all(end <= later for (_, end), (later, _) in itertools.pairwise(pooled))  # the pool of 1 holds
+    assert any(
+        any("slot or its pool" in w for w in r["why"]) for r in data["runs"] if "spread" in r["assets"]
+    )
     print(f"simulate --days 2 took {took:.2f} s (a process, its imports included)")
 
     project = load_project(root)

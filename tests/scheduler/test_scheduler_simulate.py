@@ -12,7 +12,7 @@ from croft.schedule import cron
 from croft.schedule.jitter import jitter_delay
 from croft.scheduler.due import AssetInfo, DueInput
 from croft.scheduler.setting import Scheduling
-from croft.scheduler.simulate import SimInput, plan_json, pool_admission, simulate
+from croft.scheduler.simulate import SimInput, plan_json, simulate
 
 ON = Scheduling(state="on")
 START = "2026-06-01T10:00:00Z"
@@ -69,9 +69,6 @@ def test_the_cap_makes_a_queue_and_a_freed_slot_starts_the_next_group_at_once():
 
 def test_a_pool_of_one_never_lets_two_of_it_run_at_once():
     pool_of = {"a": "api", "b": "api"}
-    assert pool_admission([["a"], ["b"], ["c"]], {}, {"api": 1}, pool_of) == [True, False, True]
-    assert pool_admission([["b"]], {"api": 1}, {"api": 1}, pool_of) == [False]
-    assert pool_admission([["a"], ["b"]], {}, {"api": 2}, pool_of) == [True, True]
     facts = given(ingest("a"), ingest("b"))
     s = SimInput(facts, t(START) + timedelta(hours=2, minutes=5), {"a": 90, "b": 90}, 4, {"api": 1}, pool_of)
     spans = sorted((r.start, r.end) for r in simulate(s).runs)

@@ -54,17 +54,14 @@ def flight_plan(project: Project, now: datetime, days: float) -> Result:
     finally:
         if conn is not None:
             conn.close()
-    raw_pools = project.config.raw.get("pools")
-    pools = (
-        {str(k): v for k, v in raw_pools.items() if isinstance(v, int)} if isinstance(raw_pools, dict) else {}
-    )
+    pools = dict(project.config.pools)
     sim = SimInput(
         given=given,
         until=now + timedelta(days=days),
         durations=durations,
         cap=slots.max_scheduled_runs(slots.home())[0],
         pools=pools,
-        pool_of={n: str(p) for n, i in infos.items() if (p := getattr(i, "pool", None))},
+        pool_of={n: i.pool for n, i in infos.items() if i.pool in pools},  # an unsized pool is a hold
         hosts=_hosts(project, infos),
     )
     data = plan_json(simulate(sim), sim)

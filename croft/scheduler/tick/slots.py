@@ -8,7 +8,7 @@ small SQLite file, ``<CROFT_HOME>/slots.sqlite``, is shared by every project tic
   status`` and the page to show; the lock, never this record, decides whether a slot is free.
 - ``waiting``: the groups project ticks found due but could not start, with the fire they handle, the
   pools they need (with each pool's size) and why they wait. A tick only starts a group the one
-  admission rule (``scheduler.tick.admit``: oldest fire first, ties by project folder, then group; a
+  admission rule (``scheduler.admit``: oldest fire first, ties by project folder, then group; a
   group whose pool is full waits without blocking the groups behind it) lets start over every group
   waiting, so no project starves. An entry a project tick has not refreshed for ``STALE_AFTER`` is
   forgotten (the project went off, or its group was started or held).
@@ -52,7 +52,7 @@ from croft.core.private import create_file, make_dirs
 from croft.core.problems import CroftError, problem
 from croft.core.text import clip
 from croft.scheduler.tick import slotlocks
-from croft.scheduler.tick.admit import Waiting, admit
+from croft.scheduler.admit import Waiting, admit
 from croft.scheduler.tick.slotlocks import Lock
 from croft.scheduler.ticklog import TickLog
 

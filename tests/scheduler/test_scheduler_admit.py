@@ -1,8 +1,8 @@
-"""The admission rule (``scheduler.tick.admit``): the cap and the pools, in fire order. Pure."""
+"""The admission rule (``scheduler.admit``): the cap and the pools, in fire order. Pure."""
 
 from __future__ import annotations
 
-from croft.scheduler.tick.admit import Waiting, admit, free_slots
+from croft.scheduler.admit import Waiting, admit, free_slots
 
 
 def _w(fire: str, root: str, group: str, *pools: str) -> Waiting:
