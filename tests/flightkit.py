@@ -3,7 +3,7 @@ its end-to-end test (tests/e2e/test_flight_plan.py) and its benchmark (scripts/b
 
 Hourly, every 15 minutes, daily at 01:30 across the night London's clocks go back (01:30 happens twice;
 it fires once), one held (edited after the run by hand that approved it), one with quiet hours and one
-with a jitter; the hourly one and the jittered one share a pool of 1 (``CONFIG``). ``START`` is the
+with a jitter; the hourly one and the one every 15 minutes share a pool of 1 (``CONFIG``). ``START`` is the
 Saturday morning before that night.
 """
 
@@ -23,11 +23,11 @@ def rows(ctx):
 """
 ASSETS = {
     "hourly": ("every hour", ', pool="api"'),
-    "quarter": ("every 15 minutes", ""),
+    "quarter": ("every 15 minutes", ', pool="api"'),
     "daily": ("every day at 01:30", ""),
     "held": ("every hour", ""),
     "night": ("every hour", ', quiet=["22:00-06:00"]'),
-    "spread": ("every 2 hours", ', jitter="7m", pool="api"'),
+    "spread": ("every 2 hours", ', jitter="7m"'),
 }
 CONFIG = {"pools": {"api": 1}}  # croft.json's keys beside the timezone
 

@@ -55,11 +55,13 @@ def test_simulate_predicts_the_run_starts_of_two_days_of_real_ticks(
     assert all(any(w.startswith("spread: jitter") for w in r["why"]) for r in spread)
     assert any(r["startAt"][:16] != r["fires"]["spread"][:16] for r in spread)
     pooled = sorted(
-        (r["startAt"], r["endsAt"]) for r in data["runs"] if {"hourly", "spread"} & set(r["assets"])
+        (r["startAt"], r["endsAt"]) for r in data["runs"] if {"hourly", "quarter"} & set(r["assets"])
     )
     assert all(end <= later for (_, end), (later, _) in itertools.pairwise(pooled))  # the pool of 1 holds
     assert any(
-        any("slot or its pool" in w for w in r["why"]) for r in data["runs"] if "spread" in r["assets"]
+        any("slot or its pool" in w for w in r["why"])
+        for r in data["runs"]
+        if {"hourly", "quarter"} & set(r["assets"])
     )
     print(f"simulate --days 2 took {took:.2f} s (a process, its imports included)")
 
