@@ -49,6 +49,9 @@ AT_ONCE = 16  # connections in flight side by side: they wait on the network, an
 PER_CONNECTION = 10  # pings one connection carries one after another: ten round trips fit the deadline
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 AGENT = f"croft/{__version__}"
+# how a kept-alive connection the server closed while idle is met (http.client's RemoteDisconnected is
+# the first): before any answer, so the ping goes once more on a fresh connection
+_HUNG_UP = (ConnectionResetError, BrokenPipeError, ssl.SSLEOFError, ssl.SSLZeroReturnError)
 
 
 def is_loopback(url: str) -> bool:
@@ -134,7 +137,7 @@ class _Line:
             try:
                 self.conn.request(method, target, body=body, headers=headers)
                 answer = self.conn.getresponse()
-            except (ConnectionResetError, BrokenPipeError) as exc:  # RemoteDisconnected is the first
+            except _HUNG_UP as exc:
                 self.close()
                 if reused:
                     continue  # on a fresh connection, which is not reused: a second failure is raised
