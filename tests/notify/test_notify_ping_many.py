@@ -281,7 +281,7 @@ class _KeepAlive(http.server.ThreadingHTTPServer):
 
     def __init__(self, hang_up: bool = False) -> None:
         self.hang_up = hang_up
-        self.connections = 0
+        self.ports: set[int] = set()  # the client's end of each connection a request came over
         self.paths: list[str] = []
         self.lock = threading.Lock()
         server = self
@@ -289,14 +289,10 @@ class _KeepAlive(http.server.ThreadingHTTPServer):
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def setup(self) -> None:
-                super().setup()
-                with server.lock:
-                    server.connections += 1
-
             def do_GET(self) -> None:
                 with server.lock:
                     server.paths.append(self.path)
+                    server.ports.add(self.client_address[1])
                 body = b"x" * (64 * 1024) if self.path.startswith("/big") else b"ok"
                 status = 500 if self.path.startswith("/fail") else 200
                 self.send_response(status)
@@ -309,6 +305,10 @@ class _KeepAlive(http.server.ThreadingHTTPServer):
                 pass
 
         super().__init__(("127.0.0.1", 0), Handler)
+
+    @property
+    def connections(self) -> int:
+        return len(self.ports)
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}{path}"
