@@ -11,8 +11,6 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from requests.adapters import HTTPAdapter
-
 from croft.notify.deadline import ANSWER_BYTES, Late, within
 from croft.notify.policy import resolve_env_value
 
@@ -76,6 +74,7 @@ def _cap_answers() -> None:
     ``ANSWER_BYTES`` are read (``requests`` otherwise reads a whole body into memory, and one that never
     ends grows the process until it dies). Installed once per process and left in place, so a send
     still going past its deadline stays capped too; in croft's processes only Apprise uses requests."""
+    from requests.adapters import HTTPAdapter  # Apprise's client, there only with the optional extra
 
     if getattr(HTTPAdapter.send, "croft_capped", False):
         return

@@ -59,15 +59,18 @@ def within(seconds: float, work: Callable[[], T]) -> T:
     return value  # type: ignore[return-value]
 
 
-def each_within(seconds: float, works: Sequence[Callable[[], T]], at_once: int) -> list[T | Late]:
-    """Each of ``works``' results, ``at_once`` of them running side by side, all within one deadline of
-    ``seconds`` from now: a work still running then is a :class:`Late` saying so, one not begun an
-    :class:`Unbegun` (the threads are left to end with the process). A work must not raise."""
-    results: list[T | Late] = [Unbegun(f"not begun within {seconds:g} s")] * len(works)
+def each_within(
+    seconds: float, chains: Sequence[Sequence[Callable[[], T]]], at_once: int
+) -> list[list[T | Late]]:
+    """Each work's result, chain by chain: ``at_once`` chains run side by side, the works of one chain one
+    after another in one thread (so they can share what that thread holds, a connection), all within one
+    deadline of ``seconds`` from now. A work still running then is a :class:`Late` saying so, one not
+    begun an :class:`Unbegun` (the threads are left to end with the process). A work must not raise."""
+    results: list[list[T | Late]] = [[Unbegun(f"not begun within {seconds:g} s")] * len(c) for c in chains]
     lock = threading.Lock()
     all_done = threading.Event()
-    left = [len(works)]
-    queue = list(range(len(works)))
+    left = [sum(len(chain) for chain in chains)]
+    queue = list(range(len(chains)))
     queue.reverse()  # popped from the end: the first begins first
 
     def run() -> None:
@@ -75,19 +78,23 @@ def each_within(seconds: float, works: Sequence[Callable[[], T]], at_once: int) 
             with lock:
                 if not queue or all_done.is_set():
                     return
-                i = queue.pop()
-                results[i] = Late(f"no whole answer within {seconds:g} s")
-            result = works[i]()
-            with lock:
-                results[i] = result
-                left[0] -= 1
-                if not left[0]:
-                    all_done.set()
+                c = queue.pop()
+            for i, work in enumerate(chains[c]):
+                with lock:
+                    if all_done.is_set():
+                        return
+                    results[c][i] = Late(f"no whole answer within {seconds:g} s")
+                result = work()
+                with lock:
+                    results[c][i] = result
+                    left[0] -= 1
+                    if not left[0]:
+                        all_done.set()
 
-    if works:
-        for _ in range(min(at_once, len(works))):
+    if left[0]:
+        for _ in range(min(at_once, len(chains))):
             threading.Thread(target=run, name="croft-notify", daemon=True).start()
         all_done.wait(seconds)
     with lock:
         all_done.set()  # a thread still at work takes no more
-        return list(results)
+        return [list(chain) for chain in results]

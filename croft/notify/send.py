@@ -8,7 +8,8 @@
 - ``ping_after_tick``: the tick's call after each completed project tick (the dead-man's switch).
 
 None of them raises: every notification that does not go out is one redacted line in
-``<state>/logs/notify.log``, and so is every message delivered (``sent desktop (notify-send): failed``). Desktop and webhook code (and httpx) load only when something is sent.
+``<state>/logs/notify.log``, and so is every message delivered (``sent desktop (notify-send): failed``). The webhook's code (and httpx) loads only when one is posted: the
+minute of ``croft tick --all`` imports this module, and most minutes post nothing.
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ from croft.notify.message import (
 )
 from croft.notify.ping import ping_logged
 from croft.notify.policy import Policy
-from croft.notify.webhook import post, sign
 
 if TYPE_CHECKING:
     import sqlite3
@@ -341,6 +341,7 @@ def deliver_webhook(
     project: Project, run_id: str | None, event: str, url: str, payload: dict[str, Any]
 ) -> str | None:
     """The signed webhook POST; why it was not delivered, or None."""
+    from croft.notify.webhook import post, sign  # httpx loads in a process that posts, not in every minute
 
     host = host_of(url)
     secret, refusal = _signing_secret(project)

@@ -269,3 +269,113 @@ def test_an_https_ping_is_checked_against_the_trusted_certificates(tls_server, t
     (line,) = _log(tmp_path / "p0")
     assert f"- ping {base.removeprefix('https://')}: SSLCertVerificationError: " in line
     assert "/ping" not in line
+
+
+class _KeepAlive(http.server.ThreadingHTTPServer):
+    """A local HTTP/1.1 server that keeps connections open, as real ping services do, and counts them;
+    ``hang_up`` makes it close each connection after its answer without saying so (an idle timeout met
+    between two pings); ``/big`` answers with more than a notifier reads."""
+
+    daemon_threads = True
+    request_queue_size = 64
+
+    def __init__(self, hang_up: bool = False) -> None:
+        self.hang_up = hang_up
+        self.ports: set[int] = set()  # the client's end of each connection a request came over
+        self.paths: list[str] = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                with server.lock:
+                    server.paths.append(self.path)
+                    server.ports.add(self.client_address[1])
+                body = b"x" * (64 * 1024) if self.path.startswith("/big") else b"ok"
+                status = 500 if self.path.startswith("/fail") else 200
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()  # no "Connection: close", even when it hangs up
+                self.wfile.write(body)
+                self.close_connection = server.hang_up
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+    @property
+    def connections(self) -> int:
+        return len(self.ports)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}{path}"
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client hanging up on an answer it will not read to its end is what it should do."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def keep_alive():
+    started: list[_KeepAlive] = []
+
+    def start(hang_up: bool = False) -> _KeepAlive:
+        httpd = _KeepAlive(hang_up)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        started.append(httpd)
+        return httpd
+
+    yield start
+    for httpd in started:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_pings_to_one_host_share_one_keep_alive_connection(keep_alive, tmp_path, monkeypatch):
+    """Ten pings of ten projects to one service: one connection; more than a connection carries are spread
+    over a few; a host of its own gets a connection of its own."""
+    _no_proxy_set(monkeypatch)
+    httpd, other = keep_alive(), keep_alive()
+    targets = [(httpd.url(f"/ping?n={i}"), tmp_path / f"p{i}", None) for i in range(10)]
+    assert ping_many(targets) == [True] * 10
+    assert httpd.connections == 1
+    assert sorted(httpd.paths) == sorted(f"/ping?n={i}" for i in range(10))
+
+    many = [(httpd.url(f"/ping?m={i}"), tmp_path / f"m{i}", None) for i in range(25)]
+    assert ping_many([*many, (other.url("/ping?n=other"), tmp_path / "other", None)]) == [True] * 26
+    assert httpd.connections == 1 + 3  # 25 pings, 10 to a connection
+    assert other.connections == 1 and other.paths == ["/ping?n=other"]
+    assert not list(tmp_path.rglob("notify.log"))
+
+
+def test_a_connection_the_server_closed_between_pings_is_opened_again_and_no_ping_goes_twice(
+    keep_alive, tmp_path, monkeypatch
+):
+    """The server hangs up after each answer without saying so: each next ping meets a closed connection,
+    goes once more on a fresh one, and arrives once. An answer read (a 500) is never asked again; an answer
+    longer than a notifier reads ends its connection, and the next ping still arrives."""
+    _no_proxy_set(monkeypatch)
+    httpd = keep_alive(hang_up=True)
+    targets = [(httpd.url(f"/ping?n={i}"), tmp_path / f"p{i}", None) for i in range(6)]
+    targets.append((httpd.url("/fail?n=s3cret"), tmp_path / "fail", None))
+    targets.append((httpd.url("/ping?n=last"), tmp_path / "last", None))
+    assert ping_many(targets) == [True] * 6 + [False, True]
+    assert sorted(httpd.paths) == sorted(
+        [f"/ping?n={i}" for i in range(6)] + ["/fail?n=s3cret", "/ping?n=last"]
+    )
+    assert httpd.connections == 8  # one per ping: each found the last one closed
+    (line,) = _log(tmp_path / "fail")
+    assert line.endswith(f"- ping 127.0.0.1:{httpd.server_address[1]}: HTTP 500") and "s3cret" not in line
+
+    steady = keep_alive()
+    big = [
+        (steady.url("/big"), tmp_path / "big", None),
+        (steady.url("/ping?n=after"), tmp_path / "after", None),
+    ]
+    assert ping_many(big) == [True, True]
+    assert steady.paths == ["/big", "/ping?n=after"]
+    assert steady.connections == 2  # the long answer was not read to its end: its connection ended
