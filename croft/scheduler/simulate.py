@@ -21,8 +21,8 @@ from typing import Any
 
 from croft.core.clock import parse_instant, to_iso
 from croft.schedule import cron, release
-from croft.scheduler.due import DueInput, due_work, next_look, release_policy
 from croft.scheduler.admit import Waiting, admit, free_slots
+from croft.scheduler.due import DueInput, due_work, next_look, release_policy
 
 __all__ = ["DEFAULT_RUN_S", "Plan", "Run", "SimInput", "simulate"]
 

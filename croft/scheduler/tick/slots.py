@@ -51,8 +51,8 @@ from croft.core.paths import croft_home
 from croft.core.private import create_file, make_dirs
 from croft.core.problems import CroftError, problem
 from croft.core.text import clip
-from croft.scheduler.tick import slotlocks
 from croft.scheduler.admit import Waiting, admit
+from croft.scheduler.tick import slotlocks
 from croft.scheduler.tick.slotlocks import Lock
 from croft.scheduler.ticklog import TickLog
 
