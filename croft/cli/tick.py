@@ -3,15 +3,17 @@
 One click command, three callers: a person ticks one project (``tick``), the OS job and ``croft serve``
 tick every registered project (``--all``: ``cli.tick_all``, after the minute gate looked first), and that
 per-user tick hands full project ticks to workers (``--batch``, hidden: ``scheduler.tick.batch``).
+
+Each mode imports its own room when chosen (``cli.tick_one``, ``cli.tick_all``, ``scheduler.tick.batch``),
+the one exception to imports at the top in ``cli/``: the per-user minute runs every minute of every user
+whose projects ping, and the project tick's modules (about a third of its CPU) are not its to load
+unless a project needs a full tick.
 """
 
 from __future__ import annotations
 
 import gc
-import os
 import sys
-import time
-from pathlib import Path
 from typing import Any
 
 import click
@@ -19,35 +21,11 @@ import click
 from croft.cli.boundary import problem_lines
 from croft.cli.project_option import project_option
 from croft.cli.render import json_option
-from croft.cli.tick_all import main as tick_all
-from croft.core import clock, knobs
-from croft.core.envelope import dumps, envelope
-from croft.core.problems import CroftError
-from croft.core.result import Result
-from croft.core.text import for_terminal
-from croft.project.config import load_project
-from croft.scheduler.tick.batch import work
-from croft.scheduler.tick.memo import idle_tick
-from croft.scheduler.tick.project_tick import project_tick
+from croft.core import clock
 from croft.scheduler.tick.report import tick_text
 from croft.scheduler.ticklog import NamedLines
 
-__all__ = ["command", "tick"]
-
-
-def _idle(project_dir: str | None) -> dict[str, Any] | None:
-    """The idle tick (croft.scheduler.tick.memo) when it can answer; None means: run the full tick."""
-    started = time.perf_counter()
-    try:
-        if knobs.problems():
-            return None
-        moment = clock.to_iso(clock.now())
-    except Exception:  # a bad knob (CROFT_NOW...): the full path reports it properly
-        return None
-    data = idle_tick(project_dir or os.getcwd(), moment)
-    if data is not None:
-        data["tookMs"] = int((time.perf_counter() - started) * 1000)
-    return data
+__all__ = ["command"]
 
 
 def _log_as(name: str | None) -> None:
@@ -69,35 +47,6 @@ def _said(data: dict[str, Any], problems: list[Any]) -> list[str]:
     if problems:
         lines += problem_lines(problems)
     return lines
-
-
-def tick(project_dir: str | None, name: str | None, as_json: bool) -> int:
-    """Tick one project and print what it did; returns the exit code. Never raises a CroftError."""
-    quick = _idle(project_dir)
-    if quick is not None:
-        print(dumps(envelope(True, quick)) if as_json else for_terminal(tick_text(quick)))
-        return 0
-    try:
-        knobs.require_all()  # the tick hands every knob on to the runs it starts: a bad one stops it here
-        try:
-            project = load_project(Path(project_dir) if project_dir else None)
-        except CroftError as exc:  # a croft.json that no longer loads stops a project that is on: say so
-            from croft.scheduler.tick.failure import tick_failed_to_load
-
-            tick_failed_to_load(Path(project_dir) if project_dir else None, exc, clock.now())
-            raise
-        data, problems = project_tick(project, clock.now(), log_name=name)
-        result = Result(data=data, problems=problems, ok=True)
-    except CroftError as exc:
-        result = Result(problems=[exc.problem, *exc.extra])
-    if as_json:
-        print(dumps(result.envelope()))
-    else:
-        if result.data:
-            print(for_terminal(tick_text(result.data)))
-        if result.problems:
-            print("\n".join(problem_lines(result.problems)), file=sys.stderr)
-    return result.exit_code
 
 
 class _TickCommand(click.Command):
@@ -148,10 +97,16 @@ def command(
         if given:
             raise click.UsageError(f"{mode} does not go with {given[0]}", ctx)
     if worker:
+        from croft.scheduler.tick.batch import work
+
         sys.exit(work(_said))
     if every:
+        from croft.cli.tick_all import main as tick_all
+
         # A process of a second that loads its modules and reads a thousand projects' hints: what it
         # allocates is freed by reference counting, and the cycle collector would only walk it again.
         gc.disable()
         sys.exit(tick_all(as_json))
+    from croft.cli.tick_one import tick
+
     sys.exit(tick(project_dir, name, as_json))
