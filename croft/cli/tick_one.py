@@ -1,5 +1,9 @@
 """``croft tick`` for one project (``croft.cli.tick`` parses it): the idle answer when the memo holds, else
-the project tick, printed as text or the JSON envelope."""
+the project tick, printed as text or the JSON envelope.
+
+The idle answer (``scheduler.tick.memo``) reads a few stats and the memo; the project tick's modules are
+loaded only when it does not hold, so a tick with nothing to do costs a tick with nothing to do (the tick
+tests tell the two paths apart by that module being loaded)."""
 
 from __future__ import annotations
 
@@ -16,9 +20,7 @@ from croft.core.problems import CroftError
 from croft.core.result import Result
 from croft.core.text import for_terminal
 from croft.project.config import load_project
-from croft.scheduler.tick.failure import tick_failed_to_load
 from croft.scheduler.tick.memo import idle_tick
-from croft.scheduler.tick.project_tick import project_tick
 from croft.scheduler.tick.report import tick_text
 
 __all__ = ["tick"]
@@ -47,6 +49,9 @@ def tick(project_dir: str | None, name: str | None, as_json: bool) -> int:
         return 0
     try:
         knobs.require_all()  # the tick hands every knob on to the runs it starts: a bad one stops it here
+        from croft.scheduler.tick.failure import tick_failed_to_load
+        from croft.scheduler.tick.project_tick import project_tick
+
         try:
             project = load_project(Path(project_dir) if project_dir else None)
         except CroftError as exc:  # a croft.json that no longer loads stops a project that is on: say so
