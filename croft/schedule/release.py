@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
-from croft.core.record import NamedTuple
 from croft.schedule import cron
 from croft.schedule.jitter import jitter_delay
 from croft.schedule.quiet import Window, parse_windows, quiet_end, quiet_start

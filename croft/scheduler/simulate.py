@@ -17,13 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, NamedTuple
 
 from croft.core.clock import parse_instant, to_iso
-from croft.core.record import NamedTuple
 from croft.schedule import cron, release
 from croft.scheduler.due import DueInput, due_work, next_look, release_policy
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
