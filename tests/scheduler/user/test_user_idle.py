@@ -23,8 +23,8 @@ from croft.scheduler.control.doctor import doctor
 from croft.scheduler.incidents import incident_path
 from croft.scheduler.setting import write_scheduling
 from croft.scheduler.tick import memo as idle
-from croft.scheduler.user import wakestate as idlebeat
 from croft.scheduler.user import tick_all as usertick
+from croft.scheduler.user import wakestate as idlebeat
 from croft.scheduler.user.registry import Registry
 
 pytestmark = pytest.mark.processes
