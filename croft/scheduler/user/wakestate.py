@@ -24,8 +24,8 @@ wake file missing, unreadable or not this user's alone, every project is simply 
 the minute writes it anew. A project not looked at in a minute (taken off, left to croft serve) loses its
 section.
 
-Imports only ``os`` and the wake file's own reader (the idle check, the freshness look and the setting
-reader when a stamp moved): it runs in every minute the gate hands on.
+Imports little at the top (the idle check, the freshness look and the setting reader only when a stamp
+moved): it runs in every minute the gate hands on.
 """
 
 from __future__ import annotations
