@@ -18,7 +18,7 @@ import json
 import os
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, BinaryIO
 
 from croft.scheduler.incidents import FOLDER, incident_path
 from croft.scheduler.user.gate import FILE, MAGIC, knob_line, stamp
@@ -127,7 +127,7 @@ def _gate_part(stamps: Stamps, after: str, until: str, roots: list[str], disks: 
     return "\n".join(lines) + "\n"
 
 
-def _open(home: str) -> Any:
+def _open(home: str) -> tuple[BinaryIO, int] | None:
     """The wake file open for reading (binary), past its header; with the gate part's length. None when
     there is none, it is not this user's alone, or its header is not this croft's."""
     try:
