@@ -395,7 +395,7 @@ def bench_tick_all() -> Section:
             "- *on*: every project's scheduling is on and its last full tick (the first minute, below)"
             " left an idle memo: the per-user tick runs the project tick's own idle check in-process"
             " (`scheduler.tick.memo`: the memo's setting, croft.json, history and file fingerprints, the time window),"
-            " remembers the stat of every file that check read (`scheduler.user.idlecache`), and while those stay the"
+            " remembers the stat of every file that check read (`scheduler.user.wakestate`, in the wake file), and while those stay the"
             " same and the clock is inside the memo's window, only compares stats; it writes each heartbeat"
             " itself (one `idle-beats.json` for the user). A project whose memo does not hold gets a real `croft tick`"
             " process; the last two columns show what one more minute did.",

@@ -673,6 +673,8 @@ def _job() -> list[str]:
 def _until_gated(roots: list[Path], home: Path, env: dict[str, str]) -> int:
     """The first minute (every project tick started, each leaves its memo), then minutes until the full
     tick leaves the wake file the gate settles the next ones with; how many minutes that took."""
+    from croft.scheduler.user.wakefile import settles
+
     stamp = env["CROFT_NOW"].replace("Z", ".000Z")
     subprocess.run(_job(), env=env, check=True)
     deadline = time.monotonic() + 900
@@ -683,7 +685,7 @@ def _until_gated(roots: list[Path], home: Path, env: dict[str, str]) -> int:
     for minutes in range(1, 6):
         time.sleep(0.1)  # past the racy-stamp window of what the project ticks wrote
         subprocess.run(_job(), env=env, check=True)
-        if (home / "wake").exists():
+        if settles(str(home)):
             return minutes
     raise SystemExit("no wake file after five idle minutes")
 

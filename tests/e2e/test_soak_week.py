@@ -59,7 +59,7 @@ def rows(ctx):
 """
 FAULTS = ("kill-tick", "kill-run", "garbage", "edit", "clock-back", "gone", "zero-history", "full-disk")
 RESUMES = ("clock-back", "gone", "zero-history", "full-disk", "kill-run")  # checked to tick on at once
-HOME_FILES = ("idle-cache.json", "tick-cache.json", "fresh-cache.json", "slots.sqlite", "idle-beats.json")
+HOME_FILES = ("wake", "slots.sqlite", "idle-beats.json")
 
 
 class Week:

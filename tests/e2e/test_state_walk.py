@@ -11,7 +11,6 @@ due at every step of the clock.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from croft.scheduler import incidents
 from croft.scheduler.heartbeat import last_heartbeat, write_user_beats
 from croft.scheduler.setting import write_scheduling
 from croft.scheduler.user.registry import Registry
+from croft.scheduler.user.wakefile import read_state
 
 T0, T1 = "2026-06-01T10:05:00Z", "2026-06-01T11:05:00Z"
 LOOK0, LOOK1 = "2026-06-01T10:06:00Z", "2026-06-01T11:06:00Z"
@@ -52,13 +52,6 @@ class StateFile:
     path: Callable[[World], Path]
     rebuilt: Callable[[World], bool] | None = None
     reported: frozenset[str] = frozenset()
-
-
-def _json_dict(path: Path) -> bool:
-    try:
-        return isinstance(json.loads(path.read_text()), dict)
-    except (OSError, ValueError):
-        return False
 
 
 def _database(path: Path, table: str) -> bool:
@@ -96,16 +89,7 @@ STATE_FILES = [
         rebuilt=lambda w: _database(w.home / "slots.sqlite", "slots"),
     ),
     StateFile("slots.sqlite.lock", lambda w: w.home / "slots.sqlite.lock", rebuilt=lambda w: True),
-    StateFile(
-        "tick-cache.json",
-        lambda w: w.home / "tick-cache.json",
-        rebuilt=lambda w: _json_dict(w.home / "tick-cache.json"),
-    ),
-    StateFile(
-        "idle-cache.json",
-        lambda w: w.home / "idle-cache.json",
-        rebuilt=lambda w: _json_dict(w.home / "idle-cache.json"),
-    ),
+    StateFile("wake", lambda w: w.home / "wake", rebuilt=lambda w: bool(read_state(str(w.home)))),
     StateFile("idle-beats.json", lambda w: w.home / "idle-beats.json", rebuilt=lambda w: True),
     StateFile("tick-all.lock", lambda w: w.home / "tick-all.lock", rebuilt=lambda w: True),
     StateFile("config.json", lambda w: w.home / "config.json", reported=frozenset({"CONFIG_INVALID"})),

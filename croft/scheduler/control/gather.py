@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from croft.core.disk import folder_problem
-from croft.core.jsonfile import read_object
 from croft.core.paths import croft_home
 from croft.core.problems import CroftError
 from croft.project.config import Project
@@ -35,6 +34,7 @@ from croft.scheduler.ticklog import log_tail, tick_log_path
 from croft.scheduler.user.registry import Entry, Registry, canonical, presence, project_state_dir
 from croft.scheduler.user.servenote import serve_alive
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe
+from croft.scheduler.user.wakefile import read_state
 
 __all__ = ["permissions_chain", "project_chain", "user_chain"]
 
@@ -179,13 +179,9 @@ def _entry_place(entry: Entry, now: datetime) -> Place:
 
 def _remembered(registry: Registry) -> list[str]:
     """Projects croft has ticked that the registry may have lost: its last good copy, and the roots the
-    per-user tick keeps hints for (idle-cache.json by root, tick-cache.json by state folder)."""
+    per-user tick remembers in the wake file (``user.wakestate``, by root)."""
     found = [e.root for e in registry.backup() or []]
-    for name in ("idle-cache.json", "tick-cache.json"):
-        hints = read_object(registry.home / name) or {}
-        for key in hints:
-            if isinstance(key, str) and os.path.isabs(key):
-                found.append(os.path.dirname(key) if os.path.basename(key) == ".croft" else key)
+    found += [key for key in read_state(str(registry.home)) if isinstance(key, str) and os.path.isabs(key)]
     return list(dict.fromkeys(found))
 
 

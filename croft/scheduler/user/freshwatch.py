@@ -2,7 +2,7 @@
 
 It runs in ``croft tick --all`` itself, for every registered project whatever its setting, so a project
 tick that died, a project paused and forgotten or scheduling turned off cannot hide a breach (a dead OS
-job is SCHEDULER_STALE's and the external ping's to catch). ``scheduler.user.freshcache`` keeps it off
+job is SCHEDULER_STALE's and the external ping's to catch). ``scheduler.user.wakestate`` keeps it off
 the idle minute: it runs only when a promise can have broken or something it reads moved.
 
 One cause, one alert: a breach whose cause is the asset's failing runs is not told while the runs' own

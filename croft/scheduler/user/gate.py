@@ -5,16 +5,18 @@ first); a person's ``croft tick --all`` through ``cli/main.py``.
 
 Most minutes of most users need nothing: no fire, retry, ceiling, reminder or freshness breach has come,
 and nothing a tick reads has moved. The full per-user tick (``scheduler.user.tick_all``) knows that
-when it ends a minute in which every project was only beaten, and writes it down in one file,
-``<CROFT_HOME>/wake``: the earliest instant anything may need a look, the ``stat`` of every file whose
+when it ends a minute in which every project was only beaten, and writes it down in the header part
+of the file it writes every minute, ``<CROFT_HOME>/wake`` (``wakefile``; the rest, each project's memory
+for the next full minute, is not read here): the earliest instant anything may need a look, the ``stat`` of every file whose
 change matters (the registry and croft's home with its files, and per project its folder, croft.json,
 assets/ with each asset file and local module, lib/, its history and WAL, its state folder, its
 incident file), which carry the trust facts too (owner, mode), the environment's croft knobs, and the
 heartbeat to write. The next minute, this module reads that file, stats those paths and the disks, and
 when all is as it was and the instant has not come, writes the minute's heartbeat and ends. Anything
-else (a moved stamp, the instant, a clock that went back, no wake file, a file it cannot read, a disk
-short of space, any error) hands the minute to the full tick, which writes the file anew. An edit is
-noticed the next minute; a project with a ping never gets a wake file (pings go out every minute).
+else (a moved stamp, the instant, a clock that went back, no wake file or no part for the gate, a file it
+cannot read, a disk short of space, any error) hands the minute to the full tick, which writes the file
+anew. An edit is noticed the next minute; a project with a ping never lets the gate settle (pings go out
+every minute).
 
 Imports ``os`` only (``datetime`` when ``CROFT_NOW`` has an offset): the budget is checked by an
 import-linter contract and ``tests/scheduler/user/test_user_gate.py``.
@@ -27,7 +29,7 @@ import os
 __all__ = ["FILE", "MAGIC", "enter", "gate", "knob_line", "stamp"]
 
 FILE = "wake"
-MAGIC = "croft-wake 3"
+MAGIC = "croft-wake 4"  # the header: then the length of the gate's part (wakefile.write)
 BEATS = "idle-beats.json"  # heartbeat.USER_BEATS (checked by a test: the gate imports no heartbeat)
 LOW_SPACE_BYTES = 1024 * 1024  # the same floor as core.disk (checked by a test)
 
@@ -145,26 +147,30 @@ def enter() -> bool:
 def gate(home: str) -> bool:
     """Whether this minute is settled here (its heartbeat written); False hands it to the full tick."""
     try:
-        with open(f"{home}/{FILE}", encoding="utf-8", errors="strict") as handle:
+        with open(f"{home}/{FILE}", "rb") as handle:
             st = os.fstat(handle.fileno())
             if st.st_uid != os.getuid() or st.st_mode & 0o022:  # only croft's own file is believed
                 return False
-            lines = handle.read().split("\n")
+            magic, _, size = handle.readline(64).rstrip(b"\n").rpartition(b" ")
+            if magic != MAGIC.encode() or not size.isdigit() or size == b"0":  # 0: the full tick's minute
+                return False
+            part = handle.read(int(size))  # the gate's part only: the per-project rest is the full tick's
+        lines = part.decode("utf-8").split("\n")
     except (OSError, ValueError):
         return False
     at = _now()
-    if at is None or len(lines) < 8 or lines[0] != MAGIC:
+    if at is None or len(lines) < 8 or len(part) != int(size):
         return False
-    after, until, knobs, disks, beats = lines[1:6]
+    after, until, knobs, disks, beats = lines[0:5]
     if not (after <= at < until) or knobs != knob_line(os.environ):
         return False
     try:
-        counts = [int(n) for n in lines[7].split(" ")]
-        first, second = 8 + counts[0], 8 + counts[0] + counts[1]
-        found = stamp(lines[8:first], lines[first:second], lines[second : second + counts[2]])[0]
+        counts = [int(n) for n in lines[6].split(" ")]
+        first, second = 7 + counts[0], 7 + counts[0] + counts[1]
+        found = stamp(lines[7:first], lines[first:second], lines[second : second + counts[2]])[0]
     except (OSError, ValueError, IndexError):  # cannot be looked at, or not what croft wrote: the full tick's
         return False
-    if str(found) != lines[6]:
+    if str(found) != lines[5]:
         return False
     for folder in disks.split("\t") if disks else ():
         try:

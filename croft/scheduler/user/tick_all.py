@@ -2,8 +2,8 @@
 
 Two processes start it, each as the same command: the OS job, and ``croft serve`` (``user.serve``) on a
 machine without one. Its minute reaches this module only when the minute gate (``scheduler.user.gate``)
-could not settle it from the wake file; at its end it leaves that file again when the minute only beat
-(``_leave_wake``). It reads the registry, prunes it, and ticks each project whose scheduling is on: an
+could not settle it from the wake file; at its end it writes that file again (``_leave_wake``): what it
+learnt of each project, and the gate's part when the minute only beat. It reads the registry, prunes it, and ticks each project whose scheduling is on: an
 ``os-job`` one always, a ``--no-os-job`` one only while a croft serve is alive (``_ours``). A project
 whose idle memo still holds (nothing changed, nothing can be due) only needs its heartbeat, so that is
 written here, in-process, by the project tick's own idle check instead of a new interpreter. The
@@ -31,12 +31,10 @@ from croft.core.paths import home_text, path_text
 from croft.core.problems import CroftError, Problem, problem
 from croft.scheduler.heartbeat import write_user_beats
 from croft.scheduler.ticklog import TickLog, project_names
-from croft.scheduler.user.freshcache import FreshCache, look
-from croft.scheduler.user.idlecache import IdleCache
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
-from croft.scheduler.user.settingcache import SettingCache
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, state_dir_unsafe, unsafe_error, words
-from croft.scheduler.user.wakefile import Stamps, forget, write
+from croft.scheduler.user.wakefile import Stamps
+from croft.scheduler.user.wakestate import WakeState, look
 from croft.scheduler.user.watch import absent, dropped, folder_trouble, lost_history, troubled, untroubled
 
 if TYPE_CHECKING:
@@ -142,11 +140,9 @@ def _minute(
     out: dict[str, Any],
     note: Any,
 ) -> None:
-    cache = SettingCache(os.path.join(home, "tick-cache.json"))
-    idle = IdleCache(os.path.join(home, "idle-cache.json"))  # behind the gate: every file, every minute
-    fresh = FreshCache(os.path.join(home, "fresh-cache.json"))
+    state = WakeState(home)  # what the last full minute remembered of each project (the wake file)
     serving = _serving(home) if any(e.via == "serve" for e in entries) else False
-    stamps = _stamps(home, registry, entries, idle, serving)
+    stamps = _stamps(home, registry, entries, state, serving)
     full: list[str] = []
     pings: list[tuple[str, str]] = []
     names: dict[str, str] = {}  # every line about a project names it, short: listed at the first line
@@ -159,14 +155,11 @@ def _minute(
     for entry in entries:
         say = _naming(note, entry.root, name_of)
         try:
-            _one(entry, now, cache, idle, fresh, out, say, full, pings, home, serving)
+            _one(entry, now, state, out, say, full, pings, home, serving)
         except Exception as exc:  # one broken project never stops the others
             say(f"{entry.root}: tick not started: {type(exc).__name__}: {exc}")
             out["skipped"].append({"root": entry.root, "reason": f"error: {exc}"})
-    cache.save()
-    idle.save()
-    fresh.save()
-    _leave_wake(stamps, entries, idle, fresh, out, full, pings)
+    _leave_wake(stamps, entries, state, out, full, pings)
     if out["beat"]:
         write_user_beats(home, out["at"], [b["root"] for b in out["beat"]])
     # Pruning looks only at the projects not beaten just now: a beaten one's croft.json was stat'ed.
@@ -216,14 +209,14 @@ def _full(
         return full_ticks(full, home, handle, env, started, name_of=name_of)
 
 
-def _stamps(home: str, registry: Registry, entries: list[Entry], idle: IdleCache, serving: bool) -> Stamps:
+def _stamps(home: str, registry: Registry, entries: list[Entry], state: WakeState, serving: bool) -> Stamps:
     """The stamps of the minute's start, for the wake file (``scheduler.user.wakefile``)."""
     known: dict[str, tuple[list[str], list[str]]] = {}
     for entry in entries:
         if not _ours(entry.via, serving):  # not this minute's: serve.json's stamp says when it becomes so
             continue
-        memo = idle.entries.get(entry.root)
-        if isinstance(memo, list) and len(memo) == 8:
+        memo = state.idle(entry.root)
+        if memo is not None:
             known[entry.root] = (list(memo[5]), list(memo[6]))
         else:  # no memo (its scheduling is off, say): its folder, config and history
             known[entry.root] = ([], [])
@@ -233,16 +226,15 @@ def _stamps(home: str, registry: Registry, entries: list[Entry], idle: IdleCache
 def _leave_wake(
     stamps: Stamps,
     entries: list[Entry],
-    idle: IdleCache,
-    fresh: FreshCache,
+    state: WakeState,
     out: dict[str, Any],
     full: list[str],
     pings: list[tuple[str, str]],
 ) -> None:
-    """The wake file for the minute gate when this minute only beat, or found scheduling off, or left a
-    project to ``croft serve`` (``scheduler.user.gate``): the earliest
-    instant of any project's idle window end and next freshness look, and what was stamped at the start.
-    Any other minute removes it."""
+    """The wake file, every minute: each project's memory (``scheduler.user.wakestate``), and, when this
+    minute only beat, or found scheduling off, or left a project to ``croft serve``, the minute gate's
+    part (``scheduler.user.gate``): the earliest instant of any project's idle window end and next
+    freshness look, and what was stamped at the start. Any other minute leaves the gate no part."""
     beaten = [b["root"] for b in out["beat"]]
     served = {s["root"] for s in out["skipped"] if s.get("reason") == SERVED}
     off = [s["root"] for s in out["skipped"] if s.get("reason") == "scheduling is off"]
@@ -250,34 +242,32 @@ def _leave_wake(
     ok = not (full or pings or out["problems"] or out["notes"] or out["started"])
     ok = ok and len(beaten) + len(served) + len(off) == len(entries) == len({*beaten, *served, *off})
     for root in off if ok else ():  # its setting lives in its history, stamped: only freshness has a time
-        look = fresh.entries.get(root)
+        ahead = state.fresh_next(root)
         if (
             root not in stamps.projects
             or str(project_state_dir(root)) != f"{root}/.croft"  # a relocated history is not stamped
-            or not isinstance(look, dict)
-            or not isinstance(look.get("next"), str)
+            or ahead is None
         ):
             ok = False
             break
-        instants.append(look["next"])
+        instants.append(ahead)
     for root in beaten if ok else ():
-        memo = idle.entries.get(root)
-        look = fresh.entries.get(root)
+        memo = state.idle(root)
+        ahead = state.fresh_next(root)
         if (
             root not in stamps.projects
-            or not isinstance(memo, list)
+            or memo is None
             or list(memo[5]) != stamps.projects[root][0]
             or list(memo[6]) != stamps.projects[root][1]
-            or not isinstance(look, dict)
-            or not isinstance(look.get("next"), str)
+            or ahead is None
         ):
             ok = False
             break
-        instants += [str(memo[4]), look["next"]]
-    if not ok or not instants:
-        forget(stamps.home)
-        return
-    write(stamps, out["at"], min(instants), beaten, [f"{root}/.croft" for root in beaten])
+        instants += [str(memo[4]), ahead]
+    gate = (
+        (out["at"], min(instants), beaten, [f"{root}/.croft" for root in beaten]) if ok and instants else None
+    )
+    state.save(stamps, gate)
 
 
 def _naming(note: Any, root: str, name_of: Any) -> Any:
@@ -332,9 +322,7 @@ def _redactor_of(state_dir: str) -> Any:
 def _one(
     entry: Entry,
     now: Any,
-    cache: SettingCache,
-    idle: IdleCache,
-    fresh: FreshCache,
+    state: WakeState,
     out: dict[str, Any],
     note: Any,
     full: list[str],
@@ -350,16 +338,16 @@ def _one(
     # (``check`` below runs only for a trusted project): unchanged, the project is as trusted as it was,
     # and its .croft/ is the folder it was. Able to take a write, too, before the idle beat: a full disk
     # is said every minute, never beaten over.
-    held = idle.still(entry.root, stamp)  # see _beat; no incident there either
-    state = f"{entry.root}/.croft"
-    seen = idle.stats.get(".croft") if held else None
-    trouble = folder_trouble(state, seen=seen, disks=idle.disks)
+    held = state.still(entry.root, stamp)  # see _beat; no incident there either
+    folder = f"{entry.root}/.croft"
+    seen = state.stats.get(".croft") if held else None
+    trouble = folder_trouble(folder, seen=seen, disks=state.disks)
     if held and trouble is None:
-        look(fresh, entry.root, state, now, note, stamp, idle.stats)  # its freshness promises
-        return _beat(entry, stamp, out, idle, pings)
+        look(state, entry.root, folder, now, note, stamp, state.stats)  # its freshness promises
+        return _beat(entry, stamp, out, state, pings)
     unsafe = project_unsafe(entry.root)  # trusted first: nothing is read from it or written into it
     if unsafe is None:  # its freshness promises, whatever its setting (croft serve watches its own)
-        look(fresh, entry.root, state, now, note, stamp)
+        look(state, entry.root, folder, now, note, stamp)
     state_dir = project_state_dir(entry.root)
     if unsafe is None:
         unsafe = state_dir_unsafe(entry.root, state_dir)  # a relocated state folder
@@ -370,7 +358,7 @@ def _one(
     reason = None
     if trouble is None:
         try:
-            reason = _skip_reason(entry, now, cache, state_dir, serving)
+            reason = _skip_reason(entry, now, state, state_dir, serving)
         except CroftError as exc:  # its runs.sqlite cannot be read: not "off", a problem with its fix
             trouble = exc.problem
     if trouble is not None:
@@ -389,8 +377,8 @@ def _one(
     untroubled(entry.root, SOURCE)
     if reason:
         return
-    if idle.check(entry.root, stamp):
-        return _beat(entry, stamp, out, idle, pings)
+    if state.check(entry.root, stamp):
+        return _beat(entry, stamp, out, state, pings)
     full.append(entry.root)
 
 
@@ -415,33 +403,33 @@ def _told_skip(entry: Entry, reason: str, now: Any, home: str, out: dict[str, An
 
 
 def _beat(
-    entry: Entry, stamp: str, out: dict[str, Any], idle: IdleCache, pings: list[tuple[str, str]]
+    entry: Entry, stamp: str, out: dict[str, Any], state: WakeState, pings: list[tuple[str, str]]
 ) -> None:
-    """A project whose idle check holds (``scheduler.user.idlecache``: the project tick's own rule, remembered
-    by the stat of what it read) only needs its heartbeat: written here, and no interpreter is started.
+    """A project whose idle check holds (``scheduler.user.wakestate``: the project tick's own rule,
+    remembered by the stat of what it read) only needs its heartbeat: written here, and no interpreter is started.
     While nothing moved, its croft.json, runs.sqlite (setting included) and asset files are as they were
     when it was on and present, so it still is. Its heartbeat is the minute's one file for the user
     (``heartbeat.write_user_beats``); its ping, if croft.json sets one, goes out with the minute's
     others: an idle tick is a completed tick."""
     out["beat"].append({"root": entry.root, "heartbeatAt": stamp})
-    url = idle.ping(entry.root)
+    url = state.ping(entry.root)
     if url:
         pings.append((url, os.path.join(entry.root, ".croft")))
 
 
-def _skip_reason(entry: Entry, now: Any, cache: SettingCache, state_dir: Path, serving: bool) -> str | None:
+def _skip_reason(entry: Entry, now: Any, state: WakeState, state_dir: Path, serving: bool) -> str | None:
     """Why a present-or-not os-job project is not ticked this minute, or None; CroftError (with its fix)
     when its state folder (a relocated one) cannot take a write or its setting cannot be read."""
-    state, why = presence(entry.root)
-    if state != "present":
-        return why if state == "unknown" else f"{state}: {why}"
+    where, why = presence(entry.root)
+    if where != "present":
+        return why if where == "unknown" else f"{where}: {why}"
     if str(state_dir) != f"{entry.root}/.croft":
         trouble = folder_trouble(str(state_dir))
         if trouble is not None:
             raise CroftError(trouble)
     from croft.scheduler.setting import effective_state  # lazy: an idle minute reads no setting
 
-    setting = cache.read(state_dir)
+    setting = state.setting(entry.root, state_dir)
     if not _ours(setting.via, serving):
         return SERVED
     current = effective_state(setting, now)

@@ -1,12 +1,14 @@
-"""The wake file the full per-user tick leaves for the minute gate (``scheduler.user.gate``).
+"""The wake file the full per-user tick writes at the end of every minute, ``<CROFT_HOME>/wake``.
 
-Written only after a minute in which every project of the registry was either only beaten (its idle
-check held, no run, no ping) or ticks from ``croft serve``, nothing was logged and no problem was found;
-any other minute removes it, so the next minute is a full tick again. The stamps are taken at the start
-of the minute, before any project was looked at: a file that moves while the minute works is seen by
-the next one. A stamp newer than ``RACY_NS`` is not trusted (a second write inside the same clock tick
-could leave it as it was), and a path that cannot be written on one line (a newline in it) leaves no
-wake file at all.
+Its first line is a header: ``croft-wake 4 <n>``. The next ``n`` bytes are the minute gate's part
+(``scheduler.user.gate``), and the gate reads only those; the rest is the per-project part the next full
+minute reads (``scheduler.user.wakestate``). ``n`` is 0 (the gate hands the minute on) unless every project
+of the registry was either only beaten (its idle check held, no run, no ping), off, or ticks from
+``croft serve``, nothing was logged and no problem was found. The stamps are taken at the start of the
+minute, before any project was looked at: a file that moves while the minute works is seen by the next
+one. A stamp newer than ``RACY_NS`` is not trusted (a second write inside the same clock tick could leave
+it as it was), and a path that cannot be written on one line (a newline in it) leaves the gate no part.
+Both readers believe the file only when it is this user's and no one else may write it.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import json
 import os
 import time
 from collections.abc import Iterable
+from typing import Any, BinaryIO
 
 from croft.scheduler.incidents import FOLDER, incident_path
 from croft.scheduler.user.gate import FILE, MAGIC, knob_line, stamp
 from croft.scheduler.user.trusted import HOME_FILES, PART_NAMES
 
-__all__ = ["Stamps", "forget", "write"]
+__all__ = ["Stamps", "forget", "read_state", "settles", "write"]
 
 RACY_NS = 50_000_000
 SERVE_NOTE = "serve.json"  # servenote.NOTE (checked by a test: the minute's path loads no pathlib)
@@ -30,7 +33,8 @@ WALS = (".croft/runs.sqlite-wal",)
 RARELY = frozenset({"lib"})  # usually absent: stamped only when there (the root's stamp shows it come)
 TRUST_ONLY = frozenset({".croft"})  # its mtime moves with every reader's -wal and -shm: the files say more
 # croft's own minute files: rewritten by the minute itself, so only who owns them and their mode count
-REWRITTEN = frozenset({"", "logs", "tick-all.lock", "idle-beats.json", "tick-cache.json", "idle-cache.json"})
+REWRITTEN = frozenset({"", "logs", "tick-all.lock", "idle-beats.json"})
+UNSTAMPED = frozenset({FILE})  # the wake file itself: the gate looks at its owner and mode as it opens it
 
 
 class Stamps:
@@ -41,7 +45,7 @@ class Stamps:
         self.home = home
         self.projects = projects
         # serve.json: a croft serve coming or going changes which projects are the minute's (tick_all._ours)
-        mine = [f"{home}/{name}" for name in HOME_FILES if name not in REWRITTEN]
+        mine = [f"{home}/{name}" for name in HOME_FILES if name not in REWRITTEN | UNSTAMPED]
         self.full: list[str] = list(
             dict.fromkeys([registry_path, f"{home}/{FOLDER}", f"{home}/{SERVE_NOTE}", *mine])
         )
@@ -72,11 +76,31 @@ class Stamps:
         return None if newest > time.time_ns() - RACY_NS else found
 
 
-def write(stamps: Stamps, after: str, until: str, roots: Iterable[str], disks: Iterable[str]) -> None:
-    """The wake file, written whole (temp and rename); on any failure there is none. croft's own files
-    are stamped as the minute leaves them (who owns them, their mode); everything else must be as it was
-    at the minute's start."""
-    roots = list(roots)
+def write(stamps: Stamps, state: dict[str, Any], gate: tuple[str, str, list[str], list[str]] | None) -> None:
+    """The wake file, written whole (temp and rename): its header, the gate's part when ``gate`` (after,
+    until, the roots to beat, the folders whose disks must have room) lets the minute gate settle the next
+    minutes, and ``state``, the per-project part (``scheduler.user.wakestate``). On any failure there is
+    none. croft's own files are stamped as the minute leaves them (who owns them, their mode);
+    everything else must be as it was at the minute's start, or the gate's part is left out."""
+    part = _gate_part(stamps, *gate) if gate is not None else ""
+    head = f"{MAGIC} {len(part.encode())}\n"
+    path = f"{stamps.home}/{FILE}"
+    tmp = f"{stamps.home}/.{FILE}.{os.getpid()}.tmp"
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(head + part + json.dumps(state) + "\n")
+        os.replace(tmp, path)
+    except (OSError, ValueError):  # ValueError: a path that is not text
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        forget(stamps.home)
+
+
+def _gate_part(stamps: Stamps, after: str, until: str, roots: list[str], disks: Iterable[str]) -> str:
+    """What the minute gate reads (``gate.gate``), each line ended; empty when it must not settle."""
     disks = sorted(set(disks))
     trust = stamps.trust + [f"{stamps.home}/{name}" if name else stamps.home for name in sorted(REWRITTEN)]
     final = stamps._stamp(trust)
@@ -87,39 +111,67 @@ def write(stamps: Stamps, after: str, until: str, roots: Iterable[str], disks: I
         or stamps._stamp([]) != stamps.before
         or any("\t" in d or "\n" in d for d in disks)
     ):
-        forget(stamps.home)
-        return
-    text = "\n".join(
-        [
-            MAGIC,
-            after,
-            until,
-            knob_line(os.environ),
-            "\t".join(disks),
-            json.dumps(roots),
-            str(final),
-            f"{len(stamps.full)} {len(trust)} {len(stamps.wals)}",
-            *stamps.full,
-            *trust,
-            *stamps.wals,
-        ]
-    )
-    path = f"{stamps.home}/{FILE}"
-    tmp = f"{stamps.home}/.{FILE}.{os.getpid()}.tmp"
+        return ""
+    lines = [
+        after,
+        until,
+        knob_line(os.environ),
+        "\t".join(disks),
+        json.dumps(roots),
+        str(final),
+        f"{len(stamps.full)} {len(trust)} {len(stamps.wals)}",
+        *stamps.full,
+        *trust,
+        *stamps.wals,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _open(home: str) -> tuple[BinaryIO, int] | None:
+    """The wake file open for reading (binary), past its header; with the gate part's length. None when
+    there is none, it is not this user's alone, or its header is not this croft's."""
     try:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-        os.replace(tmp, path)
+        handle = open(f"{home}/{FILE}", "rb")  # noqa: SIM115 - handed to the caller, which closes it
     except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        forget(stamps.home)
+        return None
+    try:
+        st = os.fstat(handle.fileno())
+        magic, _, size = handle.readline(64).rstrip(b"\n").rpartition(b" ")
+        if st.st_uid == os.getuid() and not st.st_mode & 0o022 and magic == MAGIC.encode() and size.isdigit():
+            return handle, int(size)
+    except OSError:
+        pass
+    handle.close()
+    return None
+
+
+def read_state(home: str) -> dict[str, Any]:
+    """The per-project part the last full minute wrote; empty when there is none or it cannot be
+    believed (not this user's alone, not what croft wrote): every project is then looked at in full."""
+    found = _open(home)
+    if found is None:
+        return {}
+    handle, size = found
+    try:
+        with handle:
+            handle.seek(size, os.SEEK_CUR)
+            state = json.loads(handle.read())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def settles(home: str) -> bool:
+    """Whether the wake file lets the minute gate settle the next minute (its header gives the gate a
+    part to read)."""
+    found = _open(home)
+    if found is None:
+        return False
+    found[0].close()
+    return found[1] > 0
 
 
 def forget(home: str) -> None:
-    """No wake file: the next minute is a full tick."""
+    """No wake file: the next minute is a full tick, which looks at every project in full."""
     with contextlib.suppress(FileNotFoundError, OSError):
         os.unlink(f"{home}/{FILE}")

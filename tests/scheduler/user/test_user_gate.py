@@ -52,7 +52,7 @@ def _leave(home: Path, root: Path, until: str = "2026-06-01T11:00:00.000Z") -> N
         str(home), str(home / "projects.json"), {str(root): (["assets"], ["assets/orders.py"])}
     )
     assert stamps.safe and stamps.before is not None
-    wakefile.write(stamps, "2026-06-01T10:10:00.000Z", until, [str(root)], [str(root / ".croft")])
+    wakefile.write(stamps, {}, ("2026-06-01T10:10:00.000Z", until, [str(root)], [str(root / ".croft")]))
 
 
 def test_an_unchanged_minute_is_settled_with_its_heartbeat(
@@ -113,13 +113,41 @@ def test_no_wake_file_or_one_others_may_write_is_not_believed(
     assert not (home / gate.FILE).exists()
 
 
-def test_a_racy_stamp_leaves_no_wake_file(tmp_path: Path) -> None:
+def test_a_racy_stamp_leaves_the_gate_no_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home, root = _home_with_project(tmp_path)
     (root / "croft.json").write_text("{}")  # written just now: a second write could keep its mtime
     stamps = wakefile.Stamps(str(home), str(home / "projects.json"), {str(root): ([], [])})
     assert stamps.before is None
-    wakefile.write(stamps, "a", "b", [], [])
-    assert not (home / gate.FILE).exists()
+    wakefile.write(stamps, {str(root): {"fresh": {"next": "x"}}}, ("a", "b", [], []))
+    assert not wakefile.settles(str(home))
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
+    assert not gate.gate(str(home))
+    assert wakefile.read_state(str(home)) == {
+        str(root): {"fresh": {"next": "x"}}
+    }  # the full tick's part kept
+
+
+def test_the_gate_reads_only_its_part_and_the_full_tick_believes_only_what_it_can(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-project part after the gate's is never read by the gate (damaged, the minute is still
+    settled); the full tick believes it only when it is whole and the file is this user's alone, and
+    otherwise looks at every project in full."""
+    home, root = _home_with_project(tmp_path)
+    _leave(home, root)
+    wake = home / gate.FILE
+    wake.write_bytes(wake.read_bytes()[:-3] + b"{not json\n")
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
+    assert gate.gate(str(home))
+    assert wakefile.read_state(str(home)) == {}
+    stamps = wakefile.Stamps(
+        str(home), str(home / "projects.json"), {str(root): (["assets"], ["assets/orders.py"])}
+    )
+    wakefile.write(stamps, {str(root): {"idle": []}}, None)
+    assert not wakefile.settles(str(home)) and not gate.gate(str(home))
+    assert wakefile.read_state(str(home)) == {str(root): {"idle": []}}
+    os.chmod(wake, 0o620)
+    assert wakefile.read_state(str(home)) == {}
 
 
 def test_the_gate_keeps_the_disk_floor_and_the_beat_file_of_the_full_tick() -> None:
@@ -188,7 +216,7 @@ def test_the_os_job_minute_goes_through_the_gate_and_an_edit_is_seen_the_next_mi
     wait_for(lambda: "tick started" in log.read_text(), "the first minute's tick")
     for at in ("2026-06-01T10:11:00Z", "2026-06-01T10:12:00Z"):  # the idle check holds: the wake file
         assert _minute(at).returncode == 0
-    assert (_croft_home / gate.FILE).exists(), log.read_text()
+    assert wakefile.settles(str(_croft_home)), log.read_text()
     lines = log.read_text()
     done = _minute("2026-06-01T10:13:00Z")  # the gate's minute: a heartbeat, no line, no tick
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
@@ -202,7 +230,7 @@ def test_the_os_job_minute_goes_through_the_gate_and_an_edit_is_seen_the_next_mi
         handle.write(handle.read().replace('"n": 2', '"n": 3'))
     assert _minute("2026-06-01T10:14:00Z").returncode == 0
     wait_for(lambda: "10:14" in log.read_text(), "the minute after the edit to be the full tick's")
-    assert not (_croft_home / gate.FILE).exists()
+    assert not wakefile.settles(str(_croft_home))
     _wait_settled(root, _croft_home, "2026-06-01T10:14:00Z")
     assert heartbeat.last_heartbeat(root / ".croft") == "2026-06-01T10:14:00.000Z"
 
@@ -250,7 +278,7 @@ def test_a_project_whose_scheduling_is_off_leaves_a_wake_file_and_turning_it_on_
         os.utime(path, ns=(old, old))
     monkeypatch.setenv("CROFT_NOW", "2026-03-01T11:01:00Z")
     assert usertick.tick_all()["skipped"][0]["reason"] == "scheduling is off"
-    assert (_croft_home / gate.FILE).exists()
+    assert wakefile.settles(str(_croft_home))
     monkeypatch.setenv("CROFT_NOW", "2026-03-01T11:02:00Z")
     assert gate.gate(str(_croft_home))
     assert json.loads((_croft_home / "idle-beats.json").read_text())["roots"] == []  # off: no heartbeat

@@ -18,7 +18,7 @@ from croft.core.clock import parse_instant
 from croft.history.db import open_history
 from croft.schedule.jitter import jitter_delay
 from croft.scheduler.setting import write_scheduling
-from croft.scheduler.user import gate
+from croft.scheduler.user import wakefile
 from croft.scheduler.user.registry import Registry
 
 pytestmark = pytest.mark.processes
@@ -78,8 +78,7 @@ def test_jittered_quiet_and_paused_fires_start_at_their_own_minute_through_the_g
     start = parse_instant("2026-06-01T10:56:00Z")
     for minute in range(30):
         at = (start + timedelta(minutes=minute)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        wake = _croft_home / gate.FILE
-        gated += wake.exists()
+        gated += wakefile.settles(str(_croft_home))
         _minute(at)
         wait_for_runs(root)
     rows = query(

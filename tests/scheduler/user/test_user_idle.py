@@ -23,8 +23,8 @@ from croft.scheduler.control.doctor import doctor
 from croft.scheduler.incidents import incident_path
 from croft.scheduler.setting import write_scheduling
 from croft.scheduler.tick import memo as idle
-from croft.scheduler.user import idlecache as idlebeat
 from croft.scheduler.user import tick_all as usertick
+from croft.scheduler.user import wakestate as idlebeat
 from croft.scheduler.user.registry import Registry
 
 pytestmark = pytest.mark.processes
@@ -231,7 +231,7 @@ def test_the_stamp_is_the_same_in_another_process(make_project) -> None:  # type
 
     root = make_project({"assets/issues.py": ISSUES.format(schedule="every hour")}, timezone="UTC")
     code = (
-        "import sys; from croft.scheduler.user import idlecache as c;"
+        "import sys; from croft.scheduler.user import wakestate as c;"
         "print(c._stamp(sys.argv[1], *c._targets(sys.argv[1], []), '/nowhere/incident.json')[:2])"
     )
     runs = {subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True).stdout

@@ -22,6 +22,7 @@ from croft.scheduler.tick import here
 from croft.scheduler.ticklog import ROTATE_BYTES
 from croft.scheduler.user import tick_all as usertick
 from croft.scheduler.user.registry import Registry
+from croft.scheduler.user.wakefile import read_state
 
 pytestmark = pytest.mark.processes
 
@@ -267,12 +268,20 @@ def test_sqlite_setting_read_never_creates_history(tmp_path: Path, _croft_home: 
         sqlite3.connect(f"file:{root}/.croft/runs.sqlite?mode=ro", uri=True).execute("select 1")
 
 
-def test_the_setting_cache_never_hides_a_change(tmp_path: Path, fake_python: Path, _croft_home: Path) -> None:
+def test_the_remembered_setting_never_hides_a_change(
+    tmp_path: Path, fake_python: Path, _croft_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from croft.scheduler import setting
+
     root = scheduled(tmp_path / "p", "off")
     Registry().add(root, "os-job", parse_instant(NOW))
     assert usertick.tick_all()["skipped"] == [{"root": str(root), "reason": "scheduling is off"}]
-    assert (_croft_home / "tick-cache.json").exists()
-    assert usertick.tick_all()["skipped"][0]["reason"] == "scheduling is off"  # from the cache
+    assert read_state(str(_croft_home))[str(root)]["setting"]["dir"] == str(root / ".croft")
+    reads: list[object] = []
+    real = setting.read_scheduling_file
+    monkeypatch.setattr(setting, "read_scheduling_file", lambda d: reads.append(d) or real(d))
+    assert usertick.tick_all()["skipped"][0]["reason"] == "scheduling is off"  # from the wake file
+    assert reads == []
     scheduled(root, "on")  # turned on: runs.sqlite changed, so the cache is not trusted
     assert [s["root"] for s in usertick.tick_all()["started"]] == [str(root)]
     wait_records(fake_python, 1)
