@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from croft.agents.agentfiles import plan_agent_files, write_agent_files
+from croft.cli.flag import flag
 from croft.cli.render import json_option, run_command
 from croft.core.problems import CroftError
 from croft.core.result import Next, Result
@@ -63,9 +64,8 @@ def _human(result: Result) -> str:
 @click.command("init")
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
 @click.option("--timezone", help="IANA zone for schedules (default: this machine's zone).")
-@click.option(
+@flag(
     "--agents",
-    is_flag=True,
     help="In an existing project: write or refresh croft's block in AGENTS.md and .claude/skills/croft/SKILL.md.",
 )
 @json_option

@@ -6,6 +6,7 @@ from datetime import datetime
 
 import click
 
+from croft.cli.flag import flag
 from croft.cli.project_option import load, project_option
 from croft.cli.render import json_option, run_command
 from croft.core import clock, when
@@ -108,8 +109,8 @@ def _human(result: Result) -> str:
 
 @click.command("logs")
 @click.argument("target", required=False)
-@click.option("--failed", is_flag=True, help="Only failed, crashed or interrupted attempts.")
-@click.option("--runs", "runs_only", is_flag=True, help="List runs with their steps instead of steps.")
+@flag("--failed", help="Only failed, crashed or interrupted attempts.")
+@flag("--runs", "runs_only", help="List runs with their steps instead of steps.")
 @click.option("--since", help="Only what started at or after this ISO time.")
 @project_option
 @json_option

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from croft.cli.flag import flag
 from croft.cli.project_option import load, project_option
 from croft.cli.render import json_option, run_command
 from croft.core.problems import CroftError
@@ -55,14 +56,11 @@ def _human(result: Result) -> str:
 
 
 @click.command("mcp")
-@click.option(
+@flag(
     "--allow-run",
-    is_flag=True,
     help="Also offer a run tool. An agent's run builds data but never approves code for the scheduler.",
 )
-@click.option(
-    "--check", is_flag=True, help="Say whether the server can start here, and its tools; then exit."
-)
+@flag("--check", help="Say whether the server can start here, and its tools; then exit.")
 @project_option
 @json_option
 @run_command(_human)

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from croft.cli.flag import flag
 from croft.cli.preview_watch import watch as watch_loop
 from croft.cli.project_option import load, project_option
 from croft.cli.render import command_line, json_option, run_command
@@ -40,9 +41,8 @@ def _human_or_watch(result: Result) -> str:
 
 @click.command("preview")
 @click.argument("asset")
-@click.option(
+@flag(
     "--watch",
-    is_flag=True,
     help="Stay running and preview again each time the asset, a module it imports or an input table changes.",
 )
 @project_option

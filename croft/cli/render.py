@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from croft.cli.boundary import problem_lines
+from croft.cli.flag import flag
 from croft.core.envelope import dumps
 from croft.core.problems import CroftError
 from croft.core.result import Result
@@ -21,7 +22,7 @@ from croft.core.text import for_terminal
 
 __all__ = ["command_line", "emit", "json_option", "problem_lines", "respond", "run_command"]
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON envelope on stdout.")
+json_option = flag("--json", "as_json", help="Print one JSON envelope on stdout.")
 
 
 def _echo(text: str, err: bool = False) -> None:

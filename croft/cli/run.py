@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from croft.cli.flag import flag
 from croft.cli.project_option import load, project_option
 from croft.cli.refill import ChunkProgress, confirm_full_refresh
 from croft.cli.render import command_line, json_option, run_command
@@ -115,18 +116,14 @@ def _declined(project: Any, assets: tuple[str, ...]) -> Result | None:
 
 @click.command("run")
 @click.argument("assets", nargs=-1)
-@click.option("--only", is_flag=True, help="Run just the named assets, not the stale transforms downstream.")
-@click.option(
+@flag("--only", help="Run just the named assets, not the stale transforms downstream.")
+@flag(
     "--due",
-    is_flag=True,
     help="Run as the scheduler does (what `croft tick` starts): holds re-checked, no approval, no waiting.",
 )
-@click.option(
-    "--wait", is_flag=True, help="When another run is writing an asset this run needs, wait for it."
-)
-@click.option(
+@flag("--wait", help="When another run is writing an asset this run needs, wait for it.")
+@flag(
     "--full-refresh",
-    is_flag=True,
     help="Load the ingest again from the source's beginning into a staging table and swap it in once"
     " complete and checked (the old table and cursor stay until then); what reads it rebuilds too."
     " Asks first on a terminal.",
@@ -147,7 +144,7 @@ def _declined(project: Any, assets: tuple[str, ...]) -> Result | None:
     help="Backfill: cut the window into chunks (1d, 6h), each committed on its own; run the same"
     " command again to resume at the first unfinished chunk.",
 )
-@click.option("--yes", is_flag=True, help="Do not ask before a --full-refresh replaces a table.")
+@flag("--yes", help="Do not ask before a --full-refresh replaces a table.")
 @click.option("--run-id", hidden=True, help="The run id the tick noted for this scheduled run.")
 @project_option
 @json_option

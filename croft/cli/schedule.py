@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from croft.cli.flag import flag
 from croft.cli.project_option import load, project_option
 from croft.cli.render import emit, json_option, run_command
 from croft.cli.schedule_simulate import simulate
@@ -183,9 +184,7 @@ def _ticking_options(work: Callable[..., Any]) -> Callable[..., Any]:
         help="Which OS job to install (auto: launchd on macOS, systemd where a user manager answers, else"
         " crontab).",
     )(work)
-    return click.option(
-        "--no-os-job", is_flag=True, help="Install no OS job: a running `croft serve` ticks this project."
-    )(work)
+    return flag("--no-os-job", help="Install no OS job: a running `croft serve` ticks this project.")(work)
 
 
 @group.command("on")

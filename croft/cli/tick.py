@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from croft.cli.boundary import problem_lines
+from croft.cli.flag import flag
 from croft.cli.project_option import project_option
 from croft.cli.render import json_option
 from croft.core import clock
@@ -63,10 +64,9 @@ class _TickCommand(click.Command):
 
 
 @click.command("tick", cls=_TickCommand)
-@click.option(
+@flag(
     "--all",
     "every",
-    is_flag=True,
     help="Tick every registered project: what the per-user OS job runs every minute.",
 )
 @click.option(
@@ -76,9 +76,7 @@ class _TickCommand(click.Command):
     help="Write every line printed as a tick log line naming NAME (how a tick started for a freed slot"
     " of the per-user cap runs, its output going to the tick log).",
 )
-@click.option(
-    "--batch", "worker", is_flag=True, hidden=True, help="The worker `croft tick --all` hands full ticks to."
-)
+@flag("--batch", "worker", hidden=True, help="The worker `croft tick --all` hands full ticks to.")
 @project_option
 @json_option
 @click.pass_context

@@ -8,6 +8,7 @@ import webbrowser
 
 import click
 
+from croft.cli.flag import flag
 from croft.cli.project_option import load, project_option
 from croft.cli.render import json_option, run_command
 from croft.core.problems import CroftError
@@ -22,9 +23,9 @@ def _human(result: Result) -> str:
 
 @click.command("ui")
 @project_option
-@click.option("--all", "every", is_flag=True, help="Show every registered project, not just this one.")
+@flag("--all", "every", help="Show every registered project, not just this one.")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="0: any free port.")
-@click.option("--no-open", is_flag=True, help="Print the address only; do not open a browser.")
+@flag("--no-open", help="Print the address only; do not open a browser.")
 @json_option
 @run_command(_human)
 def command(project_dir: str | None, every: bool, port: int, no_open: bool) -> Result:
