@@ -40,6 +40,11 @@ def entry(name: str, kind: str = "ingest", **kw: Any) -> dict[str, Any]:
     }
 
 
+def problem(code: str, message: str, *, hint: str = "h", severity: str = "error") -> dict[str, Any]:
+    """A problem as the envelope carries it."""
+    return {"code": code, "severity": severity, "message": message, "hint": hint}
+
+
 def snap(
     *assets: dict[str, Any], state: str = "on", problems: Any = (), strips: Any = None
 ) -> dict[str, Any]:
@@ -89,12 +94,12 @@ def test_the_overview_has_a_row_per_asset_the_queue_and_doctor_in_words() -> Non
 
 
 def test_a_problem_shows_in_words_its_commands_as_code_and_any_new_code_alike() -> None:
-    new = {
-        "code": "CLOCK_MOVED_BACK",
-        "severity": "warning",
-        "message": "a tick was stamped at 2026-03-02T15:00:00Z, ahead of the clock",
-        "hint": "Run `croft doctor` to see it.",
-    }
+    new = problem(
+        "CLOCK_MOVED_BACK",
+        "a tick was stamped at 2026-03-02T15:00:00Z, ahead of the clock",
+        hint="Run `croft doctor` to see it.",
+        severity="warning",
+    )
     html = overview_html(snap(problems=[new]), "c", [])
     assert "a tick was stamped at 15:00, ahead of the clock" in html
     assert "Run <code>croft doctor</code> to see it." in html and "`" not in html.split("<main")[1]
@@ -103,12 +108,7 @@ def test_a_problem_shows_in_words_its_commands_as_code_and_any_new_code_alike() 
 def test_next_fires_say_off_and_stale_instead_of_a_promise() -> None:
     off = overview_html(snap(state="off"), "c", [])
     assert "none while scheduling is off" in off and "in 5 min" not in off
-    stale = {
-        "code": "SCHEDULER_STALE",
-        "message": "nothing ticked for 9 min",
-        "hint": "h",
-        "severity": "error",
-    }
+    stale = problem("SCHEDULER_STALE", "nothing ticked for 9 min")
     html = overview_html(snap(problems=[stale]), "c", [])
     assert "only once the scheduler ticks again" in html and "The scheduler is not ticking." in html
 
