@@ -17,29 +17,27 @@ INGEST = """
 from croft import ingest
 
 
-@ingest(schedule="{schedule}", key="id"{options})
+@ingest({args}, key="id")
 def rows(ctx):
     yield [{{"id": 1, "n": {n}}}]
 """
+# name -> what its @ingest says beside its key
 ASSETS = {
-    "hourly": ("every hour", ', pool="api"'),
-    "quarter": ("every 15 minutes", ', pool="api"'),
-    "daily": ("every day at 01:30", ""),
-    "held": ("every hour", ""),
-    "night": ("every hour", ', quiet=["22:00-06:00"]'),
-    "spread": ("every 2 hours", ', jitter="7m"'),
+    "hourly": 'schedule="every hour", pool="api"',
+    "quarter": 'schedule="every 15 minutes", pool="api"',
+    "daily": 'schedule="every day at 01:30"',
+    "held": 'schedule="every hour"',
+    "night": 'schedule="every hour", quiet=["22:00-06:00"]',
+    "spread": 'schedule="every 2 hours", jitter="7m"',
 }
 CONFIG = {"pools": {"api": 1}}  # croft.json's keys beside the timezone
 
 
 def files(n: int = 1) -> dict[str, str]:
     """The asset files (``n`` changes their code, as an edit does)."""
-    return {
-        f"assets/{name}.py": INGEST.format(schedule=schedule, options=options, n=n)
-        for name, (schedule, options) in ASSETS.items()
-    }
+    return {f"assets/{name}.py": INGEST.format(args=args, n=n) for name, args in ASSETS.items()}
 
 
 def edit_held(root: Path) -> None:
     """Edit the held ingest after it was run by hand: the scheduler holds it until a person runs it."""
-    (root / "assets" / "held.py").write_text(INGEST.format(schedule="every hour", options="", n=2))
+    (root / "assets" / "held.py").write_text(INGEST.format(args=ASSETS["held"], n=2))
