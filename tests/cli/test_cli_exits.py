@@ -11,12 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from projectkit import one_ingest
 
 from croft.cli.group import COMMANDS
 
 pytestmark = pytest.mark.processes
-
-INGEST = 'from croft import ingest\n\n\n@ingest(key="id")\ndef rows(ctx):\n    yield {"id": 1}\n'
 
 # The commands that only look come first, so each meets the world as it was broken; those that change it
 # (a run, the setting, the registry) come last.
@@ -50,11 +49,7 @@ def test_the_walk_covers_every_command():
 
 
 def _project(tmp: Path) -> Path:
-    root = tmp / "proj"
-    (root / "assets").mkdir(parents=True)
-    (root / "croft.json").write_text('{"timezone": "UTC"}\n')
-    (root / "assets" / "items.py").write_text(INGEST)
-    return root
+    return one_ingest(tmp / "proj", "items")
 
 
 def outside(tmp: Path, home: Path) -> tuple[Path, dict[str, str]]:

@@ -11,28 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from projectkit import one_ingest
 from uikit import Ui, running_ui
 
 from croft.ui.guard import HEADERS
 
 pytestmark = pytest.mark.processes
 
-ASSET = """
-from croft import ingest
-
-
-@ingest(key="id")
-def orders(ctx):
-    yield [{"id": 1}]
-"""
-
 
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
-    root = tmp_path_factory.mktemp("ui-sec") / "proj"
-    (root / "assets").mkdir(parents=True)
-    (root / "croft.json").write_text('{"timezone": "UTC"}\n')
-    (root / "assets" / "orders.py").write_text(ASSET)
+    root = one_ingest(tmp_path_factory.mktemp("ui-sec") / "proj")
     with running_ui("--project", str(root), cwd=root) as running:
         yield running
 

@@ -14,26 +14,10 @@ import struct
 from pathlib import Path
 
 import pytest
+from projectkit import one_ingest
 from uikit import Ui, running_ui
 
 pytestmark = pytest.mark.processes
-
-ASSET = """
-from croft import ingest
-
-
-@ingest(key="id")
-def orders(ctx):
-    yield [{"id": 1}]
-"""
-
-
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / "assets").mkdir(parents=True)
-    (root / "croft.json").write_text('{"timezone": "UTC"}\n')
-    (root / "assets" / "orders.py").write_text(ASSET)
-    return root
 
 
 def signed_in(ui: Ui) -> str:
@@ -68,7 +52,7 @@ def small_limit() -> None:
 
 
 def test_a_flood_of_idle_connections_leaves_the_owner_answered_and_the_cpu_calm(tmp_path: Path) -> None:
-    root = project(tmp_path)
+    root = one_ingest(tmp_path / "proj")
     with running_ui("--project", str(root), cwd=root, preexec_fn=small_limit) as ui:
         jar = signed_in(ui)
         assert get(ui, jar, "/") == 200
@@ -97,7 +81,7 @@ def test_a_flood_of_idle_connections_leaves_the_owner_answered_and_the_cpu_calm(
 
 
 def test_a_page_that_resets_mid_answer_prints_no_traceback(tmp_path: Path) -> None:
-    root = project(tmp_path)
+    root = one_ingest(tmp_path / "proj")
     with running_ui("--project", str(root), cwd=root) as ui:
         jar = signed_in(ui)
         for path in ("/", "/api/status", "/events", "/lineage", "/timeline"):
@@ -110,7 +94,7 @@ def test_a_page_that_resets_mid_answer_prints_no_traceback(tmp_path: Path) -> No
 
 
 def test_sigterm_ends_it_at_once_even_mid_look(tmp_path: Path) -> None:
-    root = project(tmp_path)
+    root = one_ingest(tmp_path / "proj")
     with running_ui("--project", str(root), cwd=root) as ui:
         jar = signed_in(ui)
         s = socket.create_connection(("127.0.0.1", ui.port))
