@@ -177,40 +177,6 @@ def note(root: Path, run_id: str, assets: list[str], at: str, fires: dict[str, s
         conn.close()
 
 
-TICK_PROBE = """
-import json, sys
-sys.argv = ["croft", "tick", "--json"]
-from croft.cli.main import main
-import io, contextlib
-out = io.StringIO()
-with contextlib.redirect_stdout(out):
-    try:
-        main()
-    except SystemExit:
-        pass
-data = json.loads(out.getvalue())["data"]
-data["fullTick"] = "croft.scheduler.tick.project_tick" in sys.modules
-print(json.dumps(data))
-"""
-
-
-def probe_tick(root: Path, now: str, **extra: str) -> dict[str, Any]:
-    """A real ``croft tick`` in a process that then says which path it took (``fullTick``); waits for the
-    runs it started."""
-    out = subprocess.run(
-        [sys.executable, "-c", TICK_PROBE],
-        cwd=root,
-        env=env_at(now, **extra),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
-    data: dict[str, Any] = json.loads(out.stdout)
-    wait_for_runs(root)
-    return data
-
-
 def scheduled(
     root: Path, state: str, via: str = "os-job", until: str | None = None, state_dir: Path | None = None
 ) -> Path:

@@ -2,8 +2,8 @@
 the project tick, printed as text or the JSON envelope.
 
 The idle answer (``scheduler.tick.memo``) reads a few stats and the memo; the project tick's modules are
-loaded only when it does not hold, so a tick with nothing to do costs a tick with nothing to do (the tick
-tests tell the two paths apart by that module being loaded)."""
+loaded only when it does not hold, so a tick with nothing to do costs a tick with nothing to do. The data
+says which answered (``path``: ``"idle"`` or ``"full"``)."""
 
 from __future__ import annotations
 

@@ -208,7 +208,7 @@ def _idle(start: str, now_iso: str, beat: bool) -> tuple[dict[str, Any], str, di
 def _beat(conn: sqlite3.Connection, now_iso: str) -> dict[str, Any]:
 
     who = current()
-    data = tick_data()
+    data = tick_data("idle")
     conn.execute("BEGIN IMMEDIATE")
     try:
         if tickrow.claim(conn, who) is not None:

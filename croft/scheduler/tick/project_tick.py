@@ -104,7 +104,7 @@ def project_tick(
     only once that run has exited."""
 
     started = time.perf_counter()
-    data = tick_data()
+    data = tick_data("full")
     problems: list[Problem] = []
     state_dir = project.config.state_dir
     state_now = effective_state(read_scheduling_file(state_dir), now)

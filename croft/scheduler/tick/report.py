@@ -1,7 +1,9 @@
 """What a project tick reports (``croft tick --json``'s data): one shape for the full tick and the idle one.
 
-``{"exited": null | "off" | "paused" | "busy", "heartbeatAt", "spawned": [{runId, assets, reason}],
-"held": [{asset, code, message, hint}], "tookMs"}`` is a contract scripts read. Built here only.
+``{"path": "idle" | "full", "exited": null | "off" | "paused" | "busy", "heartbeatAt", "spawned":
+[{runId, assets, reason}], "held": [{asset, code, message, hint}], "tookMs"}`` is a contract scripts read.
+Built here only. ``path`` says which tick answered: ``"idle"``, the idle memo held
+(``scheduler.tick.memo``) and only the heartbeat was written; ``"full"``, the project tick ran.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Literal
 
 __all__ = ["held", "never_fires", "tick_data", "tick_text"]
 
@@ -20,9 +22,9 @@ _EXITED = {
 }
 
 
-def tick_data(exited: str | None = None, heartbeat_at: str | None = None) -> dict[str, Any]:
-    """A tick's data before it started anything: nothing spawned, nothing held."""
-    return {"exited": exited, "heartbeatAt": heartbeat_at, "spawned": [], "held": [], "tookMs": 0}
+def tick_data(path: Literal["idle", "full"]) -> dict[str, Any]:
+    """A tick's data before it started anything: nothing spawned, nothing held; ``path``, which tick it is."""
+    return {"path": path, "exited": None, "heartbeatAt": None, "spawned": [], "held": [], "tookMs": 0}
 
 
 def tick_text(data: dict[str, Any]) -> str:

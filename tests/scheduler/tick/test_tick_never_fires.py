@@ -5,7 +5,7 @@ show SCHEDULE_INVALID for that asset, on real processes; fixing the file ends it
 from __future__ import annotations
 
 import pytest
-from schedulekit import ISSUES, croft_json, probe_tick, tick
+from schedulekit import ISSUES, croft_json, tick
 
 pytestmark = pytest.mark.processes
 
@@ -39,8 +39,8 @@ def test_an_ingest_that_never_fires_is_shown_everywhere_until_its_schedule_is_fi
     assert held["code"] == "SCHEDULE_INVALID" and "never fires" in held["message"]
 
     tick(root, "2026-06-01T10:06:00Z")  # settles the run; nothing else to do, so it leaves the memo
-    idle = probe_tick(root, "2026-06-01T10:07:00Z")
-    assert not idle["fullTick"], "an invalid schedule must not keep the project off the idle path"
+    idle = tick(root, "2026-06-01T10:07:00Z")
+    assert idle["path"] == "idle", "an invalid schedule must not keep the project off the idle path"
     assert [h["code"] for h in idle["held"]] == ["SCHEDULE_INVALID"]
 
     code, status = croft_json(root, "2026-06-01T10:07:00Z", "status")

@@ -16,7 +16,6 @@ from schedulekit import (
     env_at,
     lease,
     note,
-    probe_tick,
     query,
     runs_of,
     schedule_on,
@@ -401,32 +400,32 @@ def test_an_idle_tick_only_beats_while_nothing_it_read_has_changed(project):
         }
     )
     assert tick(root, "2026-06-01T10:05:00Z")["spawned"]  # the 11:00 fire runs
-    full = probe_tick(root, "2026-06-01T10:06:00Z")  # nothing to do: leaves the memo
-    assert full["fullTick"] and full["spawned"] == [] and full["held"] == []
-    idle = probe_tick(root, "2026-06-01T10:07:00Z")
-    assert not idle["fullTick"] and idle["heartbeatAt"] == "2026-06-01T10:07:00.000Z"
+    full = tick(root, "2026-06-01T10:06:00Z")  # nothing to do: leaves the memo
+    assert full["path"] == "full" and full["spawned"] == [] and full["held"] == []
+    idle = tick(root, "2026-06-01T10:07:00Z")
+    assert idle["path"] == "idle" and idle["heartbeatAt"] == "2026-06-01T10:07:00.000Z"
     assert query(root, "SELECT heartbeat_at, pid FROM tick") == [
         {"heartbeat_at": "2026-06-01T10:07:00.000Z", "pid": None}
     ]
     # A module an asset imports changes: the full tick decides again (nothing is due yet), then idles.
     (root / "lib" / "fetch.py").write_text("ROWS = 3\n")
-    assert probe_tick(root, "2026-06-01T10:08:00Z")["fullTick"]
-    assert not probe_tick(root, "2026-06-01T10:09:00Z")["fullTick"]
+    assert tick(root, "2026-06-01T10:08:00Z")["path"] == "full"
+    assert tick(root, "2026-06-01T10:09:00Z")["path"] == "idle"
     assert croft_json(root, "2026-06-01T10:10:00Z", "run", "summary")[0] == 0
-    assert probe_tick(root, "2026-06-01T10:11:00Z")["fullTick"]  # the history changed
-    assert not probe_tick(root, "2026-06-01T10:12:00Z")["fullTick"]
+    assert tick(root, "2026-06-01T10:11:00Z")["path"] == "full"  # the history changed
+    assert tick(root, "2026-06-01T10:12:00Z")["path"] == "idle"
     # A new asset file (new code: due and held, so no memo), the clock going back, and the next fire.
     (root / "assets" / "extra.sql").write_text(SUMMARY.format(source="issues"))
-    new = probe_tick(root, "2026-06-01T10:13:00Z")
-    assert new["fullTick"] and [h["asset"] for h in new["held"]] == ["extra"]
-    assert probe_tick(root, "2026-06-01T10:13:30Z")["fullTick"]
+    new = tick(root, "2026-06-01T10:13:00Z")
+    assert new["path"] == "full" and [h["asset"] for h in new["held"]] == ["extra"]
+    assert tick(root, "2026-06-01T10:13:30Z")["path"] == "full"
     (root / "assets" / "extra.sql").unlink()
-    assert probe_tick(root, "2026-06-01T10:14:00Z")["fullTick"]
-    assert not probe_tick(root, "2026-06-01T10:15:00Z")["fullTick"]
-    assert probe_tick(root, "2026-06-01T10:13:45Z")["fullTick"]  # earlier than the memo was made
-    assert not probe_tick(root, "2026-06-01T10:16:00Z")["fullTick"]
-    fired = probe_tick(root, "2026-06-01T11:00:00Z")  # the edit to lib/ is caught at the fire
-    assert fired["fullTick"] and fired["spawned"] == [] and fired["held"][0]["code"] == "SCHEDULE_HELD"
+    assert tick(root, "2026-06-01T10:14:00Z")["path"] == "full"
+    assert tick(root, "2026-06-01T10:15:00Z")["path"] == "idle"
+    assert tick(root, "2026-06-01T10:13:45Z")["path"] == "full"  # earlier than the memo was made
+    assert tick(root, "2026-06-01T10:16:00Z")["path"] == "idle"
+    fired = tick(root, "2026-06-01T11:00:00Z")  # the edit to lib/ is caught at the fire
+    assert fired["path"] == "full" and fired["spawned"] == [] and fired["held"][0]["code"] == "SCHEDULE_HELD"
     code, _ = croft_json(root, "2026-06-01T11:03:00Z", "schedule", "off")
-    off = probe_tick(root, "2026-06-01T11:04:00Z")
+    off = tick(root, "2026-06-01T11:04:00Z")
     assert code == 0 and off["exited"] == "off"

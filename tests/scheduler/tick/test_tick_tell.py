@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from schedulekit import ISSUES, SUMMARY, croft_json, note, probe_tick, schedule_on, setting, tick
+from schedulekit import ISSUES, SUMMARY, croft_json, note, schedule_on, setting, tick
 
 pytestmark = pytest.mark.processes
 
@@ -52,10 +52,10 @@ def test_every_completed_tick_pings_the_idle_one_too_and_an_early_exit_does_not(
     root = project(ping=server.url("/ping"))
     assert tick(root, T0)["spawned"]  # a full tick that starts the 11:00 fire
     assert len(server.requests_to("/ping")) == 1
-    full = probe_tick(root, "2026-06-01T10:06:00Z")  # nothing to do: leaves the idle memo
-    assert full["fullTick"] and len(server.requests_to("/ping")) == 2
-    idle = probe_tick(root, "2026-06-01T10:07:00Z")
-    assert not idle["fullTick"] and idle["heartbeatAt"] == "2026-06-01T10:07:00.000Z"
+    full = tick(root, "2026-06-01T10:06:00Z")  # nothing to do: leaves the idle memo
+    assert full["path"] == "full" and len(server.requests_to("/ping")) == 2
+    idle = tick(root, "2026-06-01T10:07:00Z")
+    assert idle["path"] == "idle" and idle["heartbeatAt"] == "2026-06-01T10:07:00.000Z"
     assert [r.method for r in server.requests_to("/ping")] == ["GET", "GET", "GET"]
 
     assert croft_json(root, "2026-06-01T10:08:00Z", "schedule", "pause", "--for", "1h")[0] == 0
@@ -69,9 +69,9 @@ def test_every_completed_tick_pings_the_idle_one_too_and_an_early_exit_does_not(
 def test_a_project_without_a_ping_sends_nothing_from_its_idle_tick(project, server):
     root = project()
     tick(root, T0)
-    probe_tick(root, "2026-06-01T10:06:00Z")
-    idle = probe_tick(root, "2026-06-01T10:07:00Z")
-    assert not idle["fullTick"]
+    tick(root, "2026-06-01T10:06:00Z")
+    idle = tick(root, "2026-06-01T10:07:00Z")
+    assert idle["path"] == "idle"
     assert server.requests == [] and notify_log(root) == []
 
 
@@ -83,12 +83,12 @@ def test_a_failing_ping_is_one_line_per_tick_by_host_and_the_tick_goes_on(projec
     root = project(ping=server.url(f"/gone?key={SECRET}"))
     try:
         assert tick(root, T0)["spawned"]
-        probe_tick(root, "2026-06-01T10:06:00Z")
-        assert not probe_tick(root, "2026-06-01T10:07:00Z")["fullTick"]  # the idle tick logs its miss too
+        tick(root, "2026-06-01T10:06:00Z")
+        assert tick(root, "2026-06-01T10:07:00Z")["path"] == "idle"  # the idle tick logs its miss too
         slow = project(root=tmp_path / "slow", ping=server.url("/slow"))
         assert tick(slow, T0, CROFT_NOTIFY_TIMEOUT_MS="200")["spawned"]
-        probe_tick(slow, "2026-06-01T10:06:00Z", CROFT_NOTIFY_TIMEOUT_MS="200")
-        assert not probe_tick(slow, "2026-06-01T10:07:00Z", CROFT_NOTIFY_TIMEOUT_MS="200")["fullTick"]
+        tick(slow, "2026-06-01T10:06:00Z", CROFT_NOTIFY_TIMEOUT_MS="200")
+        assert tick(slow, "2026-06-01T10:07:00Z", CROFT_NOTIFY_TIMEOUT_MS="200")["path"] == "idle"
     finally:
         release.set()
     host = f"127.0.0.1:{server.port}"
