@@ -90,7 +90,7 @@ def command(
     """
     if every or worker:
         mode = "--all" if every else "--batch"
-        given = [flag for flag, on in (("--batch", worker and every), ("--project", project_dir),
+        given = [word for word, on in (("--batch", worker and every), ("--project", project_dir),
                                        ("--log-as", name), ("--json", worker and as_json)) if on]  # fmt: skip
         if given:
             raise click.UsageError(f"{mode} does not go with {given[0]}", ctx)
