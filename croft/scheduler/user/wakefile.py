@@ -1,6 +1,6 @@
 """The wake file the full per-user tick writes at the end of every minute, ``<CROFT_HOME>/wake``.
 
-Its first line is a header: ``croft-wake 4 <n>``. The next ``n`` bytes are the minute gate's part
+Its first line is a header: ``croft-wake 5 <n>``. The next ``n`` bytes are the minute gate's part
 (``scheduler.user.gate``), and the gate reads only those; the rest is the per-project part the next full
 minute reads (``scheduler.user.wakestate``). ``n`` is 0 (the gate hands the minute on) unless every project
 of the registry was either only beaten (its idle check held, no run, no ping), off, or ticks from
@@ -9,6 +9,17 @@ minute, before any project was looked at: a file that moves while the minute wor
 one. A stamp newer than ``RACY_NS`` is not trusted (a second write inside the same clock tick could leave
 it as it was), and a path that cannot be written on one line (a newline in it) leaves the gate no part.
 Both readers believe the file only when it is this user's and no one else may write it.
+
+What the gate stamps is what can make a minute need work: croft.json, the history (a run by hand, an
+approval, a pause), the registry and croft's home, and every folder a file can come into or leave
+(the project's, assets/ and each folder under it, lib/), whose stats carry the trust facts too. Not the
+asset files themselves, which are most of the paths: the gate settles a minute only while no project
+holds anything (a project with a held asset leaves no idle memo), and then an edit to an asset's code
+can only hold that asset until a person runs it (which writes the history), never bring a run sooner;
+``croft run --due`` checks each asset's code against the code a person ran before it starts it. So a
+file saved by rename (most editors, ``git checkout``) is seen the next minute through its folder, and
+one rewritten in place at the next full minute: the next instant the gate's part names, at most
+``RECHECK_S`` (an hour) ahead, when the full minute compares every file's stat again.
 """
 
 from __future__ import annotations
@@ -38,21 +49,23 @@ UNSTAMPED = frozenset({FILE})  # the wake file itself: the gate looks at its own
 
 
 class Stamps:
-    """The paths of the minute's start, and their stamp then: croft's home and, per project with an idle
-    memo, what it reads (``projects``: per root, the asset folders and files of its memo)."""
+    """The paths of the minute's start, and their stamp then: croft's home and, per project, its folder,
+    croft.json, its asset folders, lib/, its history and WAL and its state folder (``projects``: per root,
+    the asset folders and files of its idle memo; the files are the full minute's to compare, not the
+    gate's)."""
 
     def __init__(self, home: str, registry_path: str, projects: dict[str, tuple[list[str], list[str]]]):
         self.home = home
         self.projects = projects
         # serve.json: a croft serve coming or going changes which projects are the minute's (tick_all._ours)
         mine = [f"{home}/{name}" for name in HOME_FILES if name not in REWRITTEN | UNSTAMPED]
-        self.full: list[str] = list(
-            dict.fromkeys([registry_path, f"{home}/{FOLDER}", f"{home}/{SERVE_NOTE}", *mine])
-        )
+        home_paths = list(dict.fromkeys([registry_path, f"{home}/{FOLDER}", f"{home}/{SERVE_NOTE}", *mine]))
+        self.full: list[str] = [p for p in home_paths if os.access(p, os.F_OK)]
+        self.absent: list[str] = [p for p in home_paths if p not in self.full]
         self.trust: list[str] = []
         self.wals: list[str] = [f"{home}/slots.sqlite-wal"]
-        for root, (folders, files) in projects.items():
-            names = dict.fromkeys([*PART_NAMES, *FIXED, *folders, *files])
+        for root, (folders, _files) in projects.items():
+            names = dict.fromkeys([*PART_NAMES, *FIXED, *folders])  # not its files: see the module's text
             for name in names:
                 path = f"{root}/{name}" if name else root
                 if name in TRUST_ONLY:
@@ -63,14 +76,22 @@ class Stamps:
             incident = incident_path(root, home)
             if os.access(incident, os.F_OK):  # when absent, the incidents folder's stamp says it came
                 self.full.append(incident)
-        self.safe = not any("\n" in p for p in (*self.full, *self.trust, *self.wals))
+        self.safe = not any("\n" in p for p in (*self.full, *self.trust, *self.absent, *self.wals))
         self.before = self._stamp([])
 
-    def _stamp(self, trust: list[str]) -> int | None:
-        """The stamp of the paths (``trust``: the trust-only ones); None when one could not be looked at or
-        was written within ``RACY_NS`` (a second write in the same clock tick could leave it as it was)."""
+    def _stamp(self, trust: list[str], gone: list[str] | None = None) -> int | None:
+        """The stamp of the paths (``trust``: the trust-only ones there, ``gone``: more that are not); None
+        when one could not be looked at or was written within ``RACY_NS`` (a second write in the same
+        clock tick could leave it as it was)."""
         try:
-            found, newest = stamp(self.full, trust, self.wals)
+            found, newest = stamp(self.full, trust, self.absent + (gone or []), self.wals)
+        except FileNotFoundError:  # a project path gone (croft.json, say): stamped as absent from here on
+            self.absent += [p for p in self.full if not os.access(p, os.F_OK)]
+            self.full = [p for p in self.full if p not in self.absent]
+            try:
+                found, newest = stamp(self.full, trust, self.absent + (gone or []), self.wals)
+            except OSError:
+                return None
         except OSError:
             return None
         return None if newest > time.time_ns() - RACY_NS else found
@@ -101,30 +122,49 @@ def write(stamps: Stamps, state: dict[str, Any], gate: tuple[str, str, list[str]
 
 def _gate_part(stamps: Stamps, after: str, until: str, roots: list[str], disks: Iterable[str]) -> str:
     """What the minute gate reads (``gate.gate``), each line ended; empty when it must not settle."""
-    disks = sorted(set(disks))
-    trust = stamps.trust + [f"{stamps.home}/{name}" if name else stamps.home for name in sorted(REWRITTEN)]
-    final = stamps._stamp(trust)
+    chosen = _one_per_disk(disks)
+    mine = [f"{stamps.home}/{name}" if name else stamps.home for name in sorted(REWRITTEN)]
+    trust = [path for path in stamps.trust + mine if os.access(path, os.F_OK)]
+    there = set(trust)
+    gone = [path for path in stamps.trust + mine if path not in there]
+    final = stamps._stamp(trust, gone)
     if (
         not stamps.safe
         or stamps.before is None
         or final is None
         or stamps._stamp([]) != stamps.before
-        or any("\t" in d or "\n" in d for d in disks)
+        or chosen is None
+        or any("\t" in d or "\n" in d for d in chosen)
     ):
         return ""
     lines = [
         after,
         until,
         knob_line(os.environ),
-        "\t".join(disks),
+        "\t".join(chosen),
         json.dumps(roots),
         str(final),
-        f"{len(stamps.full)} {len(trust)} {len(stamps.wals)}",
+        f"{len(stamps.full)} {len(trust)} {len(stamps.absent) + len(gone)} {len(stamps.wals)}",
         *stamps.full,
         *trust,
+        *stamps.absent,
+        *gone,
         *stamps.wals,
     ]
     return "\n".join(lines) + "\n"
+
+
+def _one_per_disk(folders: Iterable[str]) -> list[str] | None:
+    """One folder of each file system among ``folders``: the gate asks each disk once for its room, not
+    each project (a folder that moves to another disk moves its files' stamps, whose device is stamped).
+    None when one cannot be looked at."""
+    chosen: dict[int, str] = {}
+    for folder in sorted(set(folders)):
+        try:
+            chosen.setdefault(os.stat(folder).st_dev, folder)
+        except OSError:
+            return None
+    return sorted(chosen.values())
 
 
 def _open(home: str) -> tuple[BinaryIO, int] | None:
