@@ -11,15 +11,16 @@ it as it was), and a path that cannot be written on one line (a newline in it) l
 Both readers believe the file only when it is this user's and no one else may write it.
 
 What the gate stamps is what can make a minute need work: croft.json, the history (a run by hand, an
-approval, a pause), the registry and croft's home, and every folder a file can come into or leave
-(the project's, assets/ and each folder under it, lib/), whose stats carry the trust facts too. Not the
-asset files themselves, which are most of the paths: the gate settles a minute only while no project
-holds anything (a project with a held asset leaves no idle memo), and then an edit to an asset's code
-can only hold that asset until a person runs it (which writes the history), never bring a run sooner;
-``croft run --due`` checks each asset's code against the code a person ran before it starts it. So a
-file saved by rename (most editors, ``git checkout``) is seen the next minute through its folder, and
-one rewritten in place at the next full minute: the next instant the gate's part names, at most
-``RECHECK_S`` (an hour) ahead, when the full minute compares every file's stat again.
+approval, a pause), the registry and croft's home, and every folder a file can come into or leave (the
+project's, assets/ and each folder under it, lib/), whose stats carry the trust facts too. Not the asset
+files themselves, which are most of the paths, nor the state folder ``.croft/`` (``UNSTAMPED_PARTS``): the
+gate settles a minute only while no project holds anything (a project with a held asset leaves no idle
+memo), and then an edit to an asset's code can only hold that asset until a person runs it (which writes
+the history), never bring a run sooner; ``croft run --due`` checks each asset's code against the code a
+person ran before it starts it. So a file saved by rename (most editors, ``git checkout``) is seen the
+next minute through its folder, and one rewritten in place at the next full minute: the next instant the
+gate's part names, at most ``RECHECK_S`` (an hour) ahead, when the full minute compares every file's stat
+again and checks every folder's owner and mode.
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ SERVE_NOTE = "serve.json"  # servenote.NOTE (checked by a test: the minute's pat
 FIXED = (".croft/runs.sqlite",)
 WALS = (".croft/runs.sqlite-wal",)
 RARELY = frozenset({"lib"})  # usually absent: stamped only when there (the root's stamp shows it come)
-TRUST_ONLY = frozenset({".croft"})  # its mtime moves with every reader's -wal and -shm: the files say more
+# the state folder: its mtime moves with every reader's -wal and -shm, and what its mode guards (the
+# approvals in the history) shows in the history's own stamps: whoever writes there moves runs.sqlite or
+# its WAL, and the full minute that follows checks the folder's owner and mode before anything runs
+UNSTAMPED_PARTS = frozenset({".croft"})
 # croft's own minute files: rewritten by the minute itself, so only who owns them and their mode count
 REWRITTEN = frozenset({"", "logs", "tick-all.lock", "idle-beats.json"})
 UNSTAMPED = frozenset({FILE})  # the wake file itself: the gate looks at its owner and mode as it opens it
@@ -62,21 +66,20 @@ class Stamps:
         home_paths = list(dict.fromkeys([registry_path, f"{home}/{FOLDER}", f"{home}/{SERVE_NOTE}", *mine]))
         self.full: list[str] = [p for p in home_paths if os.access(p, os.F_OK)]
         self.absent: list[str] = [p for p in home_paths if p not in self.full]
-        self.trust: list[str] = []
         self.wals: list[str] = [f"{home}/slots.sqlite-wal"]
         for root, (folders, _files) in projects.items():
             names = dict.fromkeys([*PART_NAMES, *FIXED, *folders])  # not its files: see the module's text
             for name in names:
                 path = f"{root}/{name}" if name else root
-                if name in TRUST_ONLY:
-                    self.trust.append(path)
-                elif name not in RARELY or os.access(path, os.F_OK):  # when absent, its folder says it came
+                if name in UNSTAMPED_PARTS:
+                    continue
+                if name not in RARELY or os.access(path, os.F_OK):  # when absent, its folder says it came
                     self.full.append(path)
             self.wals += [f"{root}/{name}" for name in WALS]
             incident = incident_path(root, home)
             if os.access(incident, os.F_OK):  # when absent, the incidents folder's stamp says it came
                 self.full.append(incident)
-        self.safe = not any("\n" in p for p in (*self.full, *self.trust, *self.absent, *self.wals))
+        self.safe = not any("\n" in p for p in (*self.full, *self.absent, *self.wals))
         self.before = self._stamp([])
 
     def _stamp(self, trust: list[str], gone: list[str] | None = None) -> int | None:
@@ -124,9 +127,8 @@ def _gate_part(stamps: Stamps, after: str, until: str, roots: list[str], disks: 
     """What the minute gate reads (``gate.gate``), each line ended; empty when it must not settle."""
     chosen = _one_per_disk(disks)
     mine = [f"{stamps.home}/{name}" if name else stamps.home for name in sorted(REWRITTEN)]
-    trust = [path for path in stamps.trust + mine if os.access(path, os.F_OK)]
-    there = set(trust)
-    gone = [path for path in stamps.trust + mine if path not in there]
+    trust = [path for path in mine if os.access(path, os.F_OK)]
+    gone = [path for path in mine if path not in trust]
     final = stamps._stamp(trust, gone)
     if (
         not stamps.safe
