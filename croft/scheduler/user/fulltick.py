@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from croft.scheduler.tick.start import start_tick_worker
@@ -33,13 +34,13 @@ WORKERS = 2  # project ticks alive at once: each is CPU-bound, and the machine h
 ANSWER_WITHIN_S = 45.0
 
 
+@dataclass
 class _Worker:
-    __slots__ = ("proc", "root", "since")
+    """One tick worker process, the project it is ticking now (None between projects) and since when."""
 
-    def __init__(self, proc: subprocess.Popen[bytes]):
-        self.proc = proc
-        self.root: str | None = None
-        self.since = 0.0
+    proc: subprocess.Popen[bytes]
+    root: str | None = None
+    since: float = 0.0
 
 
 def full_ticks(

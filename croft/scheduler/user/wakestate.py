@@ -259,7 +259,7 @@ class WakeState:
     # the idle answer
 
     def idle(self, root: str) -> list[Any] | None:
-        """The project's idle section, None when there is none (or one an earlier croft wrote)."""
+        """The project's idle section, None when there is none or it is not in the shape this croft writes."""
         entry = self._part(root, "idle")
         if (
             isinstance(entry, list)

@@ -247,7 +247,7 @@ def test_last_heartbeat_is_the_latest_of_the_tick_row_and_the_idle_beats(
     state = root / ".croft"
     state.mkdir(parents=True)
     assert heartbeat.last_heartbeat(state) is None
-    (state / "tick-beat").write_text("2026-06-01T10:20:00.000Z")  # what an earlier croft wrote: not read
+    (state / "tick-beat").write_text("2026-06-01T10:20:00.000Z")  # a per-project beat file: not a source
     assert heartbeat.last_heartbeat(state) is None
     heartbeat.write_user_beats(str(_croft_home), "2026-06-01T10:21:00.000Z", [str(tmp_path / "other")])
     assert heartbeat.last_heartbeat(state) is None  # another project's beat is not this one's
