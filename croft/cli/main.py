@@ -2,8 +2,9 @@
 
 ``croft tick --all`` runs every minute for every user, and most minutes need nothing: so before click (or
 anything of croft beyond the error boundary) is imported, the gate (``scheduler.user.gate``, which imports
-only ``os``) may answer the minute and end the process. Everything else, the rest of ``tick --all``
-included, is the lazy click group of ``croft.cli.group``.
+only ``os``) may answer the minute and end the process, once the pings it owes are sent
+(``scheduler.user.pingbeat``). Everything else, the rest of ``tick --all`` included, is the lazy click
+group of ``croft.cli.group``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ def main(argv: list[str] | None = None) -> None:
     if args == ["tick", "--all"]:  # the OS job's command, every minute: the gate first, before click
         from croft.scheduler.user.gate import enter
 
-        if enter():
+        owed = enter()
+        if owed is not None:  # settled; the pings it owes go out here (scheduler.user.pingbeat)
+            if owed:
+                from croft.scheduler.user.pingbeat import ping_owed
+
+                ping_owed(owed)
             sys.exit(0)
     from croft.cli.group import run
 

@@ -52,7 +52,7 @@ def _leave(home: Path, root: Path, until: str = "2026-06-01T11:00:00.000Z") -> N
         str(home), str(home / "projects.json"), {str(root): (["assets"], ["assets/orders.py"])}
     )
     assert stamps.safe and stamps.before is not None
-    wakefile.write(stamps, {}, ("2026-06-01T10:10:00.000Z", until, [str(root)], [str(root / ".croft")]))
+    wakefile.write(stamps, {}, ("2026-06-01T10:10:00.000Z", until, [str(root)], [str(root / ".croft")], []))
 
 
 def test_an_unchanged_minute_is_settled_with_its_heartbeat(
@@ -61,11 +61,11 @@ def test_an_unchanged_minute_is_settled_with_its_heartbeat(
     home, root = _home_with_project(tmp_path)
     _leave(home, root)
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
-    assert gate.gate(str(home))
+    assert gate.gate(str(home)) == ""
     beats = json.loads((home / "idle-beats.json").read_text())
     assert beats == {"at": "2026-06-01T10:11:00.000Z", "roots": [str(root)]}
     monkeypatch.setenv("CROFT_NOW", str(1780312320000))  # epoch milliseconds: 2026-06-01T11:12:00Z
-    assert not gate.gate(str(home))  # past the wake instant: the full tick's minute
+    assert gate.gate(str(home)) is None  # past the wake instant: the full tick's minute
 
 
 @pytest.mark.parametrize(
@@ -96,7 +96,7 @@ def test_any_change_hands_the_minute_to_the_full_tick(
         monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:05:00Z")
     elif change == "incident":
         (home / "incidents").mkdir()
-    assert not gate.gate(str(home))
+    assert gate.gate(str(home)) is None
     assert not (home / "idle-beats.json").exists()
 
 
@@ -105,10 +105,10 @@ def test_no_wake_file_or_one_others_may_write_is_not_believed(
 ) -> None:
     home, root = _home_with_project(tmp_path)
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
-    assert not gate.gate(str(home))
+    assert gate.gate(str(home)) is None
     _leave(home, root)
     os.chmod(home / gate.FILE, 0o666)
-    assert not gate.gate(str(home))
+    assert gate.gate(str(home)) is None
     wakefile.forget(str(home))
     assert not (home / gate.FILE).exists()
 
@@ -118,10 +118,10 @@ def test_a_racy_stamp_leaves_the_gate_no_part(tmp_path: Path, monkeypatch: pytes
     (root / "croft.json").write_text("{}")  # written just now: a second write could keep its mtime
     stamps = wakefile.Stamps(str(home), str(home / "projects.json"), {str(root): ([], [])})
     assert stamps.before is None
-    wakefile.write(stamps, {str(root): {"fresh": {"next": "x"}}}, ("a", "b", [], []))
+    wakefile.write(stamps, {str(root): {"fresh": {"next": "x"}}}, ("a", "b", [], [], []))
     assert not wakefile.settles(str(home))
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
-    assert not gate.gate(str(home))
+    assert gate.gate(str(home)) is None
     assert wakefile.read_state(str(home)) == {
         str(root): {"fresh": {"next": "x"}}
     }  # the full tick's part kept
@@ -138,13 +138,13 @@ def test_the_gate_reads_only_its_part_and_the_full_tick_believes_only_what_it_ca
     wake = home / gate.FILE
     wake.write_bytes(wake.read_bytes()[:-3] + b"{not json\n")
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
-    assert gate.gate(str(home))
+    assert gate.gate(str(home)) == ""
     assert wakefile.read_state(str(home)) == {}
     stamps = wakefile.Stamps(
         str(home), str(home / "projects.json"), {str(root): (["assets"], ["assets/orders.py"])}
     )
     wakefile.write(stamps, {str(root): {"idle": []}}, None)
-    assert not wakefile.settles(str(home)) and not gate.gate(str(home))
+    assert not wakefile.settles(str(home)) and gate.gate(str(home)) is None
     assert wakefile.read_state(str(home)) == {str(root): {"idle": []}}
     os.chmod(wake, 0o620)
     assert wakefile.read_state(str(home)) == {}
@@ -280,13 +280,13 @@ def test_a_project_whose_scheduling_is_off_leaves_a_wake_file_and_turning_it_on_
     assert usertick.tick_all()["skipped"][0]["reason"] == "scheduling is off"
     assert wakefile.settles(str(_croft_home))
     monkeypatch.setenv("CROFT_NOW", "2026-03-01T11:02:00Z")
-    assert gate.gate(str(_croft_home))
+    assert gate.gate(str(_croft_home)) == ""
     assert json.loads((_croft_home / "idle-beats.json").read_text())["roots"] == []  # off: no heartbeat
     conn = open_history(root / ".croft")
     write_scheduling(conn, "on", parse_instant("2026-03-01T11:02:10Z"), via="os-job")
     conn.close()
     monkeypatch.setenv("CROFT_NOW", "2026-03-01T11:03:00Z")
-    assert not gate.gate(str(_croft_home))  # its history moved: the full tick's minute
+    assert gate.gate(str(_croft_home)) is None  # its history moved: the full tick's minute
 
 
 @pytest.mark.parametrize(
