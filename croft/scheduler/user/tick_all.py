@@ -240,9 +240,8 @@ def _leave_wake(
     served = {s["root"] for s in out["skipped"] if s.get("reason") == SERVED}
     off = [s["root"] for s in out["skipped"] if s.get("reason") == "scheduling is off"]
     instants: list[str] = []
-    ok = not (
-        full or out["problems"] or out["notes"] or out["started"]
-    )  # pings: the gate's callers send them
+    # the beaten projects' pings do not stop it: the gate hands them to its caller (user.pingbeat)
+    ok = not (full or out["problems"] or out["notes"] or out["started"])
     ok = ok and len(beaten) + len(served) + len(off) == len(entries) == len({*beaten, *served, *off})
     for root in off if ok else ():  # its setting lives in its history, stamped: only freshness has a time
         ahead = state.fresh_next(root)

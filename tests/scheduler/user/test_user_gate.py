@@ -68,6 +68,27 @@ def test_an_unchanged_minute_is_settled_with_its_heartbeat(
     assert gate.gate(str(home)) is None  # past the wake instant: the full tick's minute
 
 
+def test_a_settled_minute_hands_its_caller_the_pings_it_owes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last line of the gate's part: the pings the full tick left (url, state folder), given back
+    as written, for the caller to send (``user.pingbeat``); the gate reads no JSON."""
+    home, root = _home_with_project(tmp_path)
+    stamps = wakefile.Stamps(
+        str(home), str(home / "projects.json"), {str(root): (["assets"], ["assets/orders.py"])}
+    )
+    pings = [("https://hc-ping.example/s3cret?a=1\n", str(root / ".croft"))]
+    after, until = "2026-06-01T10:10:00.000Z", "2026-06-01T11:00:00.000Z"
+    wakefile.write(stamps, {}, (after, until, [str(root)], [str(root / ".croft")], pings))
+    assert os.stat(home / gate.FILE).st_mode & 0o777 == 0o600  # a ping URL is its project's secret
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
+    owed = gate.enter()
+    assert owed is not None and json.loads(owed) == [list(p) for p in pings]
+    assert json.loads((home / "idle-beats.json").read_text())["roots"] == [str(root)]
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T11:00:00Z")
+    assert gate.enter() is None  # the instant has come: the full tick's minute, which pings itself
+
+
 @pytest.mark.parametrize(
     "change",
     ["edit-in-place", "new-asset", "config", "history", "mode", "knob", "clock-back", "incident"],
