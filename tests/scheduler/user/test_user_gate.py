@@ -82,11 +82,11 @@ def test_a_settled_minute_hands_its_caller_the_pings_it_owes(
     wakefile.write(stamps, {}, (after, until, [str(root)], [str(root / ".croft")], pings))
     assert os.stat(home / gate.FILE).st_mode & 0o777 == 0o600  # a ping URL is its project's secret
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
-    owed = gate.enter()
+    owed = gate.gate(str(home))
     assert owed is not None and json.loads(owed) == [list(p) for p in pings]
     assert json.loads((home / "idle-beats.json").read_text())["roots"] == [str(root)]
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T11:00:00Z")
-    assert gate.enter() is None  # the instant has come: the full tick's minute, which pings itself
+    assert gate.gate(str(home)) is None  # the instant has come: the full tick's minute, which pings itself
 
 
 @pytest.mark.parametrize(
