@@ -23,12 +23,13 @@ def main(argv: list[str] | None = None) -> None:
         from croft.scheduler.user.gate import enter
 
         owed = enter()
-        if owed is not None:  # settled; the pings it owes go out here (scheduler.user.pingbeat)
-            if owed:
-                from croft.scheduler.user.pingbeat import ping_owed
-
-                ping_owed(owed)
+        if owed == "":  # settled, no ping owed
             sys.exit(0)
+        if owed is not None:  # settled, owing pings (else not what croft writes: the full tick's minute)
+            from croft.scheduler.user.pingbeat import ping_owed
+
+            if ping_owed(owed):
+                sys.exit(0)
     from croft.cli.group import run
 
     run(args)

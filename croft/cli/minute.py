@@ -29,12 +29,13 @@ def main() -> None:
         owed = enter()
     except Exception:  # the gate answers only what it is sure of: anything else is the full tick's
         owed = None
-    if owed is not None:  # settled: the pings it owes (standard library and croft only: no site yet)
-        if owed:
-            from croft.scheduler.user.pingbeat import ping_owed
-
-            ping_owed(owed)
+    if owed == "":  # settled, no ping owed
         return
+    if owed is not None:  # settled, owing pings: sent with the standard library and croft only (no site)
+        from croft.scheduler.user.pingbeat import ping_owed
+
+        if ping_owed(owed):  # else not what croft writes, none sent: the full tick's minute
+            return
     sys.path.remove(FOLDER)  # croft is loaded; its modules are found through the package from here on
     import site
 

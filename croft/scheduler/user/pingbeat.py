@@ -28,16 +28,20 @@ def ping_all(pings: Sequence[tuple[str, str]]) -> list[bool]:
     return ping_many([(url, state, _redactor_of(state)) for url, state in pings])
 
 
-def ping_owed(owed: str) -> list[bool]:
-    """The pings a settled minute owes, as the gate gave them (the wake file's line: a JSON list of
-    ``[url, state folder]``). Raises ValueError, having sent none, when that line is not what croft
-    writes."""
-    found = json.loads(owed)
+def ping_owed(owed: str) -> bool:
+    """Send the pings a settled minute owes, as the gate gave them (the wake file's line: a JSON list of
+    ``[url, state folder]``); whether it could. False, having sent none, when that line is not what croft
+    writes: the caller hands the minute to the full tick, which pings itself."""
+    try:
+        found = json.loads(owed)
+    except ValueError:
+        return False
     if not isinstance(found, list) or not all(
         isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p) for p in found
     ):
-        raise ValueError("the wake file's pings are not a list of [url, state folder]")
-    return ping_all([(url, state) for url, state in found])
+        return False
+    ping_all([(url, state) for url, state in found])
+    return True
 
 
 def _redactor_of(state_dir: str) -> Callable[[], Any]:

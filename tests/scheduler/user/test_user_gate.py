@@ -19,7 +19,7 @@ from croft.history.db import open_history
 from croft.scheduler import heartbeat
 from croft.scheduler.jobs.spec import job_spec
 from croft.scheduler.setting import write_scheduling
-from croft.scheduler.user import gate, wakefile
+from croft.scheduler.user import gate, pingbeat, wakefile
 from croft.scheduler.user.registry import Registry
 
 
@@ -87,6 +87,18 @@ def test_a_settled_minute_hands_its_caller_the_pings_it_owes(
     assert json.loads((home / "idle-beats.json").read_text())["roots"] == [str(root)]
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T11:00:00Z")
     assert gate.gate(str(home)) is None  # the instant has come: the full tick's minute, which pings itself
+
+
+def test_the_owed_pings_go_out_and_a_line_croft_did_not_write_sends_none(tmp_path: Path, server) -> None:  # type: ignore[no-untyped-def]
+    server.route("GET", "/ping", server.reply(200, "ok"))
+    for line in ("not json", '{"a": 1}', '[["only a url"]]', f'[["{server.url("/ping")}", 3]]'):
+        assert not pingbeat.ping_owed(line)  # the caller hands the minute to the full tick
+    assert server.requests == []
+    owed = json.dumps(
+        [[server.url("/ping?n=1"), str(tmp_path / "a")], [server.url("/ping?n=2"), str(tmp_path / "b")]]
+    )
+    assert pingbeat.ping_owed(owed)
+    assert sorted(r.query["n"] for r in server.requests_to("/ping")) == ["1", "2"]
 
 
 @pytest.mark.parametrize(
