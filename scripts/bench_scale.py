@@ -248,9 +248,6 @@ def pings(tmp: Path) -> tuple[list[str], list[str]]:
         envs[kind] = env0 | {"CROFT_HOME": str(home), "CROFT_NOW": MANY_NOW}
         _croft(["tick", "--all"], envs[kind])  # the first minute leaves the memos
         _croft(["tick", "--all"], envs[kind])  # and this one the idle cache's stamps
-    from croft.scheduler.user.wakefile import settles
-
-    gated = {kind: settles(env["CROFT_HOME"]) for kind, env in envs.items()}
     cpu: dict[str, list[float]] = {"plain": [], "ping": [], "imports": [], "job-plain": [], "job-ping": []}
     arrived, connections, job_arrived = [], [], []
     for _ in range(ROUNDS):
@@ -265,6 +262,9 @@ def pings(tmp: Path) -> tuple[list[str], list[str]]:
         cpu["job-ping"].append(_cpu(_job(), envs["ping"]))
         job_arrived.append(_Pings.count - before)
     server.shutdown()
+    from croft.scheduler.user.wakefile import settles
+
+    gated = {kind: settles(env["CROFT_HOME"]) for kind, env in envs.items()}  # as the last minute left it
     plain, pinged, imports = _median_ms(cpu["plain"]), _median_ms(cpu["ping"]), _median_ms(cpu["imports"])
     job_plain, job_pinged = _median_ms(cpu["job-plain"]), _median_ms(cpu["job-ping"])
     goals = [
