@@ -1,6 +1,6 @@
 """The wake file the full per-user tick writes at the end of every minute, ``<CROFT_HOME>/wake``.
 
-Its first line is a header: ``croft-wake 4 <n>``. The next ``n`` bytes are the minute gate's part
+Its first line is a header: ``croft-wake 5 <n>``. The next ``n`` bytes are the minute gate's part
 (``scheduler.user.gate``), and the gate reads only those; the rest is the per-project part the next full
 minute reads (``scheduler.user.wakestate``). ``n`` is 0 (the gate hands the minute on) unless every project
 of the registry was either only beaten (its idle check held, no run), off, or ticks from ``croft serve``,
