@@ -5,9 +5,9 @@ minute several times what the standard library does to import. Users ping one se
 say) from many projects, so the minute's pings are grouped by origin and each run of up to
 ``PER_CONNECTION`` of them goes over one keep-alive ``http.client`` connection: one connection (and one
 TLS handshake, with one shared context) instead of one per ping. What a direct connection does not do
-is left to ``urllib.request`` (``notify.pingurllib``, loaded only then): a URL the environment's proxies
-apply to (a loopback URL bypasses them, as the webhook's does), and a redirect, followed from the answer
-that gave it. Every ping keeps the
+is left to ``urllib.request`` (``notify.pingurllib``, loaded only then: a direct ping needs only
+``http.client``, cheaper to import): a URL the environment's proxies apply to (a loopback URL bypasses
+them, as the webhook's does), and a redirect, followed from the answer that gave it. Every ping keeps the
 notifiers' bounds (``notify.deadline``): a socket timeout per wait, a whole deadline, and at most
 ``ANSWER_BYTES`` of an answer read (a longer one ends its connection).
 """
@@ -24,12 +24,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urljoin, urlsplit
 
 from croft import __version__
 from croft.notify.deadline import ANSWER_BYTES, Late, Unbegun, each_within, timeout_seconds, within
 from croft.notify.log import host_of, log_miss, scrub_urls
+
+if TYPE_CHECKING:
+    from croft.notify.pingurllib import Detour
 
 __all__ = [
     "AT_ONCE",
@@ -70,20 +73,20 @@ class _Routes:
         https = any(url[:6].lower() == "https:" for url in urls)
         self.tls = ssl.create_default_context() if https else None
         self.proxies = _proxies_named()
-        self._detour: Any = None
+        self._detour: Detour | None = None
         self._lock = threading.Lock()  # the batch's threads share it
 
     def proxied(self, url: str, parts: SplitResult) -> bool:
         """Whether urllib would send ``url`` through a proxy of the environment (a loopback URL: never)."""
         return self.proxies and self.detour().proxied(url, parts)
 
-    def detour(self) -> Any:
+    def detour(self) -> Detour:
         """urllib's side of the batch (``pingurllib.Detour``), made the first time a ping needs it."""
         with self._lock:
             if self._detour is None:
-                from croft.notify.pingurllib import Detour  # a proxy or a redirect: only then urllib
+                from croft.notify import pingurllib  # a proxy or a redirect: only then urllib
 
-                self._detour = Detour(self.tls)
+                self._detour = pingurllib.Detour(self.tls)
             return self._detour
 
 
