@@ -8,7 +8,8 @@ CLI module. Run as a file with ``-S`` (no ``site``) and ``-P`` (no folder of its
 ``sys.path``), this file puts only the folder croft is in on ``sys.path`` and imports the gate. When the
 gate hands the minute on, ``site.main()`` (what ``-S`` left out, documented for that purpose) makes the
 environment whole and the minute continues in this process as ``croft tick --all``: the gate is not
-asked twice. No ``-I``: a croft installed with ``pip install --user`` needs the user's site-packages.
+asked twice. A settled minute that owes its idle projects' pings sends them here
+(``scheduler.user.pingbeat``), still without ``site``: that path needs only the standard library. No ``-I``: a croft installed with ``pip install --user`` needs the user's site-packages.
 
 Its path goes into the installed job, so it stays where it is: an upgrade in the same environment keeps
 the job working. ``python -m croft tick --all`` (a person, a test) asks the gate too (``cli.main``).
@@ -25,11 +26,16 @@ def main() -> None:
     from croft.scheduler.user.gate import enter
 
     try:
-        settled = enter()
+        owed = enter()
     except Exception:  # the gate answers only what it is sure of: anything else is the full tick's
-        settled = False
-    if settled:
+        owed = None
+    if owed == "":  # settled, no ping owed
         return
+    if owed is not None:  # settled, owing pings: sent with the standard library and croft only (no site)
+        from croft.scheduler.user.pingbeat import ping_owed
+
+        if ping_owed(owed):  # else not what croft writes, none sent: the full tick's minute
+            return
     sys.path.remove(FOLDER)  # croft is loaded; its modules are found through the package from here on
     import site
 

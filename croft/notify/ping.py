@@ -5,8 +5,9 @@ minute several times what the standard library does to import. Users ping one se
 say) from many projects, so the minute's pings are grouped by origin and each run of up to
 ``PER_CONNECTION`` of them goes over one keep-alive ``http.client`` connection: one connection (and one
 TLS handshake, with one shared context) instead of one per ping. What a direct connection does not do
-is left to ``urllib.request``: a URL the environment's proxies apply to (a loopback URL bypasses them,
-as the webhook's does), and a redirect, followed from the answer that gave it. Every ping keeps the
+is left to ``urllib.request`` (``notify.pingurllib``, loaded only then: a direct ping needs only
+``http.client``, cheaper to import): a URL the environment's proxies apply to (a loopback URL bypasses
+them, as the webhook's does), and a redirect, followed from the answer that gave it. Every ping keeps the
 notifiers' bounds (``notify.deadline``): a socket timeout per wait, a whole deadline, and at most
 ``ANSWER_BYTES`` of an answer read (a longer one ends its connection).
 """
@@ -15,29 +16,29 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import ipaddress
 import os
 import ssl
-import urllib.error
-import urllib.request
+import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from http.client import HTTPMessage
 from pathlib import Path
-from typing import IO, Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, urljoin, urlsplit
 
 from croft import __version__
 from croft.notify.deadline import ANSWER_BYTES, Late, Unbegun, each_within, timeout_seconds, within
 from croft.notify.log import host_of, log_miss, scrub_urls
 
+if TYPE_CHECKING:
+    from croft.notify.pingurllib import Detour
+
 __all__ = [
     "AT_ONCE",
     "GRACE_S",
     "PER_CONNECTION",
     "PING_TIMEOUT_S",
-    "is_loopback",
     "ping",
     "ping_logged",
     "ping_many",
@@ -54,63 +55,39 @@ AGENT = f"croft/{__version__}"
 _HUNG_UP = (ConnectionResetError, BrokenPipeError, ssl.SSLEOFError, ssl.SSLZeroReturnError)
 
 
-def is_loopback(url: str) -> bool:
-    """Whether ``url`` names this machine (``localhost`` or a loopback address): no proxy applies."""
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        return False
-    if host == "localhost":
+def _proxies_named() -> bool:
+    """Whether a proxy of the environment could apply to a ping: a ``*_proxy`` variable set (what
+    ``urllib.request.getproxies`` reads on Linux), or a system whose proxies are its own settings (macOS,
+    Windows). Only then is urllib asked (``notify.pingurllib``)."""
+    if sys.platform in ("darwin", "win32"):
         return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-class _Redirects(urllib.request.HTTPRedirectHandler):
-    """Follows a redirect as urllib does, with its body closed unread (urllib would read all of it)."""
-
-    def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: IO[bytes],
-        code: int,
-        msg: str,
-        headers: HTTPMessage,
-        newurl: str,
-    ) -> urllib.request.Request | None:
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if new is not None:
-            fp.close()  # what urllib reads next is what is left of a closed answer: nothing
-        return new
+    return any(value and name.lower().endswith("_proxy") for name, value in os.environ.items())
 
 
 class _Routes:
-    """How a batch's pings leave: the environment's proxies, read once, and one TLS context for every
-    ``https://`` ping (made only when there is one: loading the system's certificates is the dear part)."""
+    """How a batch's pings leave: directly, or through urllib (``notify.pingurllib``: loaded only when the
+    environment names a proxy or an answer redirects), with one TLS context for every ``https://`` ping
+    (made only when there is one: loading the system's certificates is the dear part)."""
 
     def __init__(self, urls: Sequence[str]) -> None:
-        self.proxies = urllib.request.getproxies()
         https = any(url[:6].lower() == "https:" for url in urls)
         self.tls = ssl.create_default_context() if https else None
-        self._openers: dict[bool, urllib.request.OpenerDirector] = {}
+        self.proxies = _proxies_named()
+        self._detour: Detour | None = None
+        self._lock = threading.Lock()  # the batch's threads share it
 
     def proxied(self, url: str, parts: SplitResult) -> bool:
         """Whether urllib would send ``url`` through a proxy of the environment (a loopback URL: never)."""
-        if parts.scheme not in self.proxies or is_loopback(url):
-            return False
-        return not urllib.request.proxy_bypass(parts.netloc.rpartition("@")[2])
+        return self.proxies and self.detour().proxied(url, parts)
 
-    def opener(self, url: str) -> urllib.request.OpenerDirector:
-        """urllib's opener for ``url``: the environment's proxies, or none for a loopback URL. Each has
-        handlers of its own, so a redirect is followed by the opener its handler belongs to."""
-        loopback = is_loopback(url)
-        if loopback not in self._openers:
-            https = [urllib.request.HTTPSHandler(context=self.tls)] if self.tls is not None else []
-            direct = [urllib.request.ProxyHandler({})] if loopback else []
-            self._openers[loopback] = urllib.request.build_opener(_Redirects(), *https, *direct)
-        return self._openers[loopback]
+    def detour(self) -> Detour:
+        """urllib's side of the batch (``pingurllib.Detour``), made the first time a ping needs it."""
+        with self._lock:
+            if self._detour is None:
+                from croft.notify import pingurllib  # a proxy or a redirect: only then urllib
+
+                self._detour = pingurllib.Detour(self.tls)
+            return self._detour
 
 
 @dataclass
@@ -184,8 +161,7 @@ def _get(url: str, timeout: float, body: bytes | None, line: _Line) -> str | Non
     try:
         parts = urlsplit(url)
         if parts.scheme.lower() not in ("http", "https") or line.routes.proxied(url, parts):
-            request = urllib.request.Request(url, data=body, method=method, headers=headers)
-            return _through_urllib(request, timeout, line.routes.opener(url))
+            return line.routes.detour().send(url, method, headers, body, timeout)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         status, location = line.exchange(method, target, headers, body)
         if 200 <= status < 300:
@@ -194,24 +170,11 @@ def _get(url: str, timeout: float, body: bytes | None, line: _Line) -> str | Non
             return f"HTTP {status}"
         new = urljoin(url, location)  # followed by urllib, to wherever it leads (a proxied host too)
         if status in (307, 308):
-            request = urllib.request.Request(new, data=body, method=method, headers=headers)
-        else:  # 301, 302, 303: a GET, without the body, as every client does
-            request = urllib.request.Request(new, method="GET", headers={"User-Agent": AGENT})
-        return _through_urllib(request, timeout, line.routes.opener(new))
+            return line.routes.detour().send(new, method, headers, body, timeout)
+        # 301, 302, 303: a GET, without the body, as every client does
+        return line.routes.detour().send(new, "GET", {"User-Agent": AGENT}, None, timeout)
     except Exception as exc:
         return _why(exc, url, timeout)
-
-
-def _through_urllib(
-    request: urllib.request.Request, timeout: float, opener: urllib.request.OpenerDirector
-) -> str | None:
-    """A ping urllib sends (through a proxy, or after a redirect): None when it answered 2xx; raises."""
-    try:
-        with opener.open(request, timeout=timeout):
-            return None  # urllib raises HTTPError for any answer but a 2xx
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        return f"HTTP {exc.code}"
 
 
 def _why(exc: BaseException, url: str, timeout: float) -> str:

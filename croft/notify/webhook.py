@@ -20,7 +20,7 @@ from croft.core import clock
 from croft.core.retry_after import parse_retry_after
 from croft.notify.deadline import Late, timeout_seconds, within
 from croft.notify.log import host_of, scrub_urls
-from croft.notify.ping import is_loopback
+from croft.notify.pingurllib import is_loopback
 
 __all__ = ["ATTEMPTS", "Delivery", "post", "sign"]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import shutil
 import socket
 import ssl
@@ -170,6 +171,39 @@ print(json.dumps(ping_many(targets)))
     assert json.loads(out.stdout) == [True] * 150
     assert sorted(int(r.query["n"]) for r in server.requests_to("/ping")) == list(range(150))
     assert not list(tmp_path.rglob("notify.log"))
+
+
+@pytest.mark.processes
+def test_a_direct_ping_loads_no_urllib_and_a_redirect_or_a_proxy_does(server, tmp_path):
+    """What the settled minute of a pinged project pays to import: ``http.client``, not ``urllib.request``
+    (``notify.pingurllib``), which only a redirect or a proxy of the environment loads."""
+    server.route("GET", "/ping", server.reply(200, "ok"))
+    server.route("GET", "/moved", server.reply(302, "", {"Location": server.url("/ping?n=moved")}))
+    probe = f"""
+import json, sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+from croft.notify.ping import ping_many
+loaded = lambda: sorted({{"urllib.request", "croft.notify.pingurllib"}} & set(sys.modules))
+found = [loaded()]
+found.append(ping_many([("http://127.0.0.1:{server.port}/ping?n=1", {str(tmp_path)!r}, None)]) + loaded())
+found.append(ping_many([("http://127.0.0.1:{server.port}/moved", {str(tmp_path)!r}, None)]) + loaded())
+print(json.dumps(found))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    out = subprocess.run(
+        [sys.executable, "-S", "-P", "-c", probe], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    later = ["croft.notify.pingurllib", "urllib.request"]
+    system_proxies = sys.platform in ("darwin", "win32")  # their proxies are settings only urllib reads
+    assert json.loads(out.stdout) == [[], [True, *later] if system_proxies else [True], [True, *later]]
+    probe = probe.replace("/moved", "/ping?n=2")
+    env["http_proxy"] = server.base_url  # a proxy named: urllib asked, even for a loopback URL it skips
+    out = subprocess.run(
+        [sys.executable, "-S", "-P", "-c", probe], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert json.loads(out.stdout) == [[], [True, *later], [True, *later]]
+    assert sorted(r.query["n"] for r in server.requests_to("/ping")) == ["1", "1", "2", "moved"]
 
 
 def _no_proxy_set(monkeypatch) -> None:

@@ -15,8 +15,10 @@ heartbeat to write. The next minute, this module reads that file, stats those pa
 when all is as it was and the instant has not come, writes the minute's heartbeat and ends. Anything
 else (a moved stamp, the instant, a clock that went back, no wake file or no part for the gate, a file it
 cannot read, a disk short of space, any error) hands the minute to the full tick, which writes the file
-anew. An edit is noticed the next minute; a project with a ping never lets the gate settle (pings go out
-every minute).
+anew. An edit is noticed the next minute. Dead-man's-switch pings go out every minute: a settled minute
+owes those of the projects it beat, which the full tick wrote as the last line of the gate's part; the
+gate hands that line to its caller unread (it imports no ``json``), and the caller sends them
+(``user.pingbeat``).
 
 Imports ``os``, ``itertools`` and ``operator`` only (``datetime`` when ``CROFT_NOW`` has an offset): the
 budget is checked by an import-linter contract and ``tests/scheduler/user/test_user_gate.py``.
@@ -29,7 +31,7 @@ from operator import attrgetter, itemgetter
 __all__ = ["FILE", "MAGIC", "enter", "gate", "knob_line", "stamp"]
 
 FILE = "wake"
-MAGIC = "croft-wake 5"  # the header: then the length of the gate's part (wakefile.write)
+MAGIC = "croft-wake 6"  # the header: then the length of the gate's part (wakefile.write)
 BEATS = "idle-beats.json"  # heartbeat.USER_BEATS (checked by a test: the gate imports no heartbeat)
 LOW_SPACE_BYTES = 1024 * 1024  # the same floor as core.disk (checked by a test)
 # what of a path's stat is compared: all that a change of content, name, owner or mode moves (the
@@ -127,35 +129,38 @@ def _utc_text(text: str) -> str | None:
     return text
 
 
-def enter() -> bool:
-    """The OS job's minute (``croft tick --all`` without ``--json``): whether the gate settled it. A
-    ``CROFT_HOME`` that is not plain absolute text is the full tick's to judge."""
+def enter() -> str | None:
+    """The OS job's minute (``croft tick --all`` without ``--json``): None hands it to the full tick; else
+    the gate settled it and this is the pings it owes (``gate``). A ``CROFT_HOME`` that is not plain
+    absolute text is the full tick's to judge."""
     home = os.environ.get("CROFT_HOME", "").strip() or os.path.expanduser("~/.croft")
     if not home.startswith("/") or "\n" in home:
-        return False
+        return None
     return gate(home.rstrip("/") or "/")
 
 
-def gate(home: str) -> bool:
-    """Whether this minute is settled here (its heartbeat written); False hands it to the full tick."""
+def gate(home: str) -> str | None:
+    """The minute settled here (its heartbeat written): the pings it owes, as the full tick wrote them (a
+    JSON list of ``[url, state folder]``, for ``user.pingbeat``), or ``""`` when it owes none. None hands
+    the minute to the full tick."""
     try:
         with open(f"{home}/{FILE}", "rb") as handle:
             st = os.fstat(handle.fileno())
             if st.st_uid != os.getuid() or st.st_mode & 0o022:  # only croft's own file is believed
-                return False
+                return None
             magic, _, size = handle.readline(64).rstrip(b"\n").rpartition(b" ")
             if magic != MAGIC.encode() or not size.isdigit() or size == b"0":  # 0: the full tick's minute
-                return False
+                return None
             part = handle.read(int(size))  # the gate's part only: the per-project rest is the full tick's
         lines = part.decode("utf-8").split("\n")
     except (OSError, ValueError):
-        return False
+        return None
     at = _now()
     if at is None or len(lines) < 8 or len(part) != int(size):
-        return False
+        return None
     after, until, knobs, disks, beats = lines[0:5]
     if not (after <= at < until) or knobs != knob_line(os.environ):
-        return False
+        return None
     try:
         groups, start = [], 7
         for count in map(int, lines[6].split(" ")):
@@ -168,17 +173,20 @@ def gate(home: str) -> bool:
         IndexError,
         TypeError,
     ):  # cannot be looked at, or not what croft wrote: the full tick's
-        return False
+        return None
     if str(found) != lines[5]:
-        return False
+        return None
     for folder in disks.split("\t") if disks else ():
         try:
             vfs = os.statvfs(folder)
         except OSError:
-            return False
+            return None
         if vfs.f_flag & os.ST_RDONLY or (vfs.f_blocks and vfs.f_bavail * vfs.f_frsize < LOW_SPACE_BYTES):
-            return False
-    return _beat(home, at, beats)
+            return None
+    if not _beat(home, at, beats):
+        return None
+    owed = lines[-2]  # the part's last line (each line is ended): the pings (wakefile._gate_part)
+    return "" if owed == "[]" else owed
 
 
 def _beat(home: str, stamp: str, roots: str) -> bool:

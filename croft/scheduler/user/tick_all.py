@@ -10,7 +10,7 @@ written here, in-process, by the project tick's own idle check instead of a new 
 others get the real project tick, handed to a few workers (``scheduler.user.fulltick``), so a minute
 with many of them (the first after an install or an upgrade) never starts a process per project, and
 one broken project never stops the others. The dead-man's-switch pings of every completed tick, idle
-or full, go out at the end, a few at a time (``notify.ping.ping_many``).
+or full, go out at the end, a few at a time (``user.pingbeat``).
 
 A minute whose previous ``tick --all`` is still at work is skipped with a line in the tick log (an
 OS-level lock, ``tick-all.lock``): two never tick the same projects at once, and they never pile up.
@@ -180,9 +180,9 @@ def _minute(
             elif answer.get("ping"):
                 pings.append((str(answer["ping"]), os.path.join(root, ".croft")))
     if pings:
-        from croft.notify.ping import ping_many  # lazy: only a minute with a ping loads urllib
+        from croft.scheduler.user.pingbeat import ping_all  # lazy: only a minute with a ping loads http
 
-        ping_many([(url, state, _redactor_of(state)) for url, state in pings])
+        ping_all(pings)
 
 
 def _full(
@@ -234,12 +234,14 @@ def _leave_wake(
     """The wake file, every minute: each project's memory (``scheduler.user.wakestate``), and, when this
     minute only beat, or found scheduling off, or left a project to ``croft serve``, the minute gate's
     part (``scheduler.user.gate``): the earliest instant of any project's idle window end and next
-    freshness look, and what was stamped at the start. Any other minute leaves the gate no part."""
+    freshness look, what was stamped at the start, and the beaten projects' pings (each settled minute
+    owes them: the gate's callers send them, ``user.pingbeat``). Any other minute leaves the gate no part."""
     beaten = [b["root"] for b in out["beat"]]
     served = {s["root"] for s in out["skipped"] if s.get("reason") == SERVED}
     off = [s["root"] for s in out["skipped"] if s.get("reason") == "scheduling is off"]
     instants: list[str] = []
-    ok = not (full or pings or out["problems"] or out["notes"] or out["started"])
+    # the beaten projects' pings do not stop it: the gate hands them to its caller (user.pingbeat)
+    ok = not (full or out["problems"] or out["notes"] or out["started"])
     ok = ok and len(beaten) + len(served) + len(off) == len(entries) == len({*beaten, *served, *off})
     for root in off if ok else ():  # its setting lives in its history, stamped: only freshness has a time
         ahead = state.fresh_next(root)
@@ -265,7 +267,9 @@ def _leave_wake(
             break
         instants += [str(memo[4]), ahead]
     gate = (
-        (out["at"], min(instants), beaten, [f"{root}/.croft" for root in beaten]) if ok and instants else None
+        (out["at"], min(instants), beaten, [f"{root}/.croft" for root in beaten], pings)
+        if ok and instants
+        else None
     )
     state.save(stamps, gate)
 
@@ -306,17 +310,6 @@ def ticked_lately(home: str, within_s: float) -> bool:
     except OSError:
         return False
     return 0 <= time.time() - stamp <= within_s
-
-
-def _redactor_of(state_dir: str) -> Any:
-    """Only for a ping that failed: the project's redactor, for its notify.log line."""
-
-    def redactor() -> Any:
-        from croft.scheduler.tick.memo import project_redactor  # lazy: a ping that answered needs none
-
-        return project_redactor(os.path.dirname(state_dir))
-
-    return redactor
 
 
 def _one(

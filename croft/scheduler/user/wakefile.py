@@ -1,10 +1,11 @@
 """The wake file the full per-user tick writes at the end of every minute, ``<CROFT_HOME>/wake``.
 
-Its first line is a header: ``croft-wake 5 <n>``. The next ``n`` bytes are the minute gate's part
+Its first line is a header: ``croft-wake 6 <n>``. The next ``n`` bytes are the minute gate's part
 (``scheduler.user.gate``), and the gate reads only those; the rest is the per-project part the next full
 minute reads (``scheduler.user.wakestate``). ``n`` is 0 (the gate hands the minute on) unless every project
-of the registry was either only beaten (its idle check held, no run, no ping), off, or ticks from
-``croft serve``, nothing was logged and no problem was found. The stamps are taken at the start of the
+of the registry was either only beaten (its idle check held, no run), off, or ticks from ``croft serve``,
+nothing was logged and no problem was found; the beaten projects' pings are its last line, which the
+gate hands its caller to send (``user.pingbeat``). The stamps are taken at the start of the
 minute, before any project was looked at: a file that moves while the minute works is seen by the next
 one. A stamp newer than ``RACY_NS`` is not trusted (a second write inside the same clock tick could leave
 it as it was), and a path that cannot be written on one line (a newline in it) leaves the gate no part.
@@ -100,12 +101,17 @@ class Stamps:
         return None if newest > time.time_ns() - RACY_NS else found
 
 
-def write(stamps: Stamps, state: dict[str, Any], gate: tuple[str, str, list[str], list[str]] | None) -> None:
+def write(
+    stamps: Stamps,
+    state: dict[str, Any],
+    gate: tuple[str, str, list[str], list[str], list[tuple[str, str]]] | None,
+) -> None:
     """The wake file, written whole (temp and rename): its header, the gate's part when ``gate`` (after,
-    until, the roots to beat, the folders whose disks must have room) lets the minute gate settle the next
-    minutes, and ``state``, the per-project part (``scheduler.user.wakestate``). On any failure there is
-    none. croft's own files are stamped as the minute leaves them (who owns them, their mode);
-    everything else must be as it was at the minute's start, or the gate's part is left out."""
+    until, the roots to beat, the folders whose disks must have room, the pings each settled minute owes:
+    url and state folder) lets the minute gate settle the next minutes, and ``state``, the per-project
+    part (``scheduler.user.wakestate``). On any failure there is none. croft's own files are stamped as
+    the minute leaves them (who owns them, their mode); everything else must be as it was at the
+    minute's start, or the gate's part is left out."""
     part = _gate_part(stamps, *gate) if gate is not None else ""
     head = f"{MAGIC} {len(part.encode())}\n"
     path = f"{stamps.home}/{FILE}"
@@ -123,8 +129,17 @@ def write(stamps: Stamps, state: dict[str, Any], gate: tuple[str, str, list[str]
         forget(stamps.home)
 
 
-def _gate_part(stamps: Stamps, after: str, until: str, roots: list[str], disks: Iterable[str]) -> str:
-    """What the minute gate reads (``gate.gate``), each line ended; empty when it must not settle."""
+def _gate_part(
+    stamps: Stamps,
+    after: str,
+    until: str,
+    roots: list[str],
+    disks: Iterable[str],
+    pings: list[tuple[str, str]],
+) -> str:
+    """What the minute gate reads (``gate.gate``), each line ended; empty when it must not settle. Its
+    last line is the pings the settled minute owes (JSON: ``[[url, state folder], ...]``), which the gate
+    hands its caller unread; a ping URL is its project's secret, and this file is this user's alone."""
     chosen = _one_per_disk(disks)
     mine = [f"{stamps.home}/{name}" if name else stamps.home for name in sorted(REWRITTEN)]
     trust = [path for path in mine if os.access(path, os.F_OK)]
@@ -152,6 +167,7 @@ def _gate_part(stamps: Stamps, after: str, until: str, roots: list[str], disks: 
         *stamps.absent,
         *gone,
         *stamps.wals,
+        json.dumps([list(p) for p in pings]),  # the last line: the pings (user.pingbeat)
     ]
     return "\n".join(lines) + "\n"
 

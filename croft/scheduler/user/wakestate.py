@@ -239,9 +239,12 @@ class WakeState:
         else:
             section[name] = value
 
-    def save(self, stamps: Stamps, gate: tuple[str, str, list[str], list[str]] | None) -> None:
+    def save(
+        self, stamps: Stamps, gate: tuple[str, str, list[str], list[str], list[tuple[str, str]]] | None
+    ) -> None:
         """The wake file with the sections of the projects looked at this minute, and the gate's header
-        when ``gate`` (after, until, the roots to beat, their state folders) lets it settle the next."""
+        when ``gate`` (after, until, the roots to beat, their state folders, the pings each settled minute
+        owes) lets it settle the next."""
         kept = {root: s for root, s in self.projects.items() if root in self.seen and isinstance(s, dict)}
         write(stamps, kept, gate)
 

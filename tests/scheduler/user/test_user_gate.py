@@ -19,7 +19,7 @@ from croft.history.db import open_history
 from croft.scheduler import heartbeat
 from croft.scheduler.jobs.spec import job_spec
 from croft.scheduler.setting import write_scheduling
-from croft.scheduler.user import gate, wakefile
+from croft.scheduler.user import gate, pingbeat, wakefile
 from croft.scheduler.user.registry import Registry
 
 
@@ -52,7 +52,7 @@ def _leave(home: Path, root: Path, until: str = "2026-06-01T11:00:00.000Z") -> N
         str(home), str(home / "projects.json"), {str(root): (["assets"], ["assets/orders.py"])}
     )
     assert stamps.safe and stamps.before is not None
-    wakefile.write(stamps, {}, ("2026-06-01T10:10:00.000Z", until, [str(root)], [str(root / ".croft")]))
+    wakefile.write(stamps, {}, ("2026-06-01T10:10:00.000Z", until, [str(root)], [str(root / ".croft")], []))
 
 
 def test_an_unchanged_minute_is_settled_with_its_heartbeat(
@@ -61,11 +61,44 @@ def test_an_unchanged_minute_is_settled_with_its_heartbeat(
     home, root = _home_with_project(tmp_path)
     _leave(home, root)
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
-    assert gate.gate(str(home))
+    assert gate.gate(str(home)) == ""
     beats = json.loads((home / "idle-beats.json").read_text())
     assert beats == {"at": "2026-06-01T10:11:00.000Z", "roots": [str(root)]}
     monkeypatch.setenv("CROFT_NOW", str(1780312320000))  # epoch milliseconds: 2026-06-01T11:12:00Z
-    assert not gate.gate(str(home))  # past the wake instant: the full tick's minute
+    assert gate.gate(str(home)) is None  # past the wake instant: the full tick's minute
+
+
+def test_a_settled_minute_hands_its_caller_the_pings_it_owes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last line of the gate's part: the pings the full tick left (url, state folder), given back
+    as written, for the caller to send (``user.pingbeat``); the gate reads no JSON."""
+    home, root = _home_with_project(tmp_path)
+    stamps = wakefile.Stamps(
+        str(home), str(home / "projects.json"), {str(root): (["assets"], ["assets/orders.py"])}
+    )
+    pings = [("https://hc-ping.example/s3cret?a=1\n", str(root / ".croft"))]
+    after, until = "2026-06-01T10:10:00.000Z", "2026-06-01T11:00:00.000Z"
+    wakefile.write(stamps, {}, (after, until, [str(root)], [str(root / ".croft")], pings))
+    assert os.stat(home / gate.FILE).st_mode & 0o777 == 0o600  # a ping URL is its project's secret
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
+    owed = gate.gate(str(home))
+    assert owed is not None and json.loads(owed) == [list(p) for p in pings]
+    assert json.loads((home / "idle-beats.json").read_text())["roots"] == [str(root)]
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T11:00:00Z")
+    assert gate.gate(str(home)) is None  # the instant has come: the full tick's minute, which pings itself
+
+
+def test_the_owed_pings_go_out_and_a_line_croft_did_not_write_sends_none(tmp_path: Path, server) -> None:  # type: ignore[no-untyped-def]
+    server.route("GET", "/ping", server.reply(200, "ok"))
+    for line in ("not json", '{"a": 1}', '[["only a url"]]', f'[["{server.url("/ping")}", 3]]'):
+        assert not pingbeat.ping_owed(line)  # the caller hands the minute to the full tick
+    assert server.requests == []
+    owed = json.dumps(
+        [[server.url("/ping?n=1"), str(tmp_path / "a")], [server.url("/ping?n=2"), str(tmp_path / "b")]]
+    )
+    assert pingbeat.ping_owed(owed)
+    assert sorted(r.query["n"] for r in server.requests_to("/ping")) == ["1", "2"]
 
 
 @pytest.mark.parametrize(
@@ -108,7 +141,7 @@ def test_any_change_hands_the_minute_to_the_full_tick(
         monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:05:00Z")
     elif change == "incident":
         (home / "incidents").mkdir()
-    assert not gate.gate(str(home))
+    assert gate.gate(str(home)) is None
     assert not (home / "idle-beats.json").exists()
 
 
@@ -147,10 +180,10 @@ def test_no_wake_file_or_one_others_may_write_is_not_believed(
 ) -> None:
     home, root = _home_with_project(tmp_path)
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
-    assert not gate.gate(str(home))
+    assert gate.gate(str(home)) is None
     _leave(home, root)
     os.chmod(home / gate.FILE, 0o666)
-    assert not gate.gate(str(home))
+    assert gate.gate(str(home)) is None
     wakefile.forget(str(home))
     assert not (home / gate.FILE).exists()
 
@@ -160,10 +193,10 @@ def test_a_racy_stamp_leaves_the_gate_no_part(tmp_path: Path, monkeypatch: pytes
     (root / "croft.json").write_text("{}")  # written just now: a second write could keep its mtime
     stamps = wakefile.Stamps(str(home), str(home / "projects.json"), {str(root): ([], [])})
     assert stamps.before is None
-    wakefile.write(stamps, {str(root): {"fresh": {"next": "x"}}}, ("a", "b", [], []))
+    wakefile.write(stamps, {str(root): {"fresh": {"next": "x"}}}, ("a", "b", [], [], []))
     assert not wakefile.settles(str(home))
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
-    assert not gate.gate(str(home))
+    assert gate.gate(str(home)) is None
     assert wakefile.read_state(str(home)) == {
         str(root): {"fresh": {"next": "x"}}
     }  # the full tick's part kept
@@ -180,13 +213,13 @@ def test_the_gate_reads_only_its_part_and_the_full_tick_believes_only_what_it_ca
     wake = home / gate.FILE
     wake.write_bytes(wake.read_bytes()[:-3] + b"{not json\n")
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
-    assert gate.gate(str(home))
+    assert gate.gate(str(home)) == ""
     assert wakefile.read_state(str(home)) == {}
     stamps = wakefile.Stamps(
         str(home), str(home / "projects.json"), {str(root): (["assets"], ["assets/orders.py"])}
     )
     wakefile.write(stamps, {str(root): {"idle": []}}, None)
-    assert not wakefile.settles(str(home)) and not gate.gate(str(home))
+    assert not wakefile.settles(str(home)) and gate.gate(str(home)) is None
     assert wakefile.read_state(str(home)) == {str(root): {"idle": []}}
     os.chmod(wake, 0o620)
     assert wakefile.read_state(str(home)) == {}
@@ -324,13 +357,13 @@ def test_a_project_whose_scheduling_is_off_leaves_a_wake_file_and_turning_it_on_
     assert usertick.tick_all()["skipped"][0]["reason"] == "scheduling is off"
     assert wakefile.settles(str(_croft_home))
     monkeypatch.setenv("CROFT_NOW", "2026-03-01T11:02:00Z")
-    assert gate.gate(str(_croft_home))
+    assert gate.gate(str(_croft_home)) == ""
     assert json.loads((_croft_home / "idle-beats.json").read_text())["roots"] == []  # off: no heartbeat
     conn = open_history(root / ".croft")
     write_scheduling(conn, "on", parse_instant("2026-03-01T11:02:10Z"), via="os-job")
     conn.close()
     monkeypatch.setenv("CROFT_NOW", "2026-03-01T11:03:00Z")
-    assert not gate.gate(str(_croft_home))  # its history moved: the full tick's minute
+    assert gate.gate(str(_croft_home)) is None  # its history moved: the full tick's minute
 
 
 @pytest.mark.parametrize(

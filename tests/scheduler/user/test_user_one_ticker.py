@@ -161,8 +161,8 @@ def test_a_serve_coming_or_going_wakes_the_gate(
         "scheduling is off",
         "ticks from croft serve",
     }
-    assert gate(str(_croft_home))  # nothing moved: the next minute is settled
+    assert gate(str(_croft_home)) == ""  # nothing moved: the next minute is settled
     assert usertick.tick_all()["started"] == []  # a full minute again: its wake file stamps the beat file
     write_serve(_croft_home)  # a croft serve (this process) is alive now
-    assert not gate(str(_croft_home))
+    assert gate(str(_croft_home)) is None
     assert [s["root"] for s in usertick.tick_all()["started"]] == [str(mine)]
