@@ -156,9 +156,9 @@ def test_an_edit_in_place_waits_for_the_next_full_minute(
     with open(root / "assets" / "orders.py", "r+") as handle:
         handle.write("x = 2\n")
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
-    assert gate.gate(str(home))
+    assert gate.gate(str(home)) == ""
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T11:00:00Z")
-    assert not gate.gate(str(home))
+    assert gate.gate(str(home)) is None
 
 
 def test_one_disk_is_asked_once_for_its_room(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -168,11 +168,11 @@ def test_one_disk_is_asked_once_for_its_room(tmp_path: Path, monkeypatch: pytest
     other.mkdir(parents=True)
     stamps = wakefile.Stamps(str(home), str(home / "projects.json"), {str(root): (["assets"], [])})
     wakefile.write(stamps, {}, ("2026-06-01T10:10:00.000Z", "2026-06-01T11:00:00.000Z", [str(root)],
-                                [str(root / ".croft"), str(other)]))  # fmt: skip
+                                [str(root / ".croft"), str(other)], []))  # fmt: skip
     part = (home / gate.FILE).read_text().split("\n")
     assert part[4] == min(str(root / ".croft"), str(other))
     monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:11:00Z")
-    assert gate.gate(str(home))
+    assert gate.gate(str(home)) == ""
 
 
 def test_no_wake_file_or_one_others_may_write_is_not_believed(
