@@ -25,8 +25,8 @@ from croft.core.result import Next, Result
 from croft.core.text import clip
 from croft.history.db import open_history
 from croft.history.state import put_setting
+from croft.project.bounds import BOUNDS, bound_problem
 from croft.project.config import Project
-from croft.project.rules import BOUNDS, bound_problem
 from croft.scheduler import heartbeat, incidents
 from croft.scheduler.control.diagnosis import (
     no_tick_problem,
