@@ -45,7 +45,9 @@ def schedule_status(project: Project, *, runner: Runner | None = None) -> Result
     if unsafe:
         problems.append(unsafe)
     problems += project_troubles(project, now)  # its folder, its history, a failing tick, a lost setting
-    warning = stale_warning(project, runner, now, job=job, setting=setting)
+    # the job, the setting and the last tick as read above, each read once
+    beat = data["scheduling"]["lastTickAt"]
+    warning = stale_warning(project, runner, now, job=job, setting=setting, beat=beat)
     if warning:  # an error, so exit 1 as SCHEDULER_STALE's page says; the rest of the data still reads
         problems.append(warning.with_(severity="error"))
     view, infos = schedule_look(project, now)  # one look at the files and the history for every part
