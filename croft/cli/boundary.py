@@ -5,7 +5,9 @@ becomes ``INTERRUPTED`` (exit 130), and anything else is ``INTERNAL_ERROR`` with
 crash file whose path the message gives (``CROFT_DEBUG=1`` prints it inline too). Under ``--json`` stdout
 holds exactly one envelope whatever happened.
 
-This module imports no click and nothing heavy: it wraps the minute gate (``cli.main``) too.
+The guard around every invocation (``cli.lastresort``) loads this module only when something escaped, so
+a command that succeeds loads no crash-file writing (tempfile, traceback, the disk's problems). It
+imports no click: it answers for the minute gate's ``tick --all`` too.
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from croft.core import clock, disk, knobs, when
+from croft.cli.problemtext import problem_lines
+from croft.core import disk, knobs
 from croft.core.envelope import dumps, envelope
 from croft.core.paths import project_state_dir
 from croft.core.private import write_new
 from croft.core.problems import CroftError, Stopped, exit_code_for, problem
 from croft.core.sqlitefile import machine_problem as sqlite_machine
-from croft.core.text import for_terminal
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
 
     from croft.core.problems import Problem
 
-__all__ = ["crash_folder", "fail", "last_resort", "problem_lines", "temp_crash_folder", "wants_json"]
+__all__ = ["crash_folder", "fail", "failed", "temp_crash_folder", "wants_json"]
 
 
 def wants_json(args: Sequence[str]) -> bool:
@@ -44,29 +46,6 @@ def wants_json(args: Sequence[str]) -> bool:
         if arg == "--json":
             return True
     return False
-
-
-def problem_lines(problems: Sequence[Problem]) -> list[str]:
-    """The human form of problems: one ``severity: CODE: message`` line each, then hint, try and fix; their
-    control characters escaped (a message may quote an API's answer or a file name)."""
-
-    try:
-        now = clock.now() if problems else None
-    except Exception:  # a CROFT_NOW that does not parse is itself the problem being told: instants as written
-        now = None
-    lines = []
-    for p in problems:
-        where = f" [{p.asset}]" if p.asset else ""
-        message = when.in_text(p.message, now) if now is not None else p.message
-        lines.append(f"{p.severity}: {p.code}{where}: {message}")
-        if p.hint:
-            lines.append(f"  hint: {p.hint}")
-        if p.suggestion:
-            lines.append(f"  try: {p.suggestion}")
-        if p.fix and p.fix.get("command"):
-            lines.append(f"  fix: {p.fix['command']}")
-        lines.append(f"  more: {p.docs}")
-    return [for_terminal(line) for line in lines]
 
 
 def fail(
@@ -208,23 +187,7 @@ def interrupted() -> Problem:
     )
 
 
-def last_resort(main: Callable[..., None]) -> Callable[..., None]:
-    """Decorate ``main(argv)`` so nothing it raises ends in a traceback (SystemExit passes through)."""
-
-    def guarded(argv: list[str] | None = None) -> None:
-        args = list(sys.argv[1:] if argv is None else argv)
-        try:
-            main(argv)
-        except SystemExit:
-            raise
-        except BaseException as exc:
-            sys.exit(_failed(exc, args))
-
-    guarded.__name__, guarded.__doc__ = main.__name__, main.__doc__
-    return guarded
-
-
-def _failed(exc: BaseException, args: list[str]) -> int:
+def failed(exc: BaseException, args: list[str]) -> int:
     """Say what escaped, in the shape the caller asked for; return the exit code."""
 
     as_json = wants_json(args)

@@ -14,7 +14,7 @@ import click
 from croft import __version__
 from croft.cli.usage import usage_error
 
-__all__ = ["COMMANDS", "build_group", "run"]
+__all__ = ["COMMANDS", "LazyGroup", "build_group", "run"]
 
 # command name -> "module:attribute" inside croft.cli. Adding a command is one line here and one module.
 COMMANDS: dict[str, str] = {
@@ -38,15 +38,21 @@ COMMANDS: dict[str, str] = {
 
 
 class LazyGroup(click.Group):
-    """Lists every command by name; imports a command's module only when that command is asked for."""
+    """Lists every command by name; imports a command's module only when that command is asked for.
+
+    ``lazy`` maps a command's name to ``"module:attribute"`` inside ``croft.cli`` (``COMMANDS`` for croft
+    itself; ``croft schedule`` has its own map, so ``croft schedule status`` loads no scheduling action).
+    """
+
+    lazy: dict[str, str] = COMMANDS
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return sorted(self.lazy)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name not in COMMANDS:
+        if name not in self.lazy:
             return None
-        module, attr = COMMANDS[name].split(":")
+        module, attr = self.lazy[name].split(":")
         command: click.Command = getattr(importlib.import_module(f"croft.cli.{module}"), attr)
         return command
 

@@ -1,17 +1,17 @@
 """The ``croft`` entry point: the minute gate for the OS job's ``croft tick --all``, then click for all.
 
 ``croft tick --all`` runs every minute for every user, and most minutes need nothing: so before click (or
-anything of croft beyond the error boundary) is imported, the gate (``scheduler.user.gate``, which imports
-only ``os``) may answer the minute and end the process, once the pings it owes are sent
-(``scheduler.user.pingbeat``). Everything else, the rest of ``tick --all`` included, is the lazy click
-group of ``croft.cli.group``.
+anything of croft beyond the last-resort guard, ``cli.lastresort``) is imported, the gate
+(``scheduler.user.gate``, which imports only ``os``) may answer the minute and end the process, once the
+pings it owes are sent (``scheduler.user.pingbeat``). Everything else, the rest of ``tick --all``
+included, is the lazy click group of ``croft.cli.group``.
 """
 
 from __future__ import annotations
 
 import sys
 
-from croft.cli.boundary import last_resort
+from croft.cli.lastresort import last_resort
 
 __all__ = ["main"]
 

@@ -40,8 +40,8 @@ def main() -> None:
     import site
 
     site.main()
-    from croft.cli.boundary import last_resort
     from croft.cli.group import run
+    from croft.cli.lastresort import last_resort
 
     sys.argv[1:] = ["tick", "--all"]  # what this process is, for whoever reads its command line
     last_resort(run)(["tick", "--all"])

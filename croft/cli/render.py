@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from croft.cli.boundary import problem_lines
 from croft.cli.flag import flag
+from croft.cli.problemtext import problem_lines
 from croft.core.envelope import dumps
 from croft.core.problems import CroftError
 from croft.core.result import Result

@@ -13,7 +13,7 @@ from croft.core import clock
 from croft.core.clock import parse_instant
 from croft.core.result import Result
 from croft.core.text import for_terminal
-from croft.schedule.cron import zone
+from croft.core.zones import zone
 from croft.scheduler.control.flightplan import flight_plan
 
 __all__ = ["simulate"]

@@ -6,7 +6,8 @@ from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from croft.core import clock, when
-from croft.schedule.cron import DstNote, Fire, fires_with_notes, zone
+from croft.core.zones import zone
+from croft.schedule.cron import DstNote, Fire, fires_with_notes
 
 __all__ = ["explain_text", "note_text", "schedule_text"]
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import click
 
-from croft.cli.boundary import problem_lines
 from croft.cli.flag import flag
+from croft.cli.problemtext import problem_lines
 from croft.cli.project_option import project_option
 from croft.cli.render import json_option
 from croft.core import clock

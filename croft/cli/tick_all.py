@@ -10,7 +10,7 @@ import os
 import stat
 import sys
 
-from croft.cli.boundary import problem_lines
+from croft.cli.problemtext import problem_lines
 from croft.core.envelope import dumps, envelope
 from croft.core.problems import exit_code_for
 from croft.core.text import for_terminal

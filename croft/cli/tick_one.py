@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from croft.cli.boundary import problem_lines
+from croft.cli.problemtext import problem_lines
 from croft.core import clock, knobs
 from croft.core.envelope import dumps, envelope
 from croft.core.problems import CroftError

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import tzinfo
 from functools import lru_cache
 from zoneinfo import ZoneInfo, available_timezones
 
+from croft.core.problems import CroftError
 from croft.core.suggest import nearest
+from croft.core.text import quoted
 
-__all__ = ["closest_zone", "zone_named"]
+__all__ = ["closest_zone", "zone", "zone_named"]
 
 
 @lru_cache(maxsize=256)
@@ -33,3 +36,17 @@ def closest_zone(value: str) -> str | None:
         city = nearest(folded.rsplit("/", 1)[-1], cities, cutoff=0.75)
         return cities[city] if city else None
     return by_fold[match]
+
+
+def zone(tz: str | tzinfo) -> tzinfo:
+    """A zone from its IANA name (cached) or as given; an unknown name is CONFIG_INVALID with did-you-mean."""
+    if not isinstance(tz, str):
+        return tz
+    try:
+        return zone_named(tz)
+    except Exception:  # ZoneInfoNotFoundError, ValueError for odd keys, OSError for unreadable files
+        guess = closest_zone(tz)
+        hint = f'did you mean "{guess}"?' if guess else "use an IANA zone name such as Europe/London or UTC"
+        raise CroftError(
+            "CONFIG_INVALID", f"{quoted(tz)} is not a time zone croft knows", hint, suggestion=guess
+        ) from None

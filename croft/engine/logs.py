@@ -11,8 +11,8 @@ from croft.core.suggest import unknown_asset
 from croft.engine.reconcile import reconcile
 from croft.history import runs, steplogs
 from croft.history.db import open_history
+from croft.project.assetfiles import asset_names
 from croft.project.config import Project
-from croft.project.discovery import discover
 
 __all__ = ["recent_failures", "show_logs"]
 
@@ -118,10 +118,10 @@ def show_logs(
 def _require_asset(project: Project, conn: Any, asset: str) -> None:
     """A name with no history must at least be an asset: a typo is UNKNOWN_ASSET, not "no history yet"."""
 
-    facts, _ = discover(project)
-    if asset in facts or runs.list_steps(conn, asset=asset, limit=1):
+    names = asset_names(project.root)
+    if asset in names or runs.list_steps(conn, asset=asset, limit=1):
         return
-    raise unknown_asset(asset, facts, "logs")
+    raise unknown_asset(asset, names, "logs")
 
 
 def recent_failures(project: Project, assets: list[str], lines: int) -> list[dict[str, Any]]:

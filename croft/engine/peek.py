@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from croft.core import sqlitefile
-from croft.engine.rows import RESERVED_COLUMNS
+from croft.engine.reserved import RESERVED_COLUMNS
 
 if TYPE_CHECKING:
     from typing import Any

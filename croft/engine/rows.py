@@ -12,7 +12,6 @@ from croft.engine.cursor import parse_timestamp
 
 __all__ = [
     "INT_RANGE",
-    "RESERVED_COLUMNS",
     "convert",
     "format_stamp",
     "next_stamp",
@@ -20,7 +19,6 @@ __all__ = [
     "sql_type",
 ]
 
-RESERVED_COLUMNS = frozenset({"_loaded_at", "_row_hash"})  # the columns croft adds to every data table
 INT_RANGE = (-(2**63), 2**63 - 1)
 
 

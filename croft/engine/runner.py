@@ -36,6 +36,7 @@ from croft.engine.window import refill_refusal
 from croft.history import catalog, leases, runs, state, steplogs
 from croft.history.db import open_history
 from croft.history.prune import prune_after_run
+from croft.history.runid import new_run_id
 from croft.notify.policy import Policy
 from croft.notify.runping import RunPings, tail_of
 from croft.notify.send import after_run
@@ -384,7 +385,7 @@ class _Run:
         )
         the_plan = plan(self.facts, self.options) if self.rules is None else self._due_plan()
         self._check_refill()
-        self.run_id = self.options.run_id or runs.new_run_id(now(), self.project.config.timezone, self.conn)
+        self.run_id = self.options.run_id or new_run_id(now(), self.project.config.timezone, self.conn)
         runs.create_run(
             self.conn,
             run_id=self.run_id,

@@ -24,7 +24,8 @@ from typing import Any, Literal
 from croft.core.problems import CroftError
 from croft.engine.checks import is_identifier, quote
 from croft.engine.cursor import CursorTracker
-from croft.engine.rows import INT_RANGE, RESERVED_COLUMNS, convert, sql_type
+from croft.engine.reserved import RESERVED_COLUMNS
+from croft.engine.rows import INT_RANGE, convert, sql_type
 
 __all__ = ["FLUSH_EVERY", "SEQ", "STAGE", "Dedupe", "Stage", "StagePlan", "dedupe_for", "statement_body"]
 

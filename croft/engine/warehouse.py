@@ -43,7 +43,8 @@ from croft.engine.checks import (
     run_checks,
 )
 from croft.engine.cursor import Cursor, CursorTracker, greatest
-from croft.engine.rows import RESERVED_COLUMNS, format_stamp, next_stamp, row_hash, sql_type
+from croft.engine.reserved import RESERVED_COLUMNS
+from croft.engine.rows import format_stamp, next_stamp, row_hash, sql_type
 from croft.engine.sqlerrors import BUSY_TIMEOUT_MS, translating
 from croft.engine.staging import Stage, StagePlan, dedupe_for, statement_body
 from croft.engine.tablediff import apply_staged, create_table, ensure_key_index, fill_from_select, index_table

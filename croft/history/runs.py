@@ -8,7 +8,6 @@ finish from a process that was merely slow cannot overwrite that verdict.
 from __future__ import annotations
 
 import json
-import secrets
 import sqlite3
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -16,7 +15,6 @@ from typing import TYPE_CHECKING
 from croft.core.clock import now, parse_instant, to_iso
 from croft.core.identity import ProcessIdentity
 from croft.core.problems import CroftError, Problem
-from croft.core.zones import zone_named
 from croft.history.db import immediate, translate_sqlite_errors
 
 if TYPE_CHECKING:
@@ -39,7 +37,6 @@ __all__ = [
     "list_runs",
     "list_steps",
     "mark_crashed",
-    "new_run_id",
     "record_skipped_step",
     "running_runs",
     "start_step",
@@ -82,10 +79,6 @@ def started_by_words(trigger: str | None) -> str:
     return _STARTER_WORDS[started_by(trigger)]
 
 
-_ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
-_ID_TRIES = 50
-
-
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -121,35 +114,6 @@ def _step_dict(row: sqlite3.Row) -> dict[str, Any]:
     out.pop("_rid", None)
     out["error"] = _loads(out["error"])
     return out
-
-
-def _secrets() -> Any:
-    """``secrets`` is loaded on first use: readers of the history (the idle tick) never choose a run id."""
-
-    return secrets
-
-
-def __getattr__(name: str) -> Any:
-    if name == "secrets":
-        return _secrets()
-    raise AttributeError(name)
-
-
-def new_run_id(now: datetime, tz: str, conn: sqlite3.Connection) -> str:
-    """``r_MMDD_HHMM_xxxx``: the minute in the project's zone and 4 random base-36 characters, unused here."""
-    picker = globals().get("secrets") or _secrets()
-    local = now.astimezone(zone_named(tz))
-    prefix = f"r_{local:%m%d_%H%M}_"
-    with translate_sqlite_errors("choosing a run id"):
-        for _ in range(_ID_TRIES):
-            candidate = prefix + "".join(picker.choice(_ID_ALPHABET) for _ in range(4))
-            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (candidate,)).fetchone() is None:
-                return candidate
-    raise CroftError(
-        "INTERNAL_ERROR",
-        f"could not find an unused run id starting {prefix} after {_ID_TRIES} tries",
-        "Wait a minute and run again; the run id changes every minute.",
-    )
 
 
 def create_run(

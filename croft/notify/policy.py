@@ -11,8 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from croft.project.bounds import REMIND_NEVER
 from croft.project.discovery import discover
-from croft.project.rules import REMIND_NEVER
 
 if TYPE_CHECKING:
     from croft.project.asset import AssetFacts

@@ -46,7 +46,7 @@ class AssetFacts:
     max_runtime_s: float | None = None  # a scheduled run's ceiling; None: croft.json's maxRuntime or 2 h
     # alerts; None: croft.json's notify (``notify.policy`` decides which wins)
     notify_after: int | None = None
-    notify_remind_s: float | None = None  # rules.REMIND_NEVER for "never"
+    notify_remind_s: float | None = None  # bounds.REMIND_NEVER for "never"
     run_ping: str | None = None  # a URL or the name of a .env key
     fresh_within_s: float | None = None  # the freshness promise (no default: no promise)
     slow_after_s: float | None = None  # a scheduled step running this long is told once (no default)

@@ -24,8 +24,16 @@ from croft.core.redact import Redactor
 from croft.core.suggest import nearest
 from croft.core.text import clip, quoted
 from croft.core.zones import closest_zone, zone_named
+from croft.project.bounds import (
+    bound_problem,
+    pool_problem,
+    pool_size_problem,
+    remind_problem,
+    remind_seconds,
+    url_or_env_problem,
+)
 from croft.project.env import checked_sizes, read_dotenv
-from croft.project.rules import bound_problem, remind_problem, remind_seconds, url_or_env_problem
+from croft.schedule.quiet import window_problem
 
 if TYPE_CHECKING:
     from typing import Any
@@ -75,7 +83,7 @@ class Config:
     notify_ping: str | None = None
     notify_secret: str | None = None
     notify_after: int = 1  # tell at the Nth scheduled failure in a row
-    notify_remind_s: float = 86_400.0  # between reminders of a failing streak; rules.REMIND_NEVER: never
+    notify_remind_s: float = 86_400.0  # between reminders of a failing streak; bounds.REMIND_NEVER: never
     notify_run_ping: str | None = None  # healthchecks.io-style run pings: a URL or the name of a .env key
     notify_urls: tuple[str, ...] = ()  # Apprise URLs; "$NAME" names a .env key
     history_keep_days: int = DEFAULT_KEEP_DAYS
@@ -249,8 +257,6 @@ def validate(raw: Any, path: Path) -> list[Problem]:
 
 def _release_problems(raw: dict[str, Any], path: Path) -> list[Problem]:
     """``jitter`` and ``quiet``: the project's defaults for when a fire is let go (docs/scheduling.md)."""
-    from croft.project.rules import bound_problem, quiet_problem
-
     out = []
     if "jitter" in raw:
         why = bound_problem("jitter", raw["jitter"], as_json=True)
@@ -259,7 +265,7 @@ def _release_problems(raw: dict[str, Any], path: Path) -> list[Problem]:
                 _bad(path, "jitter", f'"jitter" {why}', 'e.g. "jitter": "5m" (each fire waits 0 to 5 min)')
             )
     if "quiet" in raw:
-        why = quiet_problem(raw["quiet"])
+        why = window_problem(raw["quiet"])
         if why:
             out.append(_bad(path, "quiet", f'"quiet" {why}', 'e.g. "quiet": ["22:00-06:00"] (in "timezone")'))
     return out
@@ -291,15 +297,13 @@ def _history_problems(history: Any, path: Path) -> list[Problem]:
 
 
 def _pools_problems(pools: Any, path: Path) -> list[Problem]:
-    """``"pools": {"stripe": 1}``: each a pool name (``rules.pool_problem``) and how many of its scheduled
-    runs may go at once for this user (``rules.pool_size_problem``)."""
+    """``"pools": {"stripe": 1}``: each a pool name (``bounds.pool_problem``) and how many of its scheduled
+    runs may go at once for this user (``bounds.pool_size_problem``)."""
     if pools is None:
         return []
     example = '"pools": {"stripe": 1}'
     if not isinstance(pools, dict):
         return [_bad(path, "pools", '"pools" must be an object of pool names and sizes', f"e.g. {example}")]
-    from croft.project.rules import pool_problem, pool_size_problem
-
     problems = []
     for name, size in pools.items():
         why = pool_problem(name) or pool_size_problem(size)
@@ -315,8 +319,6 @@ def _remind(value: Any) -> float:
 
 
 def _jitter(value: Any) -> float | None:
-    from croft.core.duration import parse_seconds
-
     return parse_seconds(value, bare_text=False) if value is not None else None
 
 

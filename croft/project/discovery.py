@@ -13,14 +13,14 @@ from pathlib import Path
 
 from croft.core.problems import Problem, problem
 from croft.project.asset import AssetFacts
+from croft.project.assetfiles import asset_files
 from croft.project.config import Project
 from croft.project.facts import NAME_PATTERN, read_python_facts
 from croft.project.rules import MAX_NAME_LENGTH, pool_in_config, static_problems
 from croft.project.sqlfacts import read_sql_facts
 
-__all__ = ["RESERVED_NAMES", "AssetFacts", "all_problems", "asset_files", "check_name", "discover"]
+__all__ = ["RESERVED_NAMES", "AssetFacts", "all_problems", "check_name", "discover"]
 
-SUFFIXES = (".py", ".sql")
 # Words SQLite (or a reader of the SQL) would take for syntax; a table with one of these names needs quoting.
 RESERVED_NAMES = frozenset({
     "all", "alter", "and", "as", "between", "case", "check", "collate", "constraint", "create", "cross",
@@ -30,7 +30,6 @@ RESERVED_NAMES = frozenset({
     "select", "set", "table", "then", "to", "transaction", "union", "unique", "update", "using", "values",
     "when", "where", "with",
 })  # fmt: skip
-_IGNORED_PARTS = ("__pycache__",)
 
 
 def discover(
@@ -84,21 +83,6 @@ def discover(
 def all_problems(assets: Mapping[str, AssetFacts], problems: Iterable[Problem]) -> list[Problem]:
     """Project-level problems then every asset's own, in name order: what ``croft validate`` reports."""
     return [*problems, *(p for facts in assets.values() for p in facts.problems)]
-
-
-def asset_files(folder: Path) -> list[Path]:
-    """``.py`` and ``.sql`` files under ``folder``, sorted; hidden files/folders, ``__pycache__`` and
-    ``__init__.py`` (package markers, not assets) are skipped."""
-    if not folder.is_dir():
-        return []
-    found = []
-    for path in folder.rglob("*"):
-        parts = path.relative_to(folder).parts
-        if any(part.startswith(".") or part in _IGNORED_PARTS for part in parts):
-            continue
-        if path.suffix in SUFFIXES and path.name != "__init__.py" and path.is_file():
-            found.append(path)
-    return sorted(found)
 
 
 def check_name(name: str, rel: str) -> Problem | None:

@@ -20,16 +20,15 @@ from croft.core.duration import parse_seconds
 from croft.core.problems import Problem, problem
 from croft.core.suggest import nearest
 from croft.project.asset import DEFAULT_RETRIES, AssetFacts
-from croft.project.rules import (
+from croft.project.bounds import (
     bound_problem,
     max_runtime_problem,
     pool_problem,
-    quiet_problem,
     remind_problem,
     remind_seconds,
     url_or_env_problem,
-    write_mode_problem,
 )
+from croft.project.rules import quiet_problem, write_mode_problem
 
 if TYPE_CHECKING:
     from typing import Any
@@ -342,7 +341,7 @@ class _Reader:
     ) -> None:
         """One option through its rule (``rules``: the same function validate, run and tick use): into
         ``out[key]`` (its own name by default), converted, when the rule passes it; else one problem.
-        ``rule`` is a row of ``rules.BOUNDS`` by name, or a check of its own."""
+        ``rule`` is a row of ``bounds.BOUNDS`` by name, or a check of its own."""
         v = self.values
         if option not in v:
             return

@@ -22,15 +22,15 @@ from croft.core.problems import Problem, problem
 from croft.core.suggest import nearest
 from croft.core.text import clip
 from croft.project.asset import DEFAULT_TIMEOUT_S, AssetFacts
-from croft.project.checkspec import read_only_denies
-from croft.project.facts import parse_duration
-from croft.project.rules import (
+from croft.project.bounds import (
     bound_problem,
     max_runtime_problem,
     remind_problem,
     remind_seconds,
     url_or_env_problem,
 )
+from croft.project.checkspec import read_only_denies
+from croft.project.facts import parse_duration
 
 if TYPE_CHECKING:
     from typing import Any
@@ -293,7 +293,7 @@ def _timeout(value: str | None, add: Any, line: int | None) -> float:
 
 
 def _max_runtime(value: str | None, add: Any, line: int | None) -> float | None:
-    """``-- max_runtime: 30m``: the scheduled run's ceiling, by the one rule (``rules.max_runtime_problem``)."""
+    """``-- max_runtime: 30m``: the scheduled run's ceiling, by the one rule (``bounds.max_runtime_problem``)."""
 
     if value is None:
         return None
@@ -310,8 +310,8 @@ def _max_runtime(value: str | None, add: Any, line: int | None) -> float | None:
 
 
 def _pool(value: str | None, add: Any, line: int | None) -> str | None:
-    """``-- pool: stripe``: the pool its scheduled runs wait for, by the one rule (``rules.pool_problem``)."""
-    from croft.project.rules import pool_problem
+    """``-- pool: stripe``: the pool its scheduled runs wait for, by the one rule (``bounds.pool_problem``)."""
+    from croft.project.bounds import pool_problem
 
     if value is None:
         return None

@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.suggest import closest
 from croft.core.text import quoted
-from croft.core.zones import closest_zone
+from croft.core.zones import zone
 from croft.core.zones import zone_named as _zone_named
 
 if TYPE_CHECKING:
@@ -47,7 +47,6 @@ __all__ = [
     "next_fires",
     "parse_cron",
     "whole_number",
-    "zone",
 ]
 
 CRON_FIELDS_HINT = (
@@ -403,24 +402,6 @@ def parse_cron(text: str) -> CronSpec:
     if isinstance(found, Problem):
         raise CroftError(found)
     return found
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Zones
-
-
-def zone(tz: str | tzinfo) -> tzinfo:
-    """A zone from its IANA name (cached) or as given; an unknown name is CONFIG_INVALID with did-you-mean."""
-    if not isinstance(tz, str):
-        return tz
-    try:
-        return _zone_named(tz)
-    except Exception:  # ZoneInfoNotFoundError, ValueError for odd keys, OSError for unreadable files
-        guess = closest_zone(tz)
-        hint = f'did you mean "{guess}"?' if guess else "use an IANA zone name such as Europe/London or UTC"
-        raise CroftError(
-            "CONFIG_INVALID", f"{_quote(tz)} is not a time zone croft knows", hint, suggestion=guess
-        ) from None
 
 
 def clear_caches() -> None:

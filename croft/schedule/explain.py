@@ -9,7 +9,8 @@ from datetime import datetime
 
 from croft.core.problems import CroftError, Problem
 from croft.core.result import Result
-from croft.schedule.cron import fires_with_notes, zone
+from croft.core.zones import zone
+from croft.schedule.cron import fires_with_notes
 from croft.schedule.phrase import parse_schedule
 from croft.schedule.release import Policy, release_at
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, time, timedelta
 
-from croft.schedule.cron import zone
+from croft.core.zones import zone
 
 __all__ = ["Window", "parse_windows", "quiet_end", "quiet_start", "window_problem"]
 

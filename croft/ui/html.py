@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from croft.core.when import clock, in_text, relative
-from croft.schedule import cron
+from croft.core.zones import zone
 
 __all__ = ["REFRESH_S", "e", "nav", "prose", "result_class", "shell", "url", "when", "zone_of"]
 
@@ -44,9 +44,9 @@ def url(path: str, **query: Any) -> str:
 
 def zone_of(name: str | None) -> Any:
     try:
-        return cron.zone(name or "UTC")
+        return zone(name or "UTC")
     except Exception:  # a zone croft.json names wrongly: validate says so; the page shows UTC
-        return cron.zone("UTC")
+        return zone("UTC")
 
 
 def when(instant: str | None, now: datetime, zone: Any, *, age: bool = True) -> str:

@@ -287,9 +287,9 @@ def test_outside_a_project_the_crash_file_goes_to_the_user_cache(
 
     monkeypatch.chdir(plain(tmp_path))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    import croft.cli.schedule  # the command's own name for it: replacing the module's would outlive the test
+    import croft.cli.schedule_explain  # the command's own name for it: replacing the module's would outlive the test
 
-    monkeypatch.setattr(croft.cli.schedule, "explain_schedule", _explode)
+    monkeypatch.setattr(croft.cli.schedule_explain, "explain_schedule", _explode)
     with pytest.raises(SystemExit):
         main(["schedule", "explain", "hourly"])
     err = capsys.readouterr().err

@@ -210,9 +210,9 @@ def test_the_environment_table_is_the_knobs_table():
 
 
 def test_every_range_croft_enforces_is_in_the_docs_as_it_enforces_it():
-    """rules.BOUNDS is the one table of the numbers croft reads; each range is written in the page that
+    """bounds.BOUNDS is the one table of the numbers croft reads; each range is written in the page that
     documents its option, in the words the error uses."""
-    from croft.project.rules import BOUNDS
+    from croft.project.bounds import BOUNDS
 
     pages = {
         "history.keepDays": "configuration",

@@ -10,7 +10,7 @@ import pytest
 
 from croft.core.identity import ProcessIdentity
 from croft.core.problems import CroftError, Problem, problem
-from croft.history import catalog, runs, state
+from croft.history import catalog, runid, runs, state
 from croft.history.db import open_history
 
 WHO = ProcessIdentity(pid=4242, start="12345", boot="boot-a")
@@ -62,7 +62,7 @@ HTTP_400 = problem("HTTP_ERROR", "GET /items answered 400", "Fix the request.", 
     ],
 )
 def test_run_id_names_the_minute_in_the_project_zone(conn, zone, prefix):
-    run_id = runs.new_run_id(datetime(2026, 3, 8, 9, 5, 59, tzinfo=UTC), zone, conn)
+    run_id = runid.new_run_id(datetime(2026, 3, 8, 9, 5, 59, tzinfo=UTC), zone, conn)
     assert run_id.startswith(prefix)
     assert re.fullmatch(r"r_\d{4}_\d{4}_[0-9a-z]{4}", run_id)
 
@@ -76,8 +76,8 @@ def test_run_id_draws_again_when_the_first_is_taken(conn, monkeypatch):
         def choice(alphabet: str) -> str:
             return next(draws)
 
-    monkeypatch.setattr(runs, "secrets", Picker)
-    assert runs.new_run_id(datetime(2026, 3, 8, 9, 5, tzinfo=UTC), "UTC", conn) == "r_0308_0905_b7zq"
+    monkeypatch.setattr(runid, "secrets", Picker)
+    assert runid.new_run_id(datetime(2026, 3, 8, 9, 5, tzinfo=UTC), "UTC", conn) == "r_0308_0905_b7zq"
 
 
 # -- runs ------------------------------------------------------------------------------------------------

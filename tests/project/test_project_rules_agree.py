@@ -135,7 +135,7 @@ def test_validate_reports_every_refusal_the_engine_would_make(key, write, increm
     assert refused <= reported, (text, refused, reported)
 
 
-# -- numbers in croft.json: each has a range in the one table (rules.BOUNDS), checked by validate and run ----
+# -- numbers in croft.json: each has a range in the one table (bounds.BOUNDS), checked by validate and run ----
 
 OK_INGEST = """
 from croft import ingest
@@ -171,7 +171,7 @@ def test_numbers_in_croft_json_outside_their_range_are_refused_by_validate_and_r
 
 def test_the_largest_keep_days_still_runs_and_prunes(make_project):
     """The top of the range is usable: the run and its prune work with it (no overflow)."""
-    from croft.project.rules import BOUNDS
+    from croft.project.bounds import BOUNDS
 
     top = int(BOUNDS["history.keepDays"].high)
     root = make_project({"assets/orders.py": OK_INGEST}, history={"keepDays": top})

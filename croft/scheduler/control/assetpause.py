@@ -10,8 +10,8 @@ from croft.core.result import Next, Result
 from croft.core.suggest import unknown_asset
 from croft.history.db import open_history
 from croft.history.state import delete_setting
+from croft.project.assetfiles import asset_files
 from croft.project.config import Project
-from croft.project.discovery import asset_files
 from croft.scheduler import pause
 from croft.scheduler.control.commands import parse_pause_length
 from croft.scheduler.tick.memo import MEMO_KEY

@@ -10,7 +10,7 @@ registry (readable, the project in it) -> permissions (CROFT_HOME and its files 
 job (installed, loaded) -> the interpreter it runs -> the tick log's folder -> the backend's own links ->
 croft serve (for ``--no-os-job`` projects) -> each project (there, trusted, not in a folder macOS hides
 from background jobs, ticking). A project that is quiet while every link above it holds gets its cause
-from the tick log's tail. Doctor's chain ends with each project's notifications (``control.notifying``),
+from the tick log's tail. Doctor's chain ends with each project's notifications (``control.notifying`` gathers them, ``control.notifylink`` words them),
 which can warn but never break it.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from croft.core.problems import Problem
 from croft.core.trust import Unsafe
-from croft.scheduler.control.notifying import Notifying, notify_link
+from croft.scheduler.control.notifylink import Notifying, notify_link
 from croft.scheduler.jobs.base import SERVE_FALLBACK, JobState
 from croft.scheduler.jobs.health import Link
 

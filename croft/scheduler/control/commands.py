@@ -23,21 +23,15 @@ from croft.core.private import make_dirs
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.result import Next, Result
 from croft.core.text import clip
-from croft.engine.tablehealth import project_problems
 from croft.history.db import open_history
 from croft.history.state import put_setting
+from croft.project.bounds import BOUNDS, bound_problem
 from croft.project.config import Project
-from croft.project.rules import BOUNDS, bound_problem
 from croft.scheduler import heartbeat, incidents
-from croft.scheduler.control.catchup import catch_up
 from croft.scheduler.control.diagnosis import (
     no_tick_problem,
-    project_troubles,
-    stale_warning,
-    theirs_refusal,
-    unsafe_warning,
 )
-from croft.scheduler.due import AssetInfo
+from croft.scheduler.control.schedulestatus import asset_rows_and_nexts, never_fires, state_data
 from croft.scheduler.jobs import backends as jobs
 from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.jobs.base import SERVE_FALLBACK
@@ -53,9 +47,7 @@ from croft.scheduler.setting import (
     read_scheduling_file,
     write_scheduling,
 )
-from croft.scheduler.tick.freshview import add_freshness
-from croft.scheduler.tick.slots import queue_json
-from croft.scheduler.tick.view import asset_rows, schedule_look, schedule_view
+from croft.scheduler.tick.view import schedule_view
 from croft.scheduler.user.registry import Registry, Via
 from croft.scheduler.user.tick_all import ticked_lately
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, unsafe_error
@@ -65,7 +57,6 @@ __all__ = [
     "schedule_off",
     "schedule_on",
     "schedule_pause",
-    "schedule_status",
 ]
 
 ALREADY_TICKING = timedelta(minutes=2)
@@ -123,64 +114,6 @@ def _remove_job_if_unused(registry: Registry, runner: Runner | None, used_it: bo
         return [exc.problem.with_(severity="warning")] if used_it else []
     jobrecord.clear()
     return []
-
-
-def _scheduling_json(project: Project, setting: Scheduling, now: datetime) -> dict[str, Any]:
-    beat = heartbeat.last_heartbeat(project.config.state_dir, now)
-    out: dict[str, Any] = {
-        "state": effective_state(setting, now),
-        "via": setting.via,
-        "since": setting.since,
-        "lastTickAt": beat,
-    }
-    if out["state"] == "on":
-        out["stale"] = heartbeat.is_stale(setting, beat, now)
-    if setting.state == "paused" and out["state"] == "paused":
-        out["pausedUntil"] = setting.paused_until
-    return out
-
-
-def _registry_json(registry: Registry, root: Path) -> dict[str, Any]:
-    entries = registry.entries()
-    mine = registry.find(root)
-    return {
-        "file": str(registry.path),
-        "projects": len(entries),
-        "osJob": sum(1 for e in entries if e.via == "os-job"),
-        "entry": mine.to_json() if mine else None,
-    }
-
-
-def _assets(view: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Next]]:
-    """The asset rows of a ``schedule_view`` (``tick.view.asset_rows``, the tick's own decision) and the
-    commands that release what is held."""
-    rows = asset_rows(view)
-    releases: dict[str, str] = {}
-    for r in rows:
-        if r["held"] and len(releases) < 3:
-            releases.setdefault(r["held"]["release"], f"release {r['asset']}: {r['held']['why']}")
-    nexts = [Next(command, reason) for command, reason in releases.items()]
-    if not any(r["schedule"] for r in rows):
-        nexts.append(Next("croft docs assets", "no ingest has a schedule yet: add schedule=... to one"))
-    return rows, nexts
-
-
-def _tables(project: Project, rows: list[dict[str, Any]], infos: dict[str, AssetInfo]) -> list[Problem]:
-    """Tables changed outside croft (``engine.tablehealth``), on their rows (``table``) and as problems:
-    an incremental ingest whose table is gone is held even before a scheduled run has found it. The
-    assets' kinds are the facts the view was decided from (cached by the files' stats)."""
-
-    found = project_problems(project, {name: (i.kind, i.incremental) for name, i in infos.items()})
-    by_asset = {p.asset: p for p in found}
-    for row in rows:
-        table = by_asset.get(row["asset"])
-        row["table"] = None if table is None else {"code": table.code, **(table.details or {})}
-    return found
-
-
-def _never_fires(rows: list[dict[str, Any]]) -> list[Problem]:
-    """SCHEDULE_INVALID warnings for the ingests whose schedule never fires (the rows carry the tick's own)."""
-    return [Problem.from_dict(r["invalid"]) for r in rows if r.get("invalid")]
 
 
 def _wait_for_heartbeat(
@@ -308,13 +241,13 @@ def schedule_on(
                 job = installed_job(runner)
                 problems.append(no_tick_problem(project, setting, now, wait_ms, job).with_(severity="error"))
     nexts: list[Next] = []
-    data = _data("on", project, setting, registry, job or installed_job(runner), clock.now())
+    data = state_data("on", project, setting, registry, job or installed_job(runner), clock.now())
     if no_os_job:
         nexts.append(Next("croft serve", "keep it running: with --no-os-job it is what ticks this project"))
     try:
-        data["assets"], more = _assets(schedule_view(project, clock.now()))
+        data["assets"], more = asset_rows_and_nexts(schedule_view(project, clock.now()))
         nexts += more
-        problems += _never_fires(data["assets"])
+        problems += never_fires(data["assets"])
     except CroftError as exc:
         data["assets"], data["assetsUnavailable"] = [], True
         problems.append(exc.problem.with_(severity="warning"))
@@ -322,24 +255,6 @@ def schedule_on(
         data["firstTick"] = first_tick
         data["checked"] = found
     return Result(data=data, problems=problems, next=nexts)
-
-
-def _data(
-    action: str,
-    project: Project,
-    setting: Scheduling,
-    registry: Registry,
-    job: InstalledJob,
-    now: datetime,
-) -> dict[str, Any]:
-    return {
-        "action": action,
-        "root": str(project.root),
-        "timezone": project.config.timezone,
-        "scheduling": _scheduling_json(project, setting, now),
-        "job": None if job.state is None else job.state.to_json(),
-        "registry": _registry_json(registry, project.root),
-    }
 
 
 def schedule_off(project: Project, *, runner: Runner | None = None) -> Result:
@@ -375,7 +290,7 @@ def schedule_off(project: Project, *, runner: Runner | None = None) -> Result:
         registry, runner, used_it=bool(before_entry and before_entry.via == "os-job")
     )
     job = installed_job(runner)
-    data = _data("off", project, setting, registry, job, now)
+    data = state_data("off", project, setting, registry, job, now)
     data["jobRemoved"] = had_job and job.state is None  # else it stayed: other projects tick through it
     return Result(data=data, problems=problems)
 
@@ -391,51 +306,8 @@ def schedule_pause(project: Project, length: str | None, *, runner: Runner | Non
         )
     until = now + parse_pause_length(length) if length is not None else None
     setting = _write(project, "paused", now, via=before.via, paused_until=until)
-    data = _data("pause", project, setting, Registry(), installed_job(runner), now)
+    data = state_data("pause", project, setting, Registry(), installed_job(runner), now)
     return Result(data=data, next=[Next("croft schedule on", "resume now")])
-
-
-def schedule_status(project: Project, *, runner: Runner | None = None) -> Result:
-    now = clock.now()
-    theirs_refusal(project)  # another user's project whose state is hers: say so, not PATH_UNWRITABLE
-    setting = read_scheduling_file(project.config.state_dir)
-    registry = Registry()
-    job = installed_job(runner)  # read once: the status shows it, and the stale warning checks it
-    data = _data("status", project, setting, registry, job, now)
-    problems: list[Problem] = []
-    unsafe = unsafe_warning(project, now, setting=setting)  # the setting read above, not read again
-    if unsafe:
-        problems.append(unsafe)
-    problems += project_troubles(project, now)  # its folder, its history, a failing tick, a lost setting
-    warning = stale_warning(project, runner, now, job=job, setting=setting)
-    if warning:  # an error, so exit 1 as SCHEDULER_STALE's page says; the rest of the data still reads
-        problems.append(warning.with_(severity="error"))
-    view, infos = schedule_look(project, now)  # one look at the files and the history for every part
-    data["assets"], nexts = _assets(view)
-    problems += _never_fires(data["assets"])
-    problems += _tables(project, data["assets"], infos)
-    problems += _queue(data, view, now)
-    if effective_state(setting, now) == "off":
-        nexts.insert(0, Next("croft schedule on", "let the scheduler run this project's ingests"))
-
-    return add_freshness(Result(data=data, problems=problems, next=nexts), project, now, infos)
-
-
-def _queue(data: dict[str, Any], view: dict[str, Any], now: datetime) -> list[Problem]:
-    """The user's queue and cap (``scheduler.tick.slots``) and what the next tick will run once after a pause
-    or off (``scheduler.control.catchup``); a cap that could not be read is a warning."""
-
-    data["queue"] = queue_json(croft_home(), now)
-    data["catchUp"] = catch_up(view)
-    why = data["queue"].pop("capProblem", None)
-    if not why:
-        return []
-    knob = knobs.KNOBS["CROFT_MAX_SCHEDULED_RUNS"]
-    hint = (
-        f"set maxScheduledRuns in {croft_home() / 'config.json'} to a whole number from {knob.low:g}"
-        f" to {knob.high:g}, or remove it (the default is 2)"
-    )
-    return [problem("CONFIG_INVALID", f"the cap on scheduled runs: {why}", hint, severity="warning")]
 
 
 def _check_interpreter(python: str) -> None:

@@ -14,7 +14,7 @@ from croft.project.config import Project
 from croft.project.validate import channel_problems
 from croft.scheduler.control.chain import links
 from croft.scheduler.control.diagnosis import theirs_refusal
-from croft.scheduler.control.gather import user_chain
+from croft.scheduler.control.doctorchain import user_chain
 from croft.scheduler.jobs.health import Link
 from croft.scheduler.jobs.oscmd import Runner
 from croft.scheduler.tick.freshview import add_freshness

@@ -8,8 +8,8 @@ from datetime import datetime
 from croft.core.problems import CroftError
 from croft.core.result import Result
 from croft.core.suggest import unknown_asset
+from croft.project.assetfiles import asset_files
 from croft.project.config import Project
-from croft.project.discovery import asset_files
 from croft.project.facts import read_python_facts
 from croft.project.sqlfacts import read_sql_facts
 from croft.schedule.explain import explain_schedule

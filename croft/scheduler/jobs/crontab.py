@@ -1,8 +1,11 @@
 """The crontab backend: one tagged line in the user's crontab, every other line kept byte for byte.
 
-python-crontab renders our line (it escapes ``%`` for cron and tags the line with a comment); the rest
-of the table is spliced as text, because parsing and re-rendering the user's lines would normalise
-their spacing and drop what it does not understand. MAILTO and every other setting are the user's.
+croft writes and reads back its own line only: ``* * * * * <command> # croft:<label>``, its words quoted
+for sh (``cron_quote``) and each ``%`` escaped for cron. The rest of the table is spliced as text, because
+parsing and re-rendering the user's lines would normalise their spacing and drop what it does not
+understand. MAILTO and every other setting are the user's. No cron library is loaded: the one line is
+ours, and python-crontab (which would bring asyncio, ssl and logging into every ``croft status``) reads it
+back in the tests instead, as cron and sh do.
 """
 
 from __future__ import annotations
@@ -11,8 +14,6 @@ import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-
-from crontab import CronTab
 
 from croft.core.problems import CroftError
 from croft.scheduler.jobs.base import JobState, install_failed, refuse_unholdable
@@ -69,12 +70,11 @@ def tick_command(spec: JobSpec) -> str:
 
 
 def render_line(spec: JobSpec) -> str:
-    """``* * * * * <command> # croft:<label>``, rendered by python-crontab (which escapes ``%``)."""
+    """``* * * * * <command> # croft:<label>``, each ``%`` escaped (cron cuts a command at a bare one)."""
 
     refuse_unholdable("crontab", "a crontab line", spec, _holdable)
-    job = CronTab(tab="").new(command=tick_command(spec), comment=tag(spec.label))
-    job.setall("* * * * *")
-    return str(job.render())
+    command = tick_command(spec).replace("%", "\\%")
+    return f"* * * * * {command} # {tag(spec.label)}"
 
 
 def is_ours(line: str, label: str) -> bool:
@@ -200,16 +200,22 @@ class Crontab:
 
 
 def python_of(line: str) -> str | None:
-    """The interpreter our line runs (the first word after the environment assignments)."""
+    """The interpreter our line runs (the first word after the environment assignments); None when the
+    line is not one of five times and a command (a hand-edited line)."""
 
-    jobs = list(CronTab(tab=line + "\n"))
-    if not jobs:
+    found = _OUR_LINE.fullmatch(line.strip())
+    if found is None:
         return None
     try:
-        words = shlex.split(str(jobs[0].command))  # python-crontab has undone the \% escapes
+        words = shlex.split(found["command"].replace("\\%", "%"))  # cron's \% escapes undone
     except ValueError:
         return None
     return next((w for w in words if "=" not in w.split("/")[0]), None)
+
+
+# five time fields (or an @word), the command up to the first " #" (``cron_quote`` never leaves a space
+# before a # of a word), and the comment
+_OUR_LINE = re.compile(r"(?:@\w+|(?:\S+\s+){4}\S+)\s+(?P<command>.*?)(?:\s+#.*)?")
 
 
 def cron_daemon_link(running: bool | None) -> Link:

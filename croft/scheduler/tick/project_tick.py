@@ -25,8 +25,8 @@ from croft.core.problems import CroftError, Problem, problem
 from croft.engine.catalog import mirror
 from croft.engine.reconcile import reconcile
 from croft.engine.warehouse import Warehouse
-from croft.history import runs
 from croft.history.db import open_history
+from croft.history.runid import new_run_id
 from croft.history.state import claim_tick, delete_setting, put_setting, read_tick, release_tick, write_tick
 from croft.notify.send import ping_after_tick
 from croft.project.config import Project
@@ -222,7 +222,7 @@ def _work(
     followers = [n for n, v in work.views.items() if v.due and not v.primary]
     for want, locks in grant.start:
         group = want.group
-        run_id = runs.new_run_id(now, tz, conn)
+        run_id = new_run_id(now, tz, conn)
         fires = {a: work.fires[a] for a in group if a in work.fires}
         deadline = deadline_for([*group, *followers], infos, project, now)
         note_spawn(conn, run_id, group, now, fires, group, deadline=deadline)

@@ -5,7 +5,7 @@ the run is wedged, stopped (SIGSTOP) or holding the interpreter in a C call; it 
 (``CROFT_NOW``) as the ceiling that ends runs past ``max_runtime``, right after that ceiling, so a run
 it has just ended is never also called slow; and a tick is never idle while a run is recorded running,
 so it looks every minute for as long as the run lasts (which is why ``slow_after`` is a minute at
-least: ``rules.BOUNDS``). Costs nothing unless an asset has a ``slow_after`` and a run is running.
+least: ``bounds.BOUNDS``). Costs nothing unless an asset has a ``slow_after`` and a run is running.
 
 Once per run and asset, across ticks: the pairs told are claimed in settings ``notify.slowTold`` in one
 write transaction before anything is sent (as ``tick.tell`` claims crashed runs), so a send that fails

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from croft.core import clock
 from croft.core.clock import parse_instant
 from croft.core.problems import CroftError, Problem, problem
+from croft.core.zones import zone
 from croft.history.db import history_path, open_readonly, problem_for_sqlite_error
 from croft.project.config import Project
-from croft.schedule import cron
 from croft.scheduler.due import View, due_work
 from croft.scheduler.heartbeat import last_heartbeat
 from croft.scheduler.setting import Scheduling, effective_state, read_scheduling
@@ -38,7 +38,7 @@ def _local(instant: str | None, tz: str) -> str | None:
     """An instant in the project's zone, ISO-8601 with its offset."""
     if not instant:
         return None
-    return parse_instant(instant).astimezone(cron.zone(tz)).isoformat(timespec="minutes")
+    return parse_instant(instant).astimezone(zone(tz)).isoformat(timespec="minutes")
 
 
 def schedule_view(project: Project, now: datetime) -> dict[str, Any]:

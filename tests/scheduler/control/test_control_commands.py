@@ -25,8 +25,8 @@ from croft.scheduler.control.commands import (
     schedule_off,
     schedule_on,
     schedule_pause,
-    schedule_status,
 )
+from croft.scheduler.control.schedulestatus import schedule_status
 from croft.scheduler.jobs import crontab
 from croft.scheduler.jobs import record as jobrecord
 from croft.scheduler.jobs.base import JobState

@@ -20,7 +20,7 @@ from croft.history.db import open_history
 from croft.notify.desktop import reach
 from croft.notify.log import ROTATE_BYTES, last_outcomes, log_miss, log_sent
 from croft.project.config import load_project
-from croft.scheduler.control.notifying import Notifying, notify_link
+from croft.scheduler.control.notifylink import Notifying, notify_link
 from croft.scheduler.setting import write_scheduling
 from croft.scheduler.user.registry import Registry
 
