@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from croft.cli.project_option import load, project_option
-from croft.cli.render import json_option, run_command
-from croft.cli.schedule_options import group_options, progress, state_human, ticking_options
+from croft.cli.project_option import load
+from croft.cli.schedule_options import progress, project_action, state_human, ticking_options
 from croft.core.problems import CroftError
 from croft.core.result import Result
 from croft.scheduler.control.assetpause import pause_asset, pause_words, resume_asset
@@ -17,10 +16,7 @@ __all__ = ["off", "on", "pause", "resume"]
 
 @click.command("on")
 @ticking_options
-@project_option
-@json_option
-@group_options
-@run_command(state_human)
+@project_action(state_human)
 def on(no_os_job: bool, backend: str, project_dir: str | None) -> Result:
     """Let the scheduler run this project's ingests: records the setting, registers the project, installs
     the per-user job and waits for its first tick (CROFT_HEARTBEAT_WAIT_MS, default 70 s)."""
@@ -34,10 +30,7 @@ def on(no_os_job: bool, backend: str, project_dir: str | None) -> Result:
 
 
 @click.command("off")
-@project_option
-@json_option
-@group_options
-@run_command(state_human)
+@project_action(state_human)
 def off(project_dir: str | None) -> Result:
     """Stop scheduling this project; the OS job goes once no project needs it."""
 
@@ -53,10 +46,7 @@ def _pause_human(result: Result) -> str:
 @click.command("pause")
 @click.argument("asset", required=False)
 @click.option("--for", "length", help="How long: 90m, 1h30m, 2 days... (default: until resumed).")
-@project_option
-@json_option
-@group_options
-@run_command(_pause_human)
+@project_action(_pause_human)
 def pause(asset: str | None, length: str | None, project_dir: str | None) -> Result:
     """Start nothing until the pause ends or `croft schedule on`; with ASSET, pause only that asset
     (`croft schedule resume ASSET` ends it) while the rest of the project runs."""
@@ -69,10 +59,7 @@ def pause(asset: str | None, length: str | None, project_dir: str | None) -> Res
 @click.command("resume")
 @click.argument("asset", required=False)
 @ticking_options
-@project_option
-@json_option
-@group_options
-@run_command(_pause_human)
+@project_action(_pause_human)
 def resume(asset: str | None, no_os_job: bool, backend: str, project_dir: str | None) -> Result:
     """Let the scheduler run ASSET again after `croft schedule pause ASSET`; without ASSET, the same as
     `croft schedule on`."""

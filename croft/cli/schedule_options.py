@@ -13,12 +13,13 @@ from typing import Any
 import click
 
 from croft.cli.flag import flag
-from croft.cli.render import emit
+from croft.cli.project_option import project_option
+from croft.cli.render import emit, json_option, run_command
 from croft.cli.schedule_text import schedule_text
 from croft.core.problems import problem
 from croft.core.result import Result
 
-__all__ = ["GROUP_KEY", "group_options", "progress", "state_human", "ticking_options"]
+__all__ = ["GROUP_KEY", "group_options", "progress", "project_action", "state_human", "ticking_options"]
 
 GROUP_KEY = "croft.schedule.group"  # ctx.meta: the options given to the group, before the action
 
@@ -61,6 +62,18 @@ def _same_folder(a: str, b: str) -> bool:
 def _refuse(as_json: bool, message: str, hint: str) -> None:
 
     emit(Result(problems=[problem("USAGE", message, hint)]), as_json)
+
+
+def project_action(
+    human: Callable[[Result], str],
+) -> Callable[[Callable[..., Result]], Callable[..., None]]:
+    """What every action on one project takes: ``--project`` and ``--json`` (on either side of the action's
+    name), its Result told in ``human``'s words or as the envelope."""
+
+    def decorate(work: Callable[..., Result]) -> Callable[..., None]:
+        return project_option(json_option(group_options(run_command(human)(work))))
+
+    return decorate
 
 
 def state_human(result: Result) -> str:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import click
 
-from croft.cli.project_option import load, project_option
-from croft.cli.render import json_option, run_command
-from croft.cli.schedule_options import group_options, state_human
+from croft.cli.project_option import load
+from croft.cli.schedule_options import project_action, state_human
 from croft.core.result import Result
 from croft.scheduler.control.schedulestatus import schedule_status
 
@@ -15,10 +14,7 @@ __all__ = ["status"]
 
 
 @click.command("status")
-@project_option
-@json_option
-@group_options
-@run_command(state_human)
+@project_action(state_human)
 def status(project_dir: str | None) -> Result:
     """The setting, the OS job, the last tick (and whether it is stale), and each asset's schedule."""
 
