@@ -32,9 +32,13 @@ def main() -> None:
     if owed == "":  # settled, no ping owed
         return
     if owed is not None:  # settled, owing pings: sent with the standard library and croft only (no site)
-        from croft.scheduler.user.pingbeat import ping_owed
+        try:
+            from croft.scheduler.user.pingbeat import ping_owed
 
-        if ping_owed(owed):  # else not what croft writes, none sent: the full tick's minute
+            sent = ping_owed(owed)  # False: not what croft writes, none sent
+        except Exception:  # it cannot be loaded here (a broken install, say): the full tick's minute
+            sent = False
+        if sent:
             return
     sys.path.remove(FOLDER)  # croft is loaded; its modules are found through the package from here on
     import site
