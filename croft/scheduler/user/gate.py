@@ -7,15 +7,16 @@ Most minutes of most users need nothing: no fire, retry, ceiling, reminder or fr
 and nothing a tick reads has moved. The full per-user tick (``scheduler.user.tick_all``) knows that
 when it ends a minute in which every project was only beaten, and writes it down in the header part
 of the file it writes every minute, ``<CROFT_HOME>/wake`` (``wakefile``; the rest, each project's memory
-for the next full minute, is not read here): the earliest instant anything may need a look, the ``stat`` of every file whose
-change matters (the registry and croft's home with its files, and per project its folder, croft.json,
-assets/ with each asset file and local module, lib/, its history and WAL, its state folder, its
-incident file), which carry the trust facts too (owner, mode), the environment's croft knobs, and the
-heartbeat to write. The next minute, this module reads that file, stats those paths and the disks, and
+for the next full minute, is not read here): the earliest instant anything may need a look, the ``stat``
+of every path whose change can make a minute need work (the registry and croft's home with its files,
+and per project its folder, croft.json, assets/ and each folder under it, lib/, its history and WAL, its
+incident file), which carry the trust facts too (owner, mode), one folder of each disk, the
+environment's croft knobs, and the heartbeat to write. The next minute, this module reads that file, stats those paths and the disks, and
 when all is as it was and the instant has not come, writes the minute's heartbeat and ends. Anything
 else (a moved stamp, the instant, a clock that went back, no wake file or no part for the gate, a file it
 cannot read, a disk short of space, any error) hands the minute to the full tick, which writes the file
-anew. An edit is noticed the next minute. Dead-man's-switch pings go out every minute: a settled minute
+anew. A file saved by rename, a config edit or a run is noticed the next minute; an asset rewritten in
+place at the next full minute (``wakefile`` says why that is safe). Dead-man's-switch pings go out every minute: a settled minute
 owes those of the projects it beat, which the full tick wrote as the last line of the gate's part; the
 gate hands that line to its caller unread (it imports no ``json``), and the caller sends them
 (``user.pingbeat``).
@@ -43,9 +44,8 @@ _TRUST = attrgetter("st_mode", "st_uid", "st_gid")
 def stamp(full: list[str], trust: list[str], absent: list[str], wals: list[str]) -> tuple[int, int]:
     """(one number for the stats of every path, the newest modification time among ``full``). ``full``:
     paths that exist, and what of each ``stat`` matters (type and mode, inode, device, links, owner,
-    group, size, modification time); ``trust``: paths croft itself rewrites every minute (its home, the
-    minute lock, the heartbeat file, a state folder whose mtime moves with every reader), only their type
-    and mode, owner and group; ``absent``: paths that were not there (one that comes moves the number);
+    group, size, modification time); ``trust``: paths croft itself rewrites every minute (its home, its
+    logs, the minute lock, the heartbeat file), only their type and mode, owner and group; ``absent``: paths that were not there (one that comes moves the number);
     ``wals``: SQLite WALs, an empty one (a reader's open leaves one) the same as none. The number is a
     hash of tuples of integers, which Python computes the same in every process. Raises OSError when a
     path of ``full`` or ``trust`` cannot be looked at (gone included).
