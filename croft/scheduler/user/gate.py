@@ -9,8 +9,8 @@ when it ends a minute in which every project was only beaten, and writes it down
 of the file it writes every minute, ``<CROFT_HOME>/wake`` (``wakefile``; the rest, each project's memory
 for the next full minute, is not read here): the earliest instant anything may need a look, the ``stat``
 of every path whose change can make a minute need work (the registry and croft's home with its files,
-and per project its folder, croft.json, assets/ and each folder under it, lib/, its history and WAL, its
-incident file), which carry the trust facts too (owner, mode), one folder of each disk, the
+and per project croft.json, assets/ and each folder under it, lib/, its history and WAL, its incident
+file), which carry the trust facts too (owner, mode), one folder of each disk, the
 environment's croft knobs, and the heartbeat to write. The next minute, this module reads that file, stats those paths and the disks, and
 when all is as it was and the instant has not come, writes the minute's heartbeat and ends. Anything
 else (a moved stamp, the instant, a clock that went back, no wake file or no part for the gate, a file it

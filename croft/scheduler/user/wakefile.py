@@ -12,16 +12,16 @@ it as it was), and a path that cannot be written on one line (a newline in it) l
 Both readers believe the file only when it is this user's and no one else may write it.
 
 What the gate stamps is what can make a minute need work: croft.json, the history (a run by hand, an
-approval, a pause), the registry and croft's home, and every folder a file can come into or leave (the
-project's, assets/ and each folder under it, lib/), whose stats carry the trust facts too. Not the asset
-files themselves, which are most of the paths, nor the state folder ``.croft/`` (``UNSTAMPED_PARTS``): the
-gate settles a minute only while no project holds anything (a project with a held asset leaves no idle
-memo), and then an edit to an asset's code can only hold that asset until a person runs it (which writes
-the history), never bring a run sooner; ``croft run --due`` checks each asset's code against the code a
-person ran before it starts it. So a file saved by rename (most editors, ``git checkout``) is seen the
-next minute through its folder, and one rewritten in place at the next full minute: the next instant the
-gate's part names, at most ``RECHECK_S`` (an hour) ahead, when the full minute compares every file's stat
-again and checks every folder's owner and mode.
+approval, a pause), the registry and croft's home, and the folders a file can come into or leave
+(assets/ and each folder under it, lib/), whose stats carry the trust facts too. Not the asset files
+themselves, which are most of the paths, nor the project's folder and its state folder
+(``UNSTAMPED_PARTS``): the gate settles a minute only while no project holds anything (a project with a
+held asset leaves no idle memo), and then an edit to an asset's code can only hold that asset until a
+person runs it (which writes the history), never bring a run sooner; ``croft run --due`` checks each
+asset's code against the code a person ran before it starts it. So a file saved by rename (most editors,
+``git checkout``) is seen the next minute through its folder, and one rewritten in place at the next
+full minute: the next instant the gate's part names, at most ``RECHECK_S`` (an hour) ahead, when the
+full minute compares every file's stat again and checks every folder's owner and mode.
 """
 
 from __future__ import annotations
@@ -43,11 +43,12 @@ RACY_NS = 50_000_000
 SERVE_NOTE = "serve.json"  # servenote.NOTE (checked by a test: the minute's path loads no pathlib)
 FIXED = (".croft/runs.sqlite",)
 WALS = (".croft/runs.sqlite-wal",)
-RARELY = frozenset({"lib"})  # usually absent: stamped only when there (the root's stamp shows it come)
-# the state folder: its mtime moves with every reader's -wal and -shm, and what its mode guards (the
-# approvals in the history) shows in the history's own stamps: whoever writes there moves runs.sqlite or
-# its WAL, and the full minute that follows checks the folder's owner and mode before anything runs
-UNSTAMPED_PARTS = frozenset({".croft"})
+RARELY = frozenset({"lib"})  # usually absent: stamped only when there (one that comes holds only code)
+# the project's folder and its state folder: what their owner and mode guard shows in the stamps of what
+# is in them (whoever replaces croft.json, assets/ or the history moves their stamps), a lib/ that comes
+# holds only code, and the state folder's mtime moves with every reader's -wal and -shm; the full minute
+# checks both folders' owner and mode before anything runs
+UNSTAMPED_PARTS = frozenset({"", ".croft"})
 # croft's own minute files: rewritten by the minute itself, so only who owns them and their mode count
 REWRITTEN = frozenset({"", "logs", "tick-all.lock", "idle-beats.json"})
 UNSTAMPED = frozenset({FILE})  # the wake file itself: the gate looks at its owner and mode as it opens it
