@@ -96,7 +96,7 @@ def _exists(name: str) -> bool:
     if len(words) == 1:
         return True
     group = build_group().get_command(None, words[0])
-    return words[1] in group.commands
+    return group.get_command(None, words[1]) is not None  # lazy groups load it only when asked
 
 
 # A command the docs name must exist. Only these, which issues 7 and 8 are building on other branches, may
