@@ -212,10 +212,8 @@ def _connect(path: Path) -> sqlite3.Connection:
     create_file(path)  # 0600 whatever the umask (see core.private)
     conn = sqlitefile.connect(path, "create", timeout=10.0)
     try:
-        if conn.execute("PRAGMA user_version").fetchone()[0] < _VERSION:  # an older croft's file: its rows
-            conn.execute("DROP TABLE IF EXISTS slots")  # said nothing of pools or locks; ticks refill it
-            conn.execute("DROP TABLE IF EXISTS waiting")
-            conn.execute(f"PRAGMA user_version = {_VERSION}")
+        if conn.execute("PRAGMA user_version").fetchone()[0] < _VERSION:  # new, or of an older croft
+            _make(conn)
         for statement in _SCHEMA:
             conn.execute(statement)
         checked = conn.execute("PRAGMA quick_check").fetchone()
@@ -225,6 +223,26 @@ def _connect(path: Path) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def _make(conn: sqlite3.Connection) -> None:
+    """The tables, made in one write transaction that reads the version again inside it: of several
+    ticks opening a new file at once, one makes them and the others find them made (read outside it, a
+    late one would drop the tables a first one is already using). A file of version 1 said nothing of
+    pools or lock files: its rows go, and the ticks fill the tables again."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("PRAGMA user_version").fetchone()[0] < _VERSION:
+            conn.execute("DROP TABLE IF EXISTS slots")
+            conn.execute("DROP TABLE IF EXISTS waiting")
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def _translated(work: Any) -> Any:
