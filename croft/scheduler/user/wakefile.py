@@ -55,10 +55,9 @@ UNSTAMPED = frozenset({FILE})  # the wake file itself: the gate looks at its own
 
 
 class Stamps:
-    """The paths of the minute's start, and their stamp then: croft's home and, per project, its folder,
-    croft.json, its asset folders, lib/, its history and WAL and its state folder (``projects``: per root,
-    the asset folders and files of its idle memo; the files are the full minute's to compare, not the
-    gate's)."""
+    """The paths of the minute's start, and their stamp then: croft's home and, per project, croft.json,
+    its asset folders, lib/, its history and WAL (``projects``: per root, the asset folders and files of
+    its idle memo; the files are the full minute's to compare, not the gate's)."""
 
     def __init__(self, home: str, registry_path: str, projects: dict[str, tuple[list[str], list[str]]]):
         self.home = home
@@ -75,7 +74,7 @@ class Stamps:
                 path = f"{root}/{name}" if name else root
                 if name in UNSTAMPED_PARTS:
                     continue
-                if name not in RARELY or os.access(path, os.F_OK):  # when absent, its folder says it came
+                if name not in RARELY or os.access(path, os.F_OK):  # lib/ only when there (RARELY)
                     self.full.append(path)
             self.wals += [f"{root}/{name}" for name in WALS]
             incident = incident_path(root, home)
