@@ -7,7 +7,6 @@ intended value (a misspelt key or zone), a ``suggestion``.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -32,7 +31,7 @@ from croft.project.bounds import (
     remind_seconds,
     url_or_env_problem,
 )
-from croft.project.env import checked_sizes, read_dotenv
+from croft.project.env import read_dotenv, shell_wins
 from croft.schedule.quiet import window_problem
 
 if TYPE_CHECKING:
@@ -115,10 +114,9 @@ class Project:
     @cached_property
     def env(self) -> dict[str, str]:
         """The names ``.env`` defines, with the shell's value winning over the file's; ENV_INVALID naming
-        a key whose value is larger than a secret may be (``env.checked_sizes``)."""
+        a key whose value is larger than a secret may be (``env.shell_wins``)."""
 
-        values = {name: os.environ.get(name, value) for name, value in self.dotenv.items()}
-        return checked_sizes(values, self.root / ".env")
+        return shell_wins(self.dotenv, self.root / ".env")
 
     @cached_property
     def redactor(self) -> Redactor:

@@ -5,6 +5,7 @@ Values are secrets: nothing here prints, logs or puts a value into an error mess
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 from croft.core.problems import CroftError, Problem, problem
 from croft.core.redact import MAX_SECRET_BYTES
 
-__all__ = ["MAX_ENV_FILE_BYTES", "checked_sizes", "parse_dotenv", "read_dotenv"]
+__all__ = ["MAX_ENV_FILE_BYTES", "checked_sizes", "parse_dotenv", "project_env", "read_dotenv", "shell_wins"]
 
 MAX_ENV_FILE_BYTES = 1024 * 1024  # a .env is names and secrets; a larger file is not one
 
@@ -87,6 +88,19 @@ def _value(rest: str) -> str:
     if comment:
         rest = rest[: comment.start()]
     return rest.strip()
+
+
+def shell_wins(dotenv: Mapping[str, str], path: Path) -> dict[str, str]:
+    """The names ``.env`` (at ``path``) defines, each with the shell's value when it exports one, sizes
+    checked (``checked_sizes``): what the project's code sees, so what croft hides."""
+    return checked_sizes({name: os.environ.get(name, value) for name, value in dotenv.items()}, path)
+
+
+def project_env(root: Path) -> dict[str, str]:
+    """``shell_wins`` over ``<root>/.env``, read without loading the project: a line about a project whose
+    croft.json does not load (or whose time zone this interpreter cannot find) is still redacted."""
+    path = root / ".env"
+    return shell_wins(read_dotenv(path), path)
 
 
 def checked_sizes(env: Mapping[str, str], path: Path) -> dict[str, str]:

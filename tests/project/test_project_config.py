@@ -9,6 +9,7 @@ import pytest
 from croft.core.problems import CroftError
 from croft.project.config import find_root, load_config, load_project
 from croft.project.env import parse_dotenv
+from croft.scheduler.tick import memo
 
 
 def config_error(root: Path) -> CroftError:
@@ -164,6 +165,22 @@ def test_shell_wins_over_dotenv_and_only_dotenv_values_are_redacted(make_project
     assert project.env == {"API_KEY": "from-shell-9999", "TOKEN": "tok en 5678", "SHORT": "abc"}
     text = project.redactor.text("key=from-shell-9999 token=tok en 5678 short=abc other=do-not-touch")
     assert text == "key=[redacted:API_KEY] token=[redacted:TOKEN] short=abc other=do-not-touch"
+
+
+def test_a_failed_pings_line_is_redacted_even_when_croft_json_does_not_load(make_project, monkeypatch):
+    """The OS job's interpreter may lack a time zone (no system tzdata, no site-packages) or croft.json
+    may be broken: the redactor of a missed ping's notify.log line comes from .env alone, as the
+    project's own does."""
+    root = make_project()
+    (root / ".env").write_text("API_KEY=from-file-1234\nTOKEN=tok-5678\n")
+    monkeypatch.setenv("API_KEY", "from-shell-9999")
+    text = "key=from-shell-9999 token=tok-5678 old=from-file-1234"
+    expected = load_project(root).redactor.text(text)
+    assert expected == "key=[redacted:API_KEY] token=[redacted:TOKEN] old=from-file-1234"
+    (root / "croft.json").write_text('{"timezone": "Nowhere/Atlantis"}')
+    with pytest.raises(CroftError):
+        load_project(root)
+    assert memo.project_redactor(str(root))(text) == expected
 
 
 def test_a_project_without_dotenv_has_no_secrets(make_project):

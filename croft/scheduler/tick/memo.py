@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING
 
 from croft.core import sqlitefile
 from croft.core.identity import current
+from croft.core.redact import Redactor
 from croft.history import tickrow
 from croft.notify.ping import ping_logged
-from croft.project.config import load_project
+from croft.project.env import project_env
 from croft.scheduler.incidents import incident_path
 from croft.scheduler.tick.filekeys import files_fingerprint
 from croft.scheduler.tick.report import tick_data
@@ -148,10 +149,12 @@ def _ping(root: str, config: dict[str, Any]) -> None:
 
 
 def project_redactor(root: str) -> Any:
-    """Only on a failed ping: the project's redactor, for the line in notify.log (the project is loaded
-    then, never on a ping that answered)."""
+    """Only on a failed ping: the project's redactor, for the line in notify.log (``.env`` is read then,
+    never on a ping that answered). From ``.env`` alone, as ``Project.redactor`` makes it: a croft.json
+    that does not load, or a time zone the OS job's interpreter cannot find, never leaves the line
+    unredacted."""
 
-    return load_project(Path(root)).redactor.text
+    return Redactor(project_env(Path(root))).text
 
 
 def memo_holds(root: str, now_iso: str) -> dict[str, Any] | None:
