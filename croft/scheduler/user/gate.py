@@ -45,7 +45,8 @@ def stamp(full: list[str], trust: list[str], absent: list[str], wals: list[str])
     """(one number for the stats of every path, the newest modification time among ``full``). ``full``:
     paths that exist, and what of each ``stat`` matters (type and mode, inode, device, links, owner,
     group, size, modification time); ``trust``: paths croft itself rewrites every minute (its home, its
-    logs, the minute lock, the heartbeat file), only their type and mode, owner and group; ``absent``: paths that were not there (one that comes moves the number);
+    logs, the minute lock, the heartbeat file, when there), only their type and mode, owner and group;
+    ``absent``: paths that were not there (one that comes moves the number);
     ``wals``: SQLite WALs, an empty one (a reader's open leaves one) the same as none. The number is a
     hash of tuples of integers, which Python computes the same in every process. Raises OSError when a
     path of ``full`` or ``trust`` cannot be looked at (gone included).

@@ -83,17 +83,17 @@ class Stamps:
         self.safe = not any("\n" in p for p in (*self.full, *self.absent, *self.wals))
         self.before = self._stamp([])
 
-    def _stamp(self, trust: list[str], gone: list[str] | None = None) -> int | None:
-        """The stamp of the paths (``trust``: the trust-only ones there, ``gone``: more that are not); None
+    def _stamp(self, trust: list[str]) -> int | None:
+        """The stamp of the paths (``trust``: the trust-only ones, looked at for owner and mode); None
         when one could not be looked at or was written within ``RACY_NS`` (a second write in the same
         clock tick could leave it as it was)."""
         try:
-            found, newest = stamp(self.full, trust, self.absent + (gone or []), self.wals)
+            found, newest = stamp(self.full, trust, self.absent, self.wals)
         except FileNotFoundError:  # a project path gone (croft.json, say): stamped as absent from here on
             self.absent += [p for p in self.full if not os.access(p, os.F_OK)]
             self.full = [p for p in self.full if p not in self.absent]
             try:
-                found, newest = stamp(self.full, trust, self.absent + (gone or []), self.wals)
+                found, newest = stamp(self.full, trust, self.absent, self.wals)
             except OSError:
                 return None
         except OSError:
@@ -141,10 +141,12 @@ def _gate_part(
     last line is the pings the settled minute owes (JSON: ``[[url, state folder], ...]``), which the gate
     hands its caller unread; a ping URL is its project's secret, and this file is this user's alone."""
     chosen = _one_per_disk(disks)
+    # croft's own minute files that are there; one not yet there is not stamped: the gate makes the
+    # heartbeat file in its first minute (temp and rename, in a home only its user can write), and a
+    # stamp of its absence would hand the next minute on for nothing
     mine = [f"{stamps.home}/{name}" if name else stamps.home for name in sorted(REWRITTEN)]
     trust = [path for path in mine if os.access(path, os.F_OK)]
-    gone = [path for path in mine if path not in trust]
-    final = stamps._stamp(trust, gone)
+    final = stamps._stamp(trust)
     if (
         not stamps.safe
         or stamps.before is None
@@ -161,11 +163,10 @@ def _gate_part(
         "\t".join(chosen),
         json.dumps(roots),
         str(final),
-        f"{len(stamps.full)} {len(trust)} {len(stamps.absent) + len(gone)} {len(stamps.wals)}",
+        f"{len(stamps.full)} {len(trust)} {len(stamps.absent)} {len(stamps.wals)}",
         *stamps.full,
         *trust,
         *stamps.absent,
-        *gone,
         *stamps.wals,
         json.dumps([list(p) for p in pings]),  # the last line: the pings (user.pingbeat)
     ]

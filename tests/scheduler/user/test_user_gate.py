@@ -64,6 +64,9 @@ def test_an_unchanged_minute_is_settled_with_its_heartbeat(
     assert gate.gate(str(home)) == ""
     beats = json.loads((home / "idle-beats.json").read_text())
     assert beats == {"at": "2026-06-01T10:11:00.000Z", "roots": [str(root)]}
+    monkeypatch.setenv("CROFT_NOW", "2026-06-01T10:12:00Z")
+    assert gate.gate(str(home)) == ""  # the heartbeat file its first minute made hands nothing on
+    assert json.loads((home / "idle-beats.json").read_text())["at"] == "2026-06-01T10:12:00.000Z"
     monkeypatch.setenv("CROFT_NOW", str(1780312320000))  # epoch milliseconds: 2026-06-01T11:12:00Z
     assert gate.gate(str(home)) is None  # past the wake instant: the full tick's minute
 

@@ -57,8 +57,8 @@ def _minute(home: Path, at: str) -> subprocess.CompletedProcess[str]:
 
 def _until_gated(home: Path) -> int:
     """Minutes until one is the gate's (the wake file left as it was): the first ticks the project and
-    leaves its idle memo, the next ones beat it (the first beat also makes the heartbeat file, which the
-    next full minute stamps); the index of the next minute."""
+    leaves its idle memo, the next ones beat it until a full minute's wake file holds; the index of the
+    next minute."""
     for i in range(1, 8):
         before = _wake(home) if (home / gate.FILE).exists() else None
         _minute(home, MINUTES[i])
