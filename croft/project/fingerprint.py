@@ -14,10 +14,8 @@ package upgrade, which the next code hash (taken when the asset runs) picks up.
 from __future__ import annotations
 
 import ast
-import importlib.metadata
 import json
 import sys
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from hashlib import sha256
 from pathlib import Path
@@ -32,13 +30,12 @@ from croft.project.sqlfacts import SqlTextError, normalize_sql
 if TYPE_CHECKING:
     from hashlib import _Hash
 
-__all__ = ["FORMAT", "ImportClosure", "code_hash", "file_key", "import_closure", "package_version"]
+__all__ = ["FORMAT", "ImportClosure", "code_hash", "file_key", "import_closure"]
 
 FORMAT = "v1"  # the fingerprint format, not croft's version: an upgrade of croft must not re-hash every asset
 ASSET_FUNCTION = "__croft_asset__"
 _NOT_THIRD_PARTY = frozenset({"croft", "__future__", "__main__"})
 _SCAN_CACHE: dict[tuple[str, int, int, str], tuple[tuple[Path, ...], tuple[str, ...]]] = {}
-_DISTS_CACHE: dict[tuple[str, ...], Mapping[str, Sequence[str]]] = {}
 
 
 @dataclass(frozen=True)
@@ -80,14 +77,6 @@ def file_key(project: Project, facts: AssetFacts) -> str:
     return digest.hexdigest()
 
 
-def package_version(dist: str) -> str | None:
-    """The installed version of distribution ``dist``, or None when it is not installed."""
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def import_closure(root: Path, path: Path, source: bytes | str | None = None) -> ImportClosure:
     """Local modules reachable from ``path`` through imports (``lib.x``, ``from lib import y``, relative
     imports; files under ``root`` only) and the third-party top-level names any of them import."""
@@ -120,10 +109,11 @@ def _python_hash(root: Path, path: Path, zone: str) -> str:
     closure = import_closure(root, path, source=source)
     for module in closure.local:
         _feed(digest, "module", _rel(root.resolve(), module), _module_dump(module))
-    for name in closure.external:
-        dists = _distributions_of(name)
-        versions = [f"{dist}=={package_version(dist)}" for dist in sorted(set(dists))] or ["not installed"]
-        _feed(digest, "package", name, *versions)
+    if closure.external:  # only then the installed packages' index (``project.packages``, dear to load)
+        from croft.project.packages import versions_of
+
+        for name in closure.external:
+            _feed(digest, "package", name, *versions_of(name))
     _feed(digest, "zone", zone)
     return digest.hexdigest()
 
@@ -268,16 +258,6 @@ def _inside(path: Path, root: Path) -> bool:
 
 def _is_stdlib(name: str) -> bool:
     return name in sys.stdlib_module_names or name in sys.builtin_module_names or name in _NOT_THIRD_PARTY
-
-
-def _distributions_of(module: str) -> Sequence[str]:
-    """Distributions providing top-level ``module``; the (slow) mapping is read once per ``sys.path``."""
-    key = tuple(sys.path)
-    mapping = _DISTS_CACHE.get(key)
-    if mapping is None:
-        mapping = importlib.metadata.packages_distributions()
-        _DISTS_CACHE[key] = mapping
-    return mapping.get(module, ())
 
 
 def _rel(root: Path, path: Path) -> str:
