@@ -25,6 +25,7 @@ from croft.project.asset import DEFAULT_TIMEOUT_S, AssetFacts
 from croft.project.bounds import (
     bound_problem,
     max_runtime_problem,
+    pool_problem,
     remind_problem,
     remind_seconds,
     url_or_env_problem,
@@ -311,8 +312,6 @@ def _max_runtime(value: str | None, add: Any, line: int | None) -> float | None:
 
 def _pool(value: str | None, add: Any, line: int | None) -> str | None:
     """``-- pool: stripe``: the pool its scheduled runs wait for, by the one rule (``bounds.pool_problem``)."""
-    from croft.project.bounds import pool_problem
-
     if value is None:
         return None
     why = pool_problem(value)

@@ -15,7 +15,9 @@ worker that dies is replaced for the projects left. Nothing here raises for a pr
 
 from __future__ import annotations
 
+import contextlib
 import json
+import selectors
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -57,8 +59,6 @@ def full_ticks(
     root with no answer has an ``error``."""
     if not roots:
         return {}
-    import contextlib
-    import selectors  # lazy, both: only a minute with a full tick to do waits on workers
 
     pending = list(roots)
     answers: dict[str, dict[str, Any]] = {}

@@ -22,7 +22,10 @@ project whose scheduling is off.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import time
+import traceback
 from typing import TYPE_CHECKING
 
 from croft.core import clock, knobs
@@ -30,8 +33,10 @@ from croft.core.disk import folder_problem
 from croft.core.paths import home_text, path_text
 from croft.core.problems import CroftError, Problem, problem
 from croft.scheduler.heartbeat import write_user_beats
+from croft.scheduler.setting import effective_state
 from croft.scheduler.ticklog import TickLog, project_names
 from croft.scheduler.user.registry import Entry, Registry, presence, project_state_dir
+from croft.scheduler.user.servenote import serve_alive
 from croft.scheduler.user.trusted import home_unsafe, project_unsafe, state_dir_unsafe, unsafe_error, words
 from croft.scheduler.user.wakefile import Stamps
 from croft.scheduler.user.wakestate import WakeState, look
@@ -57,8 +62,6 @@ def _ours(via: str | None, serving: bool) -> bool:
 
 def _serving(home: str) -> bool:
     """Whether a croft serve of this home is alive (``user.servenote``)."""
-    from croft.scheduler.user.servenote import serve_alive  # lazy: only a home with a serve project
-
     return serve_alive(home)
 
 
@@ -72,8 +75,6 @@ def minute() -> tuple[dict[str, Any], list[Problem]]:
     except CroftError as exc:
         return {}, [exc.problem, *exc.extra]
     except Exception as exc:  # the job must log and end, never hang or lose the reason
-        import traceback
-
         trace = "".join(traceback.format_exception(exc)).rstrip()
         TickLog.of(home_text()).write(clock.to_iso(clock.now()), "tick failed: " + trace)
         message = f"croft tick --all failed: {type(exc).__name__}: {exc}"
@@ -287,8 +288,6 @@ def _naming(note: Any, root: str, name_of: Any) -> Any:
 def _minute_lock(home: str) -> int | None:
     """This minute's claim on the per-user tick (a file lock the kernel drops when its holder ends), its
     modification time set to now (``ticked_lately``); None while another ``tick --all`` holds it."""
-    import fcntl
-
     fd = os.open(path_text(home, "tick-all.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -303,8 +302,6 @@ def _minute_lock(home: str) -> int | None:
 def ticked_lately(home: str, within_s: float) -> bool:
     """Whether a ``croft tick --all`` of this home began within the last ``within_s`` seconds of the
     wall clock (the lock's modification time; the OS job runs on the wall clock, not CROFT_NOW)."""
-    import time
-
     try:
         stamp = os.stat(path_text(home, "tick-all.lock")).st_mtime
     except OSError:
@@ -420,7 +417,6 @@ def _skip_reason(entry: Entry, now: Any, state: WakeState, state_dir: Path, serv
         trouble = folder_trouble(str(state_dir))
         if trouble is not None:
             raise CroftError(trouble)
-    from croft.scheduler.setting import effective_state  # lazy: an idle minute reads no setting
 
     setting = state.setting(entry.root, state_dir)
     if not _ours(setting.via, serving):

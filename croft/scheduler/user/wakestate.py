@@ -32,11 +32,17 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from croft.core.clock import to_iso  # loaded by both per-user tickers already
+from croft.history.peek import peek
 from croft.scheduler.incidents import FOLDER, incident_path
+from croft.scheduler.setting import Scheduling, read_scheduling_file
+from croft.scheduler.tick.filekeys import asset_paths, asset_tree
+from croft.scheduler.tick.memo import memo_holds
+from croft.scheduler.user.freshwatch import watch
 from croft.scheduler.user.trusted import PART_NAMES
 from croft.scheduler.user.wakefile import Stamps, read_state, write
 
@@ -62,8 +68,6 @@ def _targets(root: str, deps: list[str]) -> tuple[list[str], list[str]]:
     """What the idle check reads besides ``FIXED``, relative to ``root``: (the asset folders: a file added,
     removed or renamed moves its folder's stat; the asset files and the local modules they import).
     Listed once when the check holds; each minute after only stats them."""
-    from croft.scheduler.tick.filekeys import asset_tree  # lazy: only when the idle check ran
-
     folders, files = asset_tree(f"{root}/assets")
     skip = len(root) + 1
     return [path[skip:] for path in folders], [path[skip:] for path in files] + sorted(set(deps))
@@ -298,8 +302,6 @@ class WakeState:
     def check(self, root: str, now_iso: str) -> bool:
         """The idle check itself (``scheduler.tick.memo.memo_holds``, read-only); when it holds, remember
         what it read. For a project whose scheduling is on and ticks through the OS job."""
-        from croft.scheduler.tick.memo import memo_holds
-
         self.seen.add(root)
         incident = incident_path(root, self.home)
         known = self.idle(root)
@@ -372,8 +374,6 @@ class WakeState:
     def setting(self, root: str, state_dir: Path) -> Scheduling:
         """The project's setting (``read_scheduling_file``, the one reader), read again only when its
         history moved."""
-        from croft.scheduler.setting import Scheduling, read_scheduling_file
-
         self.seen.add(root)
         folder = str(state_dir)
         stamp = _setting_stamp(folder)
@@ -406,12 +406,10 @@ def look(
     stamp = state.fresh_due(root, state_dir, now_iso or to_iso(now), known)  # to_iso is not free
     if stamp is False:
         return
-    from datetime import timedelta
 
     if not _any_promise(root, state_dir):  # the usual project: nothing promised, nothing told; no facts read
         state.fresh_remember(root, stamp, to_iso(now + timedelta(seconds=RECHECK_S)))
         return
-    from croft.scheduler.user.freshwatch import watch  # lazy: the look reads facts and history
 
     try:
         after = watch(root, now, RECHECK_S)
@@ -431,9 +429,6 @@ def _any_promise(root: str, state_dir: str) -> bool:
     """Whether an asset file's text mentions a freshness promise (``fresh_within``, ``-- fresh within:``)
     or a breach was told and not yet ended (``notify.freshness``): files read as text, one read-only
     query, no asset parsed and no WAL created. Only a yes pays for the full look."""
-    from croft.history.peek import peek
-    from croft.scheduler.tick.filekeys import asset_paths
-
     for path in asset_paths(f"{root}/assets"):
         try:
             with open(path, "rb") as handle:

@@ -271,15 +271,15 @@ def test_sqlite_setting_read_never_creates_history(tmp_path: Path, _croft_home: 
 def test_the_remembered_setting_never_hides_a_change(
     tmp_path: Path, fake_python: Path, _croft_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from croft.scheduler import setting
+    from croft.scheduler.user import wakestate
 
     root = scheduled(tmp_path / "p", "off")
     Registry().add(root, "os-job", parse_instant(NOW))
     assert usertick.tick_all()["skipped"] == [{"root": str(root), "reason": "scheduling is off"}]
     assert read_state(str(_croft_home))[str(root)]["setting"]["dir"] == str(root / ".croft")
     reads: list[object] = []
-    real = setting.read_scheduling_file
-    monkeypatch.setattr(setting, "read_scheduling_file", lambda d: reads.append(d) or real(d))
+    real = wakestate.read_scheduling_file
+    monkeypatch.setattr(wakestate, "read_scheduling_file", lambda d: reads.append(d) or real(d))
     assert usertick.tick_all()["skipped"][0]["reason"] == "scheduling is off"  # from the wake file
     assert reads == []
     scheduled(root, "on")  # turned on: runs.sqlite changed, so the cache is not trusted
