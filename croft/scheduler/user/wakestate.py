@@ -36,7 +36,7 @@ from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from croft.core.clock import to_iso  # loaded by both per-user tickers already
+from croft.core.clock import to_iso
 from croft.history.peek import peek
 from croft.scheduler.incidents import FOLDER, incident_path
 from croft.scheduler.setting import Scheduling, read_scheduling_file
@@ -50,8 +50,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
     from typing import Any
-
-    from croft.scheduler.setting import Scheduling
 
 __all__ = ["FIXED", "KEPT", "RACY_NS", "RECHECK_S", "WakeState", "look"]
 
