@@ -110,6 +110,8 @@ class Chain:
 def links(chain: Chain) -> list[Link]:
     """Every link, in order: what ``croft doctor`` shows."""
     jobs = _job_links(chain) if any(p.via == "os-job" for p in chain.places) else [_NO_JOB_NEEDED]
+    if chain.serve_alive:  # croft serve ticks the OS job's projects too while it runs (user.tick_all._ours)
+        jobs = [_while_served(link) for link in jobs]
     serve = [_serve_link(chain)] if any(p.via == "serve" for p in chain.places) else []
     projects = [_project_link(chain, p, _upstream(chain, p, jobs, serve)) for p in chain.places]
     told = [notify_link(p.root, p.notifying, p.via) for p in chain.places if p.notifying is not None]
@@ -254,6 +256,22 @@ def _job_links(chain: Chain) -> list[Link]:
         out.append(Link.holds("job loaded", f"{job.backend} has loaded it"))
     out += [_interpreter_link(chain.interpreter), _log_link(chain), *chain.backend_links]
     return out
+
+
+def _while_served(link: Link) -> Link:
+    """A broken link of the OS job while a croft serve is alive: the projects still tick (serve ticks
+    them), so it is a warning with its fix, not a cause; once serve ends it is broken again."""
+    if link.ok:
+        return link
+    return Link.warns(
+        link.check,
+        f"{link.detail}; croft serve ticks these projects while it runs",
+        link.cause or "job_missing",
+        link.fix,
+        "Projects turned on with the OS job stop ticking when croft serve stops: repair the job"
+        + (" (the fix does it)." if link.fix else "; `croft docs scheduler` explains the chain."),
+        code=link.code,
+    )
 
 
 def _interpreter_link(found: Interpreter | None) -> Link:

@@ -149,7 +149,7 @@ def build_chain(
         log_file=str(log_file),
         log_dir_exists=log_file.parent.is_dir(),
         log=tuple(log_tail(log_file)),
-        serve_alive=serve_alive() if any(p.via == "serve" for p in places) else False,
+        serve_alive=serve_alive() if places else False,  # serve ticks the OS job's projects too
         platform=sys.platform,
         wsl=_wsl(),
     )

@@ -36,7 +36,7 @@ def healthy(*places: Place, **kw) -> Chain:  # type: ignore[no-untyped-def]
         "interpreter": PYTHON,
         "log_file": "/h/logs/tick.log",
         "backend_links": (linger_link(None),),
-        "serve_alive": True,
+        "serve_alive": any(p.via == "serve" for p in places),
         "platform": "linux",
     }
     return Chain(places=places, **(base | kw))
@@ -273,3 +273,16 @@ def test_a_job_record_that_could_not_be_read_is_said() -> None:
     assert broken(lost, "OS job")[0] == (
         "the per-user scheduler job is not installed: /h/job.json could not be read, and no backend holds a job x"
     )
+
+
+def test_a_broken_os_job_while_croft_serve_runs_is_a_warning_since_serve_ticks_its_projects() -> None:
+    """croft serve ticks every project of its home, the OS job's too (one ticker): while it runs, a missing
+    job stops nothing, so doctor warns with the fix; once serve ends the job is broken again."""
+    served = healthy(osjob(), job=None, serve_alive=True)
+    found = {x.check: x for x in links(served)}["OS job"]
+    assert (found.ok, found.warn, found.cause, found.fix) == (True, True, "job_missing", "croft schedule on")
+    assert found.detail.endswith("croft has no record of one; croft serve ticks these projects while it runs")
+    assert "stop ticking when croft serve stops" in (found.hint or "")
+    assert all(x.ok for x in links(served))
+    assert broken(healthy(osjob(), job=None, serve_alive=False), "OS job")[1] == "job_missing"
+    assert diagnose(healthy(osjob(), job=None, serve_alive=False)).cause == "job_missing"
