@@ -2,9 +2,9 @@
 
 ``croft tick --all`` runs every minute for every user, and most minutes need nothing: so before click (or
 anything of croft beyond the last-resort guard, ``cli.lastresort``) is imported, the gate
-(``scheduler.user.gate``, which imports only ``os``) may answer the minute and end the process, once the
-pings it owes are sent (``scheduler.user.pingbeat``). Everything else, the rest of ``tick --all``
-included, is the lazy click group of ``croft.cli.group``.
+(``scheduler.user.gate``, which imports only ``os``, ``itertools`` and ``operator``) may answer the minute
+and end the process, once the pings it owes are sent (``scheduler.user.pingbeat``). Everything else, the
+rest of ``tick --all`` included, is the lazy click group of ``croft.cli.group``.
 """
 
 from __future__ import annotations
