@@ -50,8 +50,6 @@ __all__ = [
 class Unread:
     """The default of ``stale_warning``'s ``beat``: not read yet (None is an answer, "no tick ever")."""
 
-    __slots__ = ()
-
 
 UNREAD = Unread()
 
