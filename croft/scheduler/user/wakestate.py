@@ -41,8 +41,6 @@ from croft.history.peek import peek
 from croft.scheduler.incidents import FOLDER, incident_path
 from croft.scheduler.setting import Scheduling, read_scheduling_file
 from croft.scheduler.tick.filekeys import asset_paths, asset_tree
-from croft.scheduler.tick.memo import memo_holds
-from croft.scheduler.user.freshwatch import watch
 from croft.scheduler.user.trusted import PART_NAMES
 from croft.scheduler.user.wakefile import Stamps, read_state, write
 
@@ -300,6 +298,8 @@ class WakeState:
     def check(self, root: str, now_iso: str) -> bool:
         """The idle check itself (``scheduler.tick.memo.memo_holds``, read-only); when it holds, remember
         what it read. For a project whose scheduling is on and ticks through the OS job."""
+        from croft.scheduler.tick.memo import memo_holds  # the idle check's room: only a project that moved
+
         self.seen.add(root)
         incident = incident_path(root, self.home)
         known = self.idle(root)
@@ -408,6 +408,7 @@ def look(
     if not _any_promise(root, state_dir):  # the usual project: nothing promised, nothing told; no facts read
         state.fresh_remember(root, stamp, to_iso(now + timedelta(seconds=RECHECK_S)))
         return
+    from croft.scheduler.user.freshwatch import watch  # the freshness look's room: only for a promise
 
     try:
         after = watch(root, now, RECHECK_S)

@@ -22,6 +22,7 @@ from croft.scheduler.control.diagnosis import stale_warning
 from croft.scheduler.control.doctor import doctor
 from croft.scheduler.incidents import incident_path
 from croft.scheduler.setting import write_scheduling
+from croft.scheduler.tick import memo as idle
 from croft.scheduler.user import tick_all as usertick
 from croft.scheduler.user import wakestate as idlebeat
 from croft.scheduler.user.registry import Registry
@@ -137,8 +138,8 @@ def test_a_steady_stamp_skips_even_the_idle_check_and_any_change_brings_it_back(
     # which the racy-stamp rule would (rightly) distrust. The rule itself is tested below.
     monkeypatch.setattr(idlebeat, "RACY_NS", 0)
     checks: list[str] = []
-    real = idlebeat.memo_holds
-    monkeypatch.setattr(idlebeat, "memo_holds", lambda r, at: checks.append(at) or real(r, at))
+    real = idle.memo_holds
+    monkeypatch.setattr(idle, "memo_holds", lambda r, at: checks.append(at) or real(r, at))
     db = root / ".croft" / "runs.sqlite"
     for minute in range(11, 16):
         at = f"2026-06-01T10:{minute}:00Z"
