@@ -3,8 +3,8 @@
 ``croft tick --all`` runs every minute for every user, and most minutes need nothing: so before click (or
 anything of croft beyond the last-resort guard, ``cli.lastresort``) is imported, the gate
 (``scheduler.user.gate``, which imports only ``os``, ``itertools`` and ``operator``) may answer the minute
-and end the process, once the pings it owes are sent (``scheduler.user.pingbeat``). Everything else, the
-rest of ``tick --all`` included, is the lazy click group of ``croft.cli.group``.
+and end the process, once the pings it owes are sent (``scheduler.user.settled``). Everything else, the rest
+of ``tick --all`` included, is the lazy click group of ``croft.cli.group``.
 """
 
 from __future__ import annotations
@@ -20,16 +20,10 @@ __all__ = ["main"]
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if args == ["tick", "--all"]:  # the OS job's command, every minute: the gate first, before click
-        from croft.scheduler.user.gate import enter
+        from croft.scheduler.user.settled import settled
 
-        owed = enter()
-        if owed == "":  # settled, no ping owed
+        if settled():
             sys.exit(0)
-        if owed is not None:  # settled, owing pings (else not what croft writes: the full tick's minute)
-            from croft.scheduler.user.pingbeat import ping_owed
-
-            if ping_owed(owed):
-                sys.exit(0)
     from croft.cli.group import run
 
     run(args)

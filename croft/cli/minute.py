@@ -9,7 +9,7 @@ CLI module. Run as a file with ``-S`` (no ``site``) and ``-P`` (no folder of its
 gate hands the minute on, ``site.main()`` (what ``-S`` left out, documented for that purpose) makes the
 environment whole and the minute continues in this process as ``croft tick --all``: the gate is not
 asked twice. A settled minute that owes its idle projects' pings sends them here
-(``scheduler.user.pingbeat``), still without ``site``: that path needs only the standard library. No ``-I``: a croft installed with ``pip install --user`` needs the user's site-packages.
+(``scheduler.user.settled``), still without ``site``: that path needs only the standard library. No ``-I``: a croft installed with ``pip install --user`` needs the user's site-packages.
 
 Its path goes into the installed job, so it stays where it is: an upgrade in the same environment keeps
 the job working. ``python -m croft tick --all`` (a person, a test) asks the gate too (``cli.main``).
@@ -23,23 +23,10 @@ FOLDER = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file_
 
 def main() -> None:
     sys.path.insert(0, FOLDER)
-    from croft.scheduler.user.gate import enter
+    from croft.scheduler.user.settled import settled
 
-    try:
-        owed = enter()
-    except Exception:  # the gate answers only what it is sure of: anything else is the full tick's
-        owed = None
-    if owed == "":  # settled, no ping owed
+    if settled():  # the gate's minute, its owed pings sent with the standard library and croft only
         return
-    if owed is not None:  # settled, owing pings: sent with the standard library and croft only (no site)
-        try:
-            from croft.scheduler.user.pingbeat import ping_owed
-
-            sent = ping_owed(owed)  # False: not what croft writes, none sent
-        except Exception:  # it cannot be loaded here (a broken install, say): the full tick's minute
-            sent = False
-        if sent:
-            return
     sys.path.remove(FOLDER)  # croft is loaded; its modules are found through the package from here on
     import site
 
