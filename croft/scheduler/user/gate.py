@@ -3,23 +3,23 @@
 The OS job enters it through ``cli/minute.py`` (``python -S -P``: nothing of ``site`` or the CLI is loaded
 first); a person's ``croft tick --all`` through ``cli/main.py``.
 
-Most minutes of most users need nothing: no fire, retry, ceiling, reminder or freshness breach has come,
-and nothing a tick reads has moved. The full per-user tick (``scheduler.user.tick_all``) knows that
-when it ends a minute in which every project was only beaten, and writes it down in the header part
-of the file it writes every minute, ``<CROFT_HOME>/wake`` (``wakefile``; the rest, each project's memory
-for the next full minute, is not read here): the earliest instant anything may need a look, the ``stat``
-of every path whose change can make a minute need work (the registry and croft's home with its files,
-and per project croft.json, assets/ and each folder under it, lib/, its history and WAL, its incident
-file), which carry the trust facts too (owner, mode), one folder of each disk, the
-environment's croft knobs, and the heartbeat to write. The next minute, this module reads that file, stats those paths and the disks, and
-when all is as it was and the instant has not come, writes the minute's heartbeat and ends. Anything
-else (a moved stamp, the instant, a clock that went back, no wake file or no part for the gate, a file it
-cannot read, a disk short of space, any error) hands the minute to the full tick, which writes the file
-anew. A file saved by rename, a config edit or a run is noticed the next minute; an asset rewritten in
-place at the next full minute (``wakefile`` says why that is safe). Dead-man's-switch pings go out every minute: a settled minute
-owes those of the projects it beat, which the full tick wrote as the last line of the gate's part; the
-gate hands that line to its caller unread (it imports no ``json``), and the caller sends them
-(``user.pingbeat``).
+Most minutes of most users need nothing: no fire, retry, ceiling, reminder or freshness breach has come, and
+nothing a tick reads has moved. The full per-user tick (``scheduler.user.tick_all``) knows that when it ends
+a minute in which every project was only beaten, and writes it down in the header part of the file it writes
+every minute, ``<CROFT_HOME>/wake`` (``wakefile``; the rest, each project's memory for the next full minute,
+is not read here): the earliest instant anything may need a look, the ``stat`` of every path whose change
+can make a minute need work (the registry and croft's home with its files, and per project croft.json,
+assets/ and each folder under it, lib/, its history and WAL, its incident file), which carry the trust facts
+too (owner, mode), one folder of each disk, the environment's croft knobs, and the heartbeat to write. The
+next minute, this module reads that file, stats those paths and the disks, and when all is as it was and the
+instant has not come, writes the minute's heartbeat and ends. Anything else (a moved stamp, the instant, a
+clock that went back, no wake file or no part for the gate, a file it cannot read, a disk short of space,
+any error) hands the minute to the full tick, which writes the file anew. A file saved by rename, a config
+edit or a run is noticed the next minute; an asset rewritten in place at the next full minute (``wakefile``
+says why that is safe). Dead-man's-switch pings go out every minute: a settled minute owes those of the
+projects it beat, which the full tick wrote as the last line of the gate's part; the gate hands that line to
+its caller unread (it imports no ``json``), and the caller sends them (``user.settled``, over
+``user.pingbeat``).
 
 Imports ``os``, ``itertools`` and ``operator`` only (``datetime`` when ``CROFT_NOW`` has an offset): the
 budget is checked by an import-linter contract and ``tests/scheduler/user/test_user_gate.py``.
