@@ -5,8 +5,7 @@ A project with ``notify.ping`` is pinged every minute, idle or not. The full per
 (``user.gate``: every project only beaten, nothing changed) owes the same pings, which the last full
 minute wrote in the gate's part of the wake file (``user.wakefile``), and the gate's two callers (the OS
 job's ``cli/minute.py``, run without ``site``, and ``cli/main.py``, both through ``user.settled``) send
-them here. One way for both, so a
-miss reads the same in the project's ``notify.log`` whoever sent it.
+them here. One way for both, so a miss reads the same in the project's ``notify.log`` whoever sent it.
 
 Only the standard library and croft: the OS job's process has no site-packages on its path.
 """
