@@ -29,7 +29,7 @@ import os  # no ``from __future__ import annotations``: one module fewer to load
 from itertools import repeat
 from operator import attrgetter, itemgetter
 
-__all__ = ["FILE", "MAGIC", "enter", "gate", "knob_line", "stamp"]
+__all__ = ["FILE", "MAGIC", "enter", "gate", "knob_line", "part_size", "stamp"]
 
 FILE = "wake"
 MAGIC = "croft-wake 6"  # the header: then the length of the gate's part (wakefile.write)
@@ -146,18 +146,15 @@ def gate(home: str) -> str | None:
     the minute to the full tick."""
     try:
         with open(f"{home}/{FILE}", "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if st.st_uid != os.getuid() or st.st_mode & 0o022:  # only croft's own file is believed
+            size = part_size(handle.fileno(), handle.readline(64))
+            if not size:  # not croft's own file, or 0: the full tick's minute
                 return None
-            magic, _, size = handle.readline(64).rstrip(b"\n").rpartition(b" ")
-            if magic != MAGIC.encode() or not size.isdigit() or size == b"0":  # 0: the full tick's minute
-                return None
-            part = handle.read(int(size))  # the gate's part only: the per-project rest is the full tick's
+            part = handle.read(size)  # the gate's part only: the per-project rest is the full tick's
         lines = part.decode("utf-8").split("\n")
     except (OSError, ValueError):
         return None
     at = _now()
-    if at is None or len(lines) < 8 or len(part) != int(size):
+    if at is None or len(lines) < 8 or len(part) != size:
         return None
     after, until, knobs, disks, beats = lines[0:5]
     if not (after <= at < until) or knobs != knob_line(os.environ):
@@ -188,6 +185,17 @@ def gate(home: str) -> str | None:
         return None
     owed = lines[-2]  # the part's last line (each line is ended): the pings (wakefile._gate_part)
     return "" if owed == "[]" else owed
+
+
+def part_size(fd: int, header: bytes) -> int | None:
+    """The length of the gate's part, from the wake file open at ``fd`` and its first line ``header``;
+    None unless the file is this user's and no one else may write it and the line is this croft's header.
+    The one rule both readers of the file believe it by (``wakefile`` reads the per-project rest)."""
+    st = os.fstat(fd)
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return None
+    magic, _, size = header.rstrip(b"\n").rpartition(b" ")
+    return int(size) if magic == MAGIC.encode() and size.isdigit() else None
 
 
 def _beat(home: str, stamp: str, roots: str) -> bool:

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from typing import Any, BinaryIO
 
 from croft.scheduler.incidents import FOLDER, incident_path
-from croft.scheduler.user.gate import FILE, MAGIC, knob_line, stamp
+from croft.scheduler.user.gate import FILE, MAGIC, knob_line, part_size, stamp
 from croft.scheduler.user.trusted import HOME_FILES, PART_NAMES
 
 __all__ = ["Stamps", "forget", "read_state", "settles", "write"]
@@ -194,10 +194,9 @@ def _open(home: str) -> tuple[BinaryIO, int] | None:
     except OSError:
         return None
     try:
-        st = os.fstat(handle.fileno())
-        magic, _, size = handle.readline(64).rstrip(b"\n").rpartition(b" ")
-        if st.st_uid == os.getuid() and not st.st_mode & 0o022 and magic == MAGIC.encode() and size.isdigit():
-            return handle, int(size)
+        size = part_size(handle.fileno(), handle.readline(64))
+        if size is not None:
+            return handle, size
     except OSError:
         pass
     handle.close()
