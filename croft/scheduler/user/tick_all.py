@@ -60,11 +60,6 @@ def _ours(via: str | None, serving: bool) -> bool:
     return via != "serve" or serving
 
 
-def _serving(home: str) -> bool:
-    """Whether a croft serve of this home is alive (``user.servenote``)."""
-    return serve_alive(home)
-
-
 def minute() -> tuple[dict[str, Any], list[Problem]]:
     """The minute as the command runs it: (what it did, its problems). Never raises: a bad knob or an
     unreadable registry is a problem, and a crash is a traceback in the tick log and INTERNAL_ERROR."""
@@ -142,7 +137,7 @@ def _minute(
     note: Any,
 ) -> None:
     state = WakeState(home)  # what the last full minute remembered of each project (the wake file)
-    serving = _serving(home) if any(e.via == "serve" for e in entries) else False
+    serving = serve_alive(home) if any(e.via == "serve" for e in entries) else False
     stamps = _stamps(home, registry, entries, state, serving)
     full: list[str] = []
     pings: list[tuple[str, str]] = []
